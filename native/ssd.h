@@ -1,0 +1,120 @@
+/*
+ * ssd.h - shared SSD timing model and the two FTLs built on it (NVMeVirt-style split).
+ *
+ *   ssd.c      one timing model: per-channel and per-die busy-until accounting, host link
+ *              (one busy-until per direction), per-command controller overhead, a bounded
+ *              DRAM write buffer, and the queue-depth issue loop.
+ *   conv_ftl.c page-mapped conventional FTL (4 KiB mapping unit), hidden over-provisioning,
+ *              TRIM, greedy per-die GC (bucket lists) triggered by a free-block low watermark.
+ *   zns_ftl.c  zoned mapping: a zone is a fixed set of erase blocks striped across dies,
+ *              reset = erase, no device-side GC.
+ *
+ * All times are int64 nanoseconds of modeled device time.  Sizes in bytes unless named *_units
+ * (4 KiB mapping units).  Nothing here allocates per request.
+ */
+#ifndef ZSWAP_SSD_H
+#define ZSWAP_SSD_H
+
+#include <stdint.h>
+
+#define SSD_UNIT 4096
+#define SSD_NONE 0xFFFFFFFFu
+
+#define SSD_OP_READ 0
+#define SSD_OP_WRITE 1
+#define SSD_OP_TRIM 2
+
+typedef struct {
+    int64_t host_write_bytes;
+    int64_t host_read_bytes;
+    int64_t host_trim_bytes;
+    int64_t media_write_bytes;  /* host units placed + GC relocations + padding */
+    int64_t media_read_bytes;   /* bytes read from NAND (host + GC) */
+    int64_t gc_write_bytes;     /* relocated by device GC */
+    int64_t pad_bytes;          /* padding programmed to close partial program units */
+    int64_t erase_count;        /* erase-block erases */
+    int64_t gc_runs;            /* victim blocks cleaned by device GC */
+    int64_t buffer_read_bytes;  /* host reads served from the write buffer */
+} ssd_counters;
+
+typedef struct {
+    int32_t channels;
+    int32_t dies_per_channel;
+    int32_t page_size;          /* flash page bytes (read unit), multiple of 4096 */
+    int32_t pages_per_block;    /* multiple of oneshot_pages */
+    int32_t oneshot_pages;      /* pages programmed together on one die (TLC one-shot) */
+    double t_read_us;
+    double t_prog_us;
+    double t_erase_us;
+    double channel_mb_s;
+    double host_link_mb_s;
+    double cmd_overhead_us;
+    int64_t write_buffer_bytes; /* DRAM write buffer */
+} ssd_params;
+
+typedef struct {
+    int64_t t;
+    int64_t units;
+} ssd_wb_ent;
+
+typedef struct {
+    int n_ch, n_dies;
+    int64_t *ch_free;           /* busy-until per channel */
+    int64_t *die_free;          /* busy-until per die */
+    int64_t link_in_free;       /* host -> device */
+    int64_t link_out_free;      /* device -> host */
+    double ch_ns_per_byte, link_ns_per_byte;
+    int64_t t_read, t_prog, t_erase, t_cmd;
+    /* write buffer, in 4 KiB units: pending = accepted, not yet handed to a program;
+       inflight = in a program that completes at heap[].t */
+    int64_t wb_cap, wb_pending, wb_inflight;
+    ssd_wb_ent *wb_heap;
+    int64_t wb_n, wb_size;
+    int64_t now;
+    int64_t *qheap;
+    int64_t qcap;
+    ssd_counters cnt;
+} ssd_timing;
+
+/* ---- timing model (ssd.c) ---- */
+int ssd_timing_init(ssd_timing *T, const ssd_params *p);
+void ssd_timing_free(ssd_timing *T);
+int64_t ssd_nand_read(ssd_timing *T, int die, int64_t t, int64_t bytes);
+int64_t ssd_nand_prog(ssd_timing *T, int die, int64_t t, int64_t bytes);
+int64_t ssd_nand_erase(ssd_timing *T, int die, int64_t t);
+int64_t ssd_link_in(ssd_timing *T, int64_t t, int64_t bytes);
+int64_t ssd_link_out(ssd_timing *T, int64_t t, int64_t bytes);
+int64_t ssd_wb_reserve(ssd_timing *T, int64_t t, int64_t units);
+void ssd_wb_program(ssd_timing *T, int64_t done, int64_t units);
+void ssd_wb_drop(ssd_timing *T, int64_t units);
+
+/* one request: returns its completion time, or < 0 on error */
+typedef int64_t (*ssd_req_fn)(void *ftl, int op, int64_t off, int64_t len, int64_t t_issue);
+int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, int64_t n, const uint8_t *ops,
+                    const int64_t *offs, const int64_t *lens, int64_t qd, double *out);
+
+/* ---- conventional FTL (conv_ftl.c) ---- */
+typedef struct conv_ftl conv_ftl;
+conv_ftl *conv_new(const ssd_params *p, int64_t logical_units, int32_t blocks_per_die,
+                   int32_t gc_low, int32_t gc_high);
+void conv_free(conv_ftl *F);
+int conv_submit(conv_ftl *F, int64_t n, const uint8_t *ops, const int64_t *offs,
+                const int64_t *lens, int64_t qd, double *out);
+ssd_timing *conv_timing(conv_ftl *F);
+int64_t conv_free_blocks(conv_ftl *F);
+int64_t conv_valid_units(conv_ftl *F);
+int conv_check(conv_ftl *F, char *msg, int msglen);
+
+/* ---- zoned FTL (zns_ftl.c) ---- */
+typedef struct zns_ftl zns_ftl;
+zns_ftl *zns_new(const ssd_params *p, int64_t nr_zones, int64_t zone_size, int64_t zone_capacity);
+void zns_free(zns_ftl *Z);
+int zns_submit(zns_ftl *Z, int64_t n, const uint8_t *ops, const int64_t *offs,
+               const int64_t *lens, int64_t qd, double *out);
+int64_t zns_reset(zns_ftl *Z, int64_t zone);
+void zns_finish(zns_ftl *Z, int64_t zone);
+ssd_timing *zns_timing(zns_ftl *Z);
+int32_t zns_dies_per_zone(zns_ftl *Z);
+int64_t zns_zone_wp(zns_ftl *Z, int64_t zone);
+
+#endif

@@ -1,0 +1,12 @@
+"""Zoned and conventional devices behind two small protocols, opened by URL."""
+
+from .base import BlockDevice, DeviceStats, ZonedDevice
+from .blockdev import EmulatedBlockDevice, FileBlockDevice
+from .emulated import EmulatedZonedDevice
+from .url import open_device
+from .zone import Zone, ZoneCond, ZoneGeometry
+
+__all__ = [
+    "BlockDevice", "DeviceStats", "EmulatedBlockDevice", "EmulatedZonedDevice", "FileBlockDevice",
+    "Zone", "ZoneCond", "ZoneGeometry", "ZonedDevice", "open_device",
+]

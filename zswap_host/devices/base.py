@@ -1,0 +1,130 @@
+"""The two device protocols every backend implements, and the statistics they report.
+
+``read`` returns a ``numpy.ndarray`` of ``uint8`` (the store works on numpy page batches);
+``write``/``append`` take any buffer (bytes, bytearray, memoryview, numpy array).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..errors import InvalidIOError
+from .zone import Zone, ZoneGeometry
+
+Buffer = bytes | bytearray | memoryview | np.ndarray
+
+
+@dataclass
+class DeviceStats:
+    """What a device saw. ``clock`` says which clock ``device_time_s`` uses: ``"modeled"`` (the SSD
+    timing model of an emulated device), ``"wall"`` (real I/O) or ``"none"`` (timing model off)."""
+
+    clock: str
+    device_time_s: float = 0.0
+    device_write_bytes: int = 0
+    device_read_bytes: int = 0
+    discard_bytes: int = 0
+    media_write_bytes: int = 0
+    gc_write_bytes: int = 0
+    erase_count: int = 0
+    write_size_histogram: dict[int, int] = field(default_factory=dict)
+    read_size_histogram: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def write_amplification(self) -> float:
+        """Media writes over writes the device received (1.0 when nothing was written)."""
+        return self.media_write_bytes / self.device_write_bytes if self.device_write_bytes else 1.0
+
+    def as_dict(self) -> dict:
+        return {
+            "clock": self.clock, "device_time_s": self.device_time_s,
+            "device_write_bytes": self.device_write_bytes, "device_read_bytes": self.device_read_bytes,
+            "discard_bytes": self.discard_bytes, "media_write_bytes": self.media_write_bytes,
+            "gc_write_bytes": self.gc_write_bytes, "erase_count": self.erase_count,
+            "write_amplification": self.write_amplification,
+            "write_size_histogram": dict(sorted(self.write_size_histogram.items())),
+            "read_size_histogram": dict(sorted(self.read_size_histogram.items())),
+        }
+
+
+class IoCounters:
+    """Request counting shared by the backends: bytes and a request-size histogram per direction."""
+
+    def __init__(self) -> None:
+        self.write_bytes = 0
+        self.read_bytes = 0
+        self.discard_bytes = 0
+        self.write_hist: Counter[int] = Counter()
+        self.read_hist: Counter[int] = Counter()
+
+    def wrote(self, n: int) -> None:
+        self.write_bytes += n
+        self.write_hist[n] += 1
+
+    def read(self, n: int) -> None:
+        self.read_bytes += n
+        self.read_hist[n] += 1
+
+    def fill(self, stats: DeviceStats) -> DeviceStats:
+        stats.device_write_bytes = self.write_bytes
+        stats.device_read_bytes = self.read_bytes
+        stats.discard_bytes = self.discard_bytes
+        stats.write_size_histogram = dict(self.write_hist)
+        stats.read_size_histogram = dict(self.read_hist)
+        return stats
+
+
+@runtime_checkable
+class ZonedDevice(Protocol):
+    """A host-managed zoned device (libzbd-shaped; all sizes in bytes; ``z`` is a zone index)."""
+
+    geometry: ZoneGeometry
+
+    def report_zones(self) -> list[Zone]: ...
+    def reset_zone(self, z: int) -> None: ...
+    def open_zone(self, z: int) -> None: ...
+    def close_zone(self, z: int) -> None: ...
+    def finish_zone(self, z: int) -> None: ...
+    def write(self, offset: int, data: Buffer) -> None:
+        """Write at the zone's write pointer only."""
+    def append(self, z: int, data: Buffer) -> int:
+        """Zone append: the device picks the position (the write pointer) and returns its offset."""
+    def read(self, offset: int, length: int) -> np.ndarray: ...
+    def stats(self) -> DeviceStats: ...
+    def describe(self) -> dict: ...
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class BlockDevice(Protocol):
+    """A conventional block device: read, write and discard at any block-aligned offset."""
+
+    size: int
+    block_size: int
+
+    def read(self, offset: int, length: int) -> np.ndarray: ...
+    def write(self, offset: int, data: Buffer) -> None: ...
+    def discard(self, offset: int, length: int) -> None: ...
+    def flush(self) -> None: ...
+    def stats(self) -> DeviceStats: ...
+    def describe(self) -> dict: ...
+    def close(self) -> None: ...
+
+
+def as_bytes_view(data: Buffer) -> np.ndarray:
+    """A flat uint8 view of any buffer, without copying."""
+    if isinstance(data, np.ndarray):
+        return data.reshape(-1).view(np.uint8) if data.flags.c_contiguous else np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def check_aligned(offset: int, length: int, block_size: int, limit: int, what: str = "I/O") -> None:
+    """Raise InvalidIOError unless [offset, offset+length) is block aligned and inside [0, limit)."""
+    if offset < 0 or length <= 0 or offset + length > limit:
+        raise InvalidIOError(f"{what} [{offset}, {offset + length}) is outside the device (size {limit})")
+    if offset % block_size or length % block_size:
+        raise InvalidIOError(f"{what} at {offset} of {length} bytes is not aligned to the {block_size}-byte block size")

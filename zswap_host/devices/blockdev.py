@@ -1,0 +1,189 @@
+"""Conventional block devices: the emulated SSD (page-mapped FTL with device-side GC under the
+timing model) and a regular file (real I/O, wall clock)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+
+from ..errors import DeviceIOError, DeviceSpecError
+from .backing import Backing, punch_hole, save_sidecar
+from .base import Buffer, DeviceStats, IoCounters, as_bytes_view, check_aligned
+
+_READ, _WRITE, _TRIM = 0, 1, 2
+
+
+class EmulatedBlockDevice:
+    """Emulated conventional SSD (``emu-conv://``). ``model`` is a ``zswap_host.ssdsim.ConvSSD``
+    or None (timing off). Data lives in memory or in a sparse file; TRIMmed ranges read as zeros."""
+
+    kind = "emulated-conventional"
+
+    def __init__(self, size: int, path: str | None = None, model=None, preset: str | None = None,
+                 op: float | None = None, block_size: int = 4096, url: str | None = None) -> None:
+        if size <= 0 or size % block_size:
+            raise DeviceSpecError(f"device size {size} is not a positive multiple of the block size {block_size}")
+        self.size = size
+        self.block_size = block_size
+        self.path = path
+        self.model = model
+        self.preset = preset
+        self.op = op
+        self.url = url or f"emu-conv://{path or ''}"
+        self._lock = threading.RLock()
+        self._io = IoCounters()
+        self._fail_writes = 0
+        self._backing = Backing(size, path)
+        if path is not None:
+            save_sidecar(path, {"kind": "conventional", "size": size, "block_size": block_size,
+                                "preset": preset, "op": op})
+
+    def _charge(self, op: int, offset: int, length: int) -> None:
+        if self.model is not None:
+            self.model.submit(np.array([op], np.uint8), np.array([offset], np.int64),
+                              np.array([length], np.int64), 1)
+
+    def write(self, offset: int, data: Buffer) -> None:
+        view = as_bytes_view(data)
+        check_aligned(offset, view.size, self.block_size, self.size, "write")
+        with self._lock:
+            if self._fail_writes:
+                self._fail_writes -= 1
+                raise DeviceIOError(f"injected write failure at {offset}", offset=offset)
+            self._backing.write(offset, view)
+            self._io.wrote(view.size)
+            self._charge(_WRITE, offset, view.size)
+
+    def read(self, offset: int, length: int) -> np.ndarray:
+        check_aligned(offset, length, self.block_size, self.size, "read")
+        with self._lock:
+            out = self._backing.read(offset, length)
+            self._io.read(length)
+            self._charge(_READ, offset, length)
+            return out
+
+    def discard(self, offset: int, length: int) -> None:
+        check_aligned(offset, length, self.block_size, self.size, "discard")
+        with self._lock:
+            self._backing.zero(offset, length)
+            self._io.discard_bytes += length
+            self._charge(_TRIM, offset, length)
+
+    def inject_write_failures(self, n: int) -> None:
+        """Fail the next ``n`` writes with DeviceIOError (nothing written)."""
+        with self._lock:
+            self._fail_writes = n
+
+    def advance(self, seconds: float) -> None:
+        if self.model is not None and seconds > 0:
+            self.model.advance(seconds)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._backing.flush()
+
+    def stats(self) -> DeviceStats:
+        with self._lock:
+            if self.model is None:
+                s = self._io.fill(DeviceStats(clock="none"))
+                s.media_write_bytes = self._io.write_bytes
+                return s
+            m = self.model
+            s = DeviceStats(clock="modeled", device_time_s=float(m.now),
+                            media_write_bytes=int(m.media_write_bytes),
+                            gc_write_bytes=int(m.gc_write_bytes), erase_count=int(m.erase_count))
+            return self._io.fill(s)
+
+    def describe(self) -> dict:
+        return {"url": self.url, "kind": self.kind, "zoned": False, "path": self.path,
+                "size": self.size, "block_size": self.block_size, "preset": self.preset,
+                "op": self.op, "clock": "modeled" if self.model is not None else "none"}
+
+    def close(self) -> None:
+        with self._lock:
+            self._backing.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class FileBlockDevice:
+    """A regular file used as a conventional block device: real I/O through pread/pwrite,
+    discard as hole punching, wall-clock timing of the time spent inside I/O calls."""
+
+    kind = "file"
+
+    def __init__(self, path: str, block_size: int = 4096) -> None:
+        if not os.path.isfile(path):
+            raise DeviceSpecError(f"{path} is not a regular file")
+        size = os.path.getsize(path)
+        if size < block_size:
+            raise DeviceSpecError(f"{path} is {size} bytes: too small for a device (needs at least {block_size})")
+        self.path = path
+        self.block_size = block_size
+        self.size = size - size % block_size
+        self.url = path
+        self._fd = os.open(path, os.O_RDWR)
+        self._io = IoCounters()
+        self._busy = 0.0
+        self._lock = threading.Lock()
+
+    def write(self, offset: int, data: Buffer) -> None:
+        view = as_bytes_view(data)
+        check_aligned(offset, view.size, self.block_size, self.size, "write")
+        t = time.perf_counter()
+        try:
+            os.pwrite(self._fd, view, offset)
+        except OSError as e:
+            raise DeviceIOError(f"write at {offset} failed: {e}", offset=offset) from e
+        with self._lock:
+            self._busy += time.perf_counter() - t
+            self._io.wrote(view.size)
+
+    def read(self, offset: int, length: int) -> np.ndarray:
+        check_aligned(offset, length, self.block_size, self.size, "read")
+        t = time.perf_counter()
+        try:
+            buf = os.pread(self._fd, length, offset)
+        except OSError as e:
+            raise DeviceIOError(f"read at {offset} failed: {e}", offset=offset) from e
+        with self._lock:
+            self._busy += time.perf_counter() - t
+            self._io.read(length)
+        return np.frombuffer(buf, dtype=np.uint8).copy()
+
+    def discard(self, offset: int, length: int) -> None:
+        check_aligned(offset, length, self.block_size, self.size, "discard")
+        punch_hole(self.path, offset, length)
+        with self._lock:
+            self._io.discard_bytes += length
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+
+    def stats(self) -> DeviceStats:
+        with self._lock:
+            s = self._io.fill(DeviceStats(clock="wall", device_time_s=self._busy))
+            s.media_write_bytes = self._io.write_bytes  # unknown below the file system; what we wrote
+            return s
+
+    def describe(self) -> dict:
+        return {"url": self.url, "kind": self.kind, "zoned": False, "path": self.path,
+                "size": self.size, "block_size": self.block_size, "clock": "wall"}
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

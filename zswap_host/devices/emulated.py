@@ -1,0 +1,308 @@
+"""Emulated ZNS device: enforces the NVMe ZNS zone rules the way QEMU's NVMe ZNS namespace does,
+keeps data in memory or a sparse file, and charges every operation to the SSD timing model.
+
+Zone state machine and resource accounting follow QEMU's ``hw/nvme`` ``nvme_zrm_*`` functions:
+an implicit or explicit open of an EMPTY or CLOSED zone first auto-closes the oldest implicitly
+open zone when the open limit is reached, then checks the active limit (EOVERFLOW) and the open
+limit (ETOOMANYREFS). A write that reaches zone capacity finishes the zone (FULL).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
+from .backing import Backing, save_sidecar
+from .base import Buffer, DeviceStats, IoCounters, as_bytes_view, check_aligned
+from .zone import Zone, ZoneCond, ZoneGeometry
+
+_READ, _WRITE = 0, 1
+
+
+class EmulatedZonedDevice:
+    """A ZNS namespace in memory (``path=None``) or in a sparse file with its zone states beside it
+    (``PATH.zones``) and its description in ``PATH.json``.
+
+    ``model`` is a ``zswap_host.ssdsim.ZNSSSD`` (modeled clock) or None (timing off).
+    Thread-safe: one lock serialises the device, as a single submission queue would.
+    """
+
+    kind = "emulated-zns"
+
+    def __init__(self, geometry: ZoneGeometry, path: str | None = None, model=None,
+                 preset: str | None = None, url: str | None = None) -> None:
+        self.geometry = geometry
+        self.path = path
+        self.model = model
+        self.preset = preset
+        self.url = url or f"emu://{path or ''}"
+        self._lock = threading.RLock()
+        self._io = IoCounters()
+        self._fail_writes = 0
+        self._fail_reads = 0
+        self._backing = Backing(geometry.size, path)
+        nz = geometry.nr_zones
+        if path is None:
+            self._state = np.zeros((nz, 2), dtype=np.int64)
+        else:
+            import os
+            fresh = not os.path.exists(path + ".zones")
+            self._state = np.memmap(path + ".zones", dtype=np.int64, mode="w+" if fresh else "r+", shape=(nz, 2))
+            save_sidecar(path, {"kind": "zns", **geometry.as_dict(), "preset": preset})
+        self._wp = self._state[:, 0]      # write pointer relative to zone start
+        self._cond = self._state[:, 1]    # ZoneCond value
+        if path is None or fresh:
+            self._cond[:] = ZoneCond.EMPTY
+        else:
+            self._power_cycle()
+        self._imp_open: OrderedDict[int, None] = OrderedDict()   # implicitly open zones, oldest first
+        self._recount()
+
+    # -- resource accounting -------------------------------------------------------------------
+    def _power_cycle(self) -> None:
+        """Reopening a file-backed device is a controller reset: open zones become CLOSED."""
+        open_ = np.isin(self._cond, (ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN))
+        self._cond[open_] = ZoneCond.CLOSED
+
+    def _recount(self) -> None:
+        c = self._cond
+        self._nr_open = int(np.isin(c, (ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN)).sum())
+        self._nr_active = self._nr_open + int((c == ZoneCond.CLOSED).sum())
+
+    def _set(self, z: int, cond: ZoneCond) -> None:
+        old = ZoneCond(int(self._cond[z]))
+        self._nr_open += int(cond.is_open) - int(old.is_open)
+        self._nr_active += int(cond.is_active) - int(old.is_active)
+        if old == ZoneCond.IMPLICIT_OPEN:
+            self._imp_open.pop(z, None)
+        if cond == ZoneCond.IMPLICIT_OPEN:
+            self._imp_open[z] = None
+        self._cond[z] = cond
+
+    def _cond_of(self, z: int) -> ZoneCond:
+        return ZoneCond(int(self._cond[z]))
+
+    def _open(self, z: int, implicit: bool) -> None:
+        g = self.geometry
+        cond = self._cond_of(z)
+        if cond in (ZoneCond.EMPTY, ZoneCond.CLOSED):
+            if g.max_open and self._nr_open == g.max_open and self._imp_open:
+                self._set(next(iter(self._imp_open)), ZoneCond.CLOSED)  # auto-transition
+            act = 1 if cond == ZoneCond.EMPTY else 0
+            if g.max_active and self._nr_active + act > g.max_active:
+                raise ZoneStateError(
+                    f"zone {z}: opening it would exceed the device's {g.max_active} active zones",
+                    zone=z, errno_name="EOVERFLOW")
+            if g.max_open and self._nr_open + 1 > g.max_open:
+                raise ZoneStateError(
+                    f"zone {z}: opening it would exceed the device's {g.max_open} open zones",
+                    zone=z, errno_name="ETOOMANYREFS")
+            self._set(z, ZoneCond.IMPLICIT_OPEN if implicit else ZoneCond.EXPLICIT_OPEN)
+        elif cond == ZoneCond.IMPLICIT_OPEN:
+            if not implicit:
+                self._set(z, ZoneCond.EXPLICIT_OPEN)
+        elif cond == ZoneCond.EXPLICIT_OPEN:
+            pass
+        else:
+            raise self._bad_state(z, cond, "open")
+
+    def _bad_state(self, z: int, cond: ZoneCond, action: str) -> Exception:
+        if cond == ZoneCond.OFFLINE:
+            return DeviceIOError(f"zone {z} is offline", offset=self.geometry.zone_start(z))
+        if cond == ZoneCond.READ_ONLY and action in ("write", "append"):
+            return DeviceIOError(f"zone {z} is read-only", offset=self.geometry.zone_start(z))
+        return ZoneStateError(f"zone {z}: cannot {action} a zone that is {cond.name}", zone=z)
+
+    # -- zone management -------------------------------------------------------------------------
+    def _zone_index(self, z: int) -> int:
+        if not 0 <= z < self.geometry.nr_zones:
+            raise InvalidIOError(f"zone {z} does not exist (the device has {self.geometry.nr_zones} zones)")
+        return int(z)
+
+    def report_zones(self) -> list[Zone]:
+        g = self.geometry
+        with self._lock:
+            wp = self._wp.copy()
+            cond = self._cond.copy()
+        out = []
+        for z in range(g.nr_zones):
+            c = ZoneCond(int(cond[z]))
+            start = z * g.zone_size
+            abs_wp = start + g.zone_size if c == ZoneCond.FULL else start + int(wp[z])
+            out.append(Zone(z, start, g.zone_size, g.zone_capacity, abs_wp, c))
+        return out
+
+    def zone_condition(self, z: int) -> ZoneCond:
+        return self._cond_of(self._zone_index(z))
+
+    def open_zone(self, z: int) -> None:
+        with self._lock:
+            self._open(self._zone_index(z), implicit=False)
+
+    def close_zone(self, z: int) -> None:
+        with self._lock:
+            z = self._zone_index(z)
+            cond = self._cond_of(z)
+            if cond.is_open:
+                self._set(z, ZoneCond.CLOSED)
+            elif cond != ZoneCond.CLOSED:
+                raise self._bad_state(z, cond, "close")
+
+    def finish_zone(self, z: int) -> None:
+        with self._lock:
+            z = self._zone_index(z)
+            cond = self._cond_of(z)
+            if cond in (ZoneCond.EMPTY, ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN, ZoneCond.CLOSED):
+                self._set(z, ZoneCond.FULL)
+                self._wp[z] = self.geometry.zone_capacity
+                if self.model is not None:
+                    self.model.finish(z)
+            elif cond != ZoneCond.FULL:
+                raise self._bad_state(z, cond, "finish")
+
+    def reset_zone(self, z: int) -> None:
+        with self._lock:
+            z = self._zone_index(z)
+            cond = self._cond_of(z)
+            if cond in (ZoneCond.READ_ONLY, ZoneCond.OFFLINE):
+                raise self._bad_state(z, cond, "reset")
+            if cond == ZoneCond.EMPTY:
+                return
+            written = int(self._wp[z])
+            self._set(z, ZoneCond.EMPTY)
+            self._wp[z] = 0
+            if written:
+                self._backing.zero(self.geometry.zone_start(z), written)
+            if self.model is not None:
+                self.model.reset(z)
+
+    # -- data path -------------------------------------------------------------------------------
+    def _write_at_wp(self, z: int, rel: int, view: np.ndarray, action: str) -> int:
+        g = self.geometry
+        n = view.size
+        cond = self._cond_of(z)
+        if cond in (ZoneCond.FULL, ZoneCond.READ_ONLY, ZoneCond.OFFLINE):
+            raise self._bad_state(z, cond, action)
+        if rel != int(self._wp[z]):
+            raise ZoneStateError(
+                f"zone {z}: write at +{rel} but the write pointer is at +{int(self._wp[z])}", zone=z)
+        if rel + n > g.zone_capacity:
+            raise ZoneStateError(
+                f"zone {z}: {n} bytes at +{rel} would pass the zone capacity {g.zone_capacity}", zone=z)
+        self._open(z, implicit=True)
+        if self._fail_writes:
+            self._fail_writes -= 1
+            raise DeviceIOError(f"injected write failure in zone {z}", offset=g.zone_start(z) + rel)
+        start = g.zone_start(z) + rel
+        self._backing.write(start, view)
+        self._wp[z] = rel + n
+        if rel + n == g.zone_capacity:
+            self._set(z, ZoneCond.FULL)
+        self._io.wrote(n)
+        self._charge(_WRITE, start, n)
+        return start
+
+    def write(self, offset: int, data: Buffer) -> None:
+        view = as_bytes_view(data)
+        g = self.geometry
+        check_aligned(offset, view.size, g.block_size, g.size, "write")
+        z = g.zone_of(offset)
+        if g.zone_of(offset + view.size - 1) != z:
+            raise ZoneStateError(f"write at {offset} of {view.size} bytes crosses the end of zone {z}", zone=z)
+        with self._lock:
+            self._write_at_wp(z, offset - g.zone_start(z), view, "write")
+
+    def append(self, z: int, data: Buffer) -> int:
+        view = as_bytes_view(data)
+        g = self.geometry
+        check_aligned(0, view.size, g.block_size, g.zone_size, "zone append")
+        if g.max_append and view.size > g.max_append:
+            raise InvalidIOError(f"zone append of {view.size} bytes exceeds the device's append limit {g.max_append}")
+        with self._lock:
+            z = self._zone_index(z)
+            return self._write_at_wp(z, int(self._wp[z]), view, "append")
+
+    def read(self, offset: int, length: int) -> np.ndarray:
+        g = self.geometry
+        check_aligned(offset, length, g.block_size, g.size, "read")
+        with self._lock:
+            first, last = g.zone_of(offset), g.zone_of(offset + length - 1)
+            offline = np.nonzero(self._cond[first:last + 1] == ZoneCond.OFFLINE)[0]
+            if offline.size:
+                raise DeviceIOError(f"read of offline zone {first + int(offline[0])}", offset=offset)
+            if self._fail_reads:
+                self._fail_reads -= 1
+                raise DeviceIOError(f"injected read failure at {offset}", offset=offset)
+            out = self._backing.read(offset, length)
+            self._io.read(length)
+            self._charge(_READ, offset, length)
+            return out
+
+    def _charge(self, op: int, offset: int, length: int) -> None:
+        if self.model is not None:
+            self.model.submit(np.array([op], np.uint8), np.array([offset], np.int64),
+                              np.array([length], np.int64), 1)
+
+    # -- failure injection (tests) -------------------------------------------------------------
+    def inject_write_failures(self, n: int) -> None:
+        """Fail the next ``n`` writes/appends with DeviceIOError; nothing is written, the write pointer stays."""
+        with self._lock:
+            self._fail_writes = n
+
+    def inject_read_failures(self, n: int) -> None:
+        """Fail the next ``n`` reads with DeviceIOError."""
+        with self._lock:
+            self._fail_reads = n
+
+    def set_zone_condition(self, z: int, cond: ZoneCond) -> None:
+        """Make a zone READ_ONLY (readable, never writable again) or OFFLINE (nothing readable),
+        as a drive does when flash wears out; releases the zone's open/active resources."""
+        if cond not in (ZoneCond.READ_ONLY, ZoneCond.OFFLINE):
+            raise ValueError("only READ_ONLY and OFFLINE can be injected")
+        with self._lock:
+            self._set(self._zone_index(z), cond)
+
+    # -- misc ------------------------------------------------------------------------------------
+    def advance(self, seconds: float) -> None:
+        """Let host idle time pass on the modeled clock."""
+        if self.model is not None and seconds > 0:
+            self.model.advance(seconds)
+
+    def stats(self) -> DeviceStats:
+        with self._lock:
+            if self.model is None:
+                s = DeviceStats(clock="none")
+                self._io.fill(s)
+                s.media_write_bytes = self._io.write_bytes
+                return s
+            m = self.model
+            s = DeviceStats(clock="modeled", device_time_s=float(m.now),
+                            media_write_bytes=int(m.media_write_bytes), erase_count=int(m.erase_count))
+            return self._io.fill(s)
+
+    def describe(self) -> dict:
+        d = {"url": self.url, "kind": self.kind, "zoned": True, "path": self.path,
+             "geometry": self.geometry.as_dict(), "preset": self.preset,
+             "clock": "modeled" if self.model is not None else "none",
+             "open_zones": self._nr_open, "active_zones": self._nr_active}
+        return d
+
+    def flush(self) -> None:
+        with self._lock:
+            self._backing.flush()
+            if isinstance(self._state, np.memmap):
+                self._state.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self.flush()
+            self._backing.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

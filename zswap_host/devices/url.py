@@ -1,0 +1,179 @@
+"""``open_device(url_or_path)``: the backend is chosen by the URL's scheme (fsspec style).
+
+- ``emu://PATH?zones=N&zone_size=16MiB&zone_capacity=…&max_open=…&max_active=…&max_append=…&preset=…``
+  emulated ZNS device; PATH empty = in memory. ``preset=none`` turns the timing model off.
+- ``emu-conv://PATH?size=…&op=0.07&preset=…`` emulated conventional SSD.
+- a regular file: conventional block device with real I/O.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from urllib.parse import parse_qsl, urlsplit
+
+from ..errors import DeviceSpecError, NotZonedError
+from ..units import parse_size
+from .backing import load_sidecar
+from .blockdev import EmulatedBlockDevice, FileBlockDevice
+from .emulated import EmulatedZonedDevice
+from .zone import ZoneGeometry
+
+DEFAULT_PRESET = "thesis-ssd"
+DEFAULT_ZONES = 16
+DEFAULT_CONV_SIZE = 1 << 30
+_ZNS_KEYS = {"zones", "zone_size", "zone_capacity", "max_open", "max_active", "max_append", "preset", "block_size"}
+_CONV_KEYS = {"size", "op", "preset", "block_size"}
+_SIZE_KEYS = {"zone_size", "zone_capacity", "max_append", "size", "block_size"}
+
+
+def _query(url: str, allowed: set[str]) -> tuple[str | None, dict]:
+    parts = urlsplit(url)
+    path = (parts.netloc + parts.path) or None
+    params: dict = {}
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key not in allowed:
+            raise DeviceSpecError(f"unknown parameter {key!r} in {url!r}; known: {', '.join(sorted(allowed))}")
+        try:
+            if key in _SIZE_KEYS:
+                params[key] = parse_size(value)
+            elif key == "op":
+                params[key] = float(value)
+                if not 0.0 <= params[key] < 1.0:
+                    raise ValueError("op must be in [0, 1)")
+            elif key == "preset":
+                params[key] = value
+            else:
+                params[key] = int(value)
+                if params[key] < 0:
+                    raise ValueError("must not be negative")
+        except ValueError as e:
+            raise DeviceSpecError(f"bad value for {key} in {url!r}: {e}") from e
+    return path, params
+
+
+def _preset(name: str | None):
+    """The NAND preset of that name, or None for ``none`` (timing off)."""
+    if name is None or name.lower() in ("none", "off"):
+        return None
+    from ..ssdsim import get_preset
+
+    try:
+        return get_preset(name)
+    except ValueError as e:
+        raise DeviceSpecError(str(e)) from e
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << (n - 1).bit_length()
+
+
+def _open_emu_zns(url: str):
+    path, p = _query(url, _ZNS_KEYS)
+    saved = load_sidecar(path) if path else None
+    if saved is not None:
+        if saved.get("kind") != "zns":
+            raise DeviceSpecError(f"{path} holds an emulated {saved.get('kind')} device, not a zoned one")
+        for key in ("zones", "zone_size", "zone_capacity", "max_open", "max_active", "max_append", "block_size"):
+            skey = "nr_zones" if key == "zones" else key
+            if key in p and p[key] != saved[skey]:
+                raise DeviceSpecError(
+                    f"{path} was created with {key}={saved[skey]}, not {p[key]}; "
+                    f"omit it to reopen, or use another path")
+        if "preset" not in p:
+            p["preset"] = saved.get("preset") or "none"
+        p.update({k: saved["nr_zones" if k == "zones" else k] for k in
+                  ("zones", "zone_size", "zone_capacity", "max_open", "max_active", "max_append", "block_size")})
+    preset_name = p.get("preset", DEFAULT_PRESET)
+    preset = _preset(preset_name)
+    if "zone_size" in p:
+        zone_size = p["zone_size"]
+        zone_capacity = p.get("zone_capacity", zone_size)
+    elif "zone_capacity" in p:
+        zone_capacity = p["zone_capacity"]
+        zone_size = preset.zone_size if preset and preset.zone_size >= zone_capacity else _next_pow2(zone_capacity)
+    elif preset is not None:
+        zone_size, zone_capacity = preset.zone_size, preset.zone_capacity
+    else:
+        zone_size = zone_capacity = 16 << 20
+    geometry = ZoneGeometry(
+        nr_zones=p.get("zones", DEFAULT_ZONES), zone_size=zone_size, zone_capacity=zone_capacity,
+        block_size=p.get("block_size", 4096),
+        max_open=p.get("max_open", preset.max_open if preset else 14),
+        max_active=p.get("max_active", preset.max_active if preset else 14),
+        max_append=p.get("max_append", preset.max_append if preset else 512 << 10))
+    model = None
+    if preset is not None:
+        from ..ssdsim import ZNSSSD
+
+        model = ZNSSSD(preset, geometry.nr_zones, geometry.zone_size, geometry.zone_capacity)
+    return EmulatedZonedDevice(geometry, path=path, model=model,
+                               preset=preset.name if preset else None, url=url)
+
+
+def _open_emu_conv(url: str):
+    path, p = _query(url, _CONV_KEYS)
+    saved = load_sidecar(path) if path else None
+    if saved is not None:
+        if saved.get("kind") != "conventional":
+            raise DeviceSpecError(f"{path} holds an emulated {saved.get('kind')} device, not a conventional one")
+        if "size" in p and p["size"] != saved["size"]:
+            raise DeviceSpecError(f"{path} was created with size={saved['size']}, not {p['size']}")
+        p["size"] = saved["size"]
+        p.setdefault("preset", saved.get("preset") or "none")
+        if saved.get("op") is not None:
+            p.setdefault("op", saved["op"])
+    preset = _preset(p.get("preset", DEFAULT_PRESET))
+    size = p.get("size", DEFAULT_CONV_SIZE)
+    block_size = p.get("block_size", 4096)
+    if size <= 0 or size % block_size:
+        raise DeviceSpecError(f"size {size} is not a positive multiple of the block size {block_size}")
+    model = None
+    op = p.get("op")
+    if preset is not None:
+        from ..ssdsim import ConvSSD
+
+        op = preset.conv_op if op is None else op
+        model = ConvSSD(preset, size, op)
+    return EmulatedBlockDevice(size, path=path, model=model, preset=preset.name if preset else None,
+                               op=op, block_size=block_size, url=url)
+
+
+def open_device(url: str, zoned: bool | None = None):
+    """Open a device by URL or path. ``zoned=True`` demands a zoned device (``NotZonedError``
+    otherwise), ``zoned=False`` a conventional one; None takes what the URL names."""
+    scheme = urlsplit(url).scheme if "://" in url else ""
+    if scheme == "emu":
+        dev = _open_emu_zns(url)
+    elif scheme == "emu-conv":
+        dev = _open_emu_conv(url)
+    elif scheme:
+        raise DeviceSpecError(f"unknown device URL scheme {scheme!r} in {url!r}; use emu://, emu-conv:// or a path")
+    else:
+        dev = _open_path(url)
+    is_zoned = isinstance(dev, EmulatedZonedDevice)
+    if zoned is True and not is_zoned:
+        dev.close()
+        raise NotZonedError(
+            f"{url} is not a zoned device; give a ZNS device (e.g. /dev/nvme0n2 or emu://?zones=64) "
+            f"or use it as the conventional baseline (--baseline-device)")
+    if zoned is False and is_zoned:
+        dev.close()
+        raise DeviceSpecError(f"{url} is a zoned device; a conventional block device is needed here")
+    return dev
+
+
+def _open_path(path: str):
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise DeviceSpecError(f"{path}: no such file or device") from None
+    except OSError as e:
+        raise DeviceSpecError(f"{path}: {e.strerror}") from None
+    if stat.S_ISREG(st.st_mode):
+        return FileBlockDevice(path)
+    if stat.S_ISBLK(st.st_mode):
+        raise DeviceSpecError(
+            f"{path} is a block device: Linux block devices are not supported in this version; "
+            f"use emu:// (emulated ZNS), emu-conv:// (emulated SSD) or a regular file")
+    raise DeviceSpecError(f"{path} is neither a regular file nor a block device")

@@ -1,0 +1,47 @@
+"""Typed errors. Every error zswap-host raises on purpose is a `ZswapError`."""
+
+from __future__ import annotations
+
+
+class ZswapError(Exception):
+    """Base class of every error zswap-host raises on purpose."""
+
+
+class SwapFullError(ZswapError):
+    """Live data does not fit in the swap store."""
+
+
+class ZoneStateError(ZswapError):
+    """A zone operation broke the zone rules: a write away from the write pointer, past capacity,
+    an illegal state change, or the open/active limits.  `errno_name` names the error a Linux
+    zoned block device returns for the same mistake (EIO, EOVERFLOW, ETOOMANYREFS, EINVAL)."""
+
+    def __init__(self, message: str, zone: int | None = None, errno_name: str = "EIO") -> None:
+        super().__init__(message)
+        self.zone = zone
+        self.errno_name = errno_name
+
+
+class DeviceIOError(ZswapError):
+    """The device failed an I/O (injected failure, a read-only or offline zone, a kernel EIO)."""
+
+    def __init__(self, message: str, offset: int | None = None) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
+class NotZonedError(ZswapError):
+    """ZNS mode was asked of a device that is not zoned."""
+
+
+class UnsafeDeviceError(ZswapError):
+    """The device is in use or holds data (mounted, partitioned, a file system or swap signature)."""
+
+
+class DeviceSpecError(ZswapError, ValueError):
+    """A device URL or path cannot be opened as given: unknown scheme, missing path, sizes that do
+    not fit together."""
+
+
+class InvalidIOError(ZswapError, ValueError):
+    """An I/O that no device accepts: not block aligned, or outside the device (Linux: EINVAL)."""
