@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from ..errors import DeviceIOError, DeviceSpecError
+from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError
 from .backing import Backing, punch_hole, save_sidecar
 from .base import Buffer, DeviceStats, IoCounters, as_bytes_view, check_aligned
 
@@ -45,6 +45,50 @@ class EmulatedBlockDevice:
         if self.model is not None:
             self.model.submit(np.array([op], np.uint8), np.array([offset], np.int64),
                               np.array([length], np.int64), 1)
+
+    def _charge_batch(self, op: int, offsets: np.ndarray, lengths: np.ndarray, qd: int) -> np.ndarray:
+        if self.model is None or offsets.size == 0:
+            return np.zeros(offsets.size)
+        return self.model.submit(np.full(offsets.size, op, np.uint8), offsets, lengths, qd)
+
+    def now(self) -> float:
+        """The device clock: modeled seconds (0 with the timing model off)."""
+        return float(self.model.now) if self.model is not None else 0.0
+
+    def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
+        """Read many ranges as one queue of requests (at most ``qd`` in flight). Returns the bytes
+        concatenated in request order and each request's completion time on ``now()``'s clock."""
+        offsets = np.asarray(offsets, np.int64)
+        lengths = np.asarray(lengths, np.int64)
+        with self._lock:
+            for off, n in zip(offsets.tolist(), lengths.tolist()):
+                check_aligned(off, n, self.block_size, self.size, "read")
+            out = np.concatenate([self._backing.read(o, n) for o, n in zip(offsets.tolist(), lengths.tolist())]) \
+                if offsets.size else np.zeros(0, np.uint8)
+            for n in lengths.tolist():
+                self._io.read(n)
+            return out, self._charge_batch(_READ, offsets, lengths, qd)
+
+    def write_batch(self, offsets: np.ndarray, data: np.ndarray, lengths: np.ndarray, qd: int = 32) -> np.ndarray:
+        """Write many ranges (``data`` holds them back to back) as one queue of requests. Returns
+        completion times. An injected failure fails the whole batch before anything is written."""
+        offsets = np.asarray(offsets, np.int64)
+        lengths = np.asarray(lengths, np.int64)
+        view = as_bytes_view(data)
+        if int(lengths.sum()) != view.size:
+            raise InvalidIOError(f"write batch: lengths add up to {int(lengths.sum())}, data holds {view.size}")
+        with self._lock:
+            for off, n in zip(offsets.tolist(), lengths.tolist()):
+                check_aligned(off, n, self.block_size, self.size, "write")
+            if self._fail_writes:
+                self._fail_writes -= 1
+                raise DeviceIOError("injected write failure", offset=int(offsets[0]) if offsets.size else None)
+            pos = 0
+            for off, n in zip(offsets.tolist(), lengths.tolist()):
+                self._backing.write(off, view[pos:pos + n])
+                self._io.wrote(n)
+                pos += n
+            return self._charge_batch(_WRITE, offsets, lengths, qd)
 
     def write(self, offset: int, data: Buffer) -> None:
         view = as_bytes_view(data)
@@ -132,6 +176,7 @@ class FileBlockDevice:
         self._fd = os.open(path, os.O_RDWR)
         self._io = IoCounters()
         self._busy = 0.0
+        self._t0 = time.perf_counter()
         self._lock = threading.Lock()
 
     def write(self, offset: int, data: Buffer) -> None:
@@ -157,6 +202,29 @@ class FileBlockDevice:
             self._busy += time.perf_counter() - t
             self._io.read(length)
         return np.frombuffer(buf, dtype=np.uint8).copy()
+
+    def now(self) -> float:
+        """Wall-clock seconds since the device was opened."""
+        return time.perf_counter() - self._t0
+
+    def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
+        """Read ranges in order (synchronous I/O: ``qd`` is not used); returns the bytes back to back
+        and each read's completion time on ``now()``'s clock."""
+        parts, done = [], []
+        for off, n in zip(np.asarray(offsets).tolist(), np.asarray(lengths).tolist()):
+            parts.append(self.read(off, n))
+            done.append(self.now())
+        return (np.concatenate(parts) if parts else np.zeros(0, np.uint8)), np.array(done)
+
+    def write_batch(self, offsets: np.ndarray, data: np.ndarray, lengths: np.ndarray, qd: int = 32) -> np.ndarray:
+        """Write ranges in order (``data`` holds them back to back); returns completion times."""
+        view = as_bytes_view(data)
+        done, pos = [], 0
+        for off, n in zip(np.asarray(offsets).tolist(), np.asarray(lengths).tolist()):
+            self.write(off, view[pos:pos + n])
+            pos += n
+            done.append(self.now())
+        return np.array(done)
 
     def discard(self, offset: int, length: int) -> None:
         check_aligned(offset, length, self.block_size, self.size, "discard")

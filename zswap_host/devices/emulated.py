@@ -241,10 +241,41 @@ class EmulatedZonedDevice:
             self._charge(_READ, offset, length)
             return out
 
+    def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
+        """Read many ranges as one queue of requests (at most ``qd`` in flight). Returns the bytes
+        concatenated in request order and each request's completion time on ``now()``'s clock."""
+        offsets = np.asarray(offsets, np.int64)
+        lengths = np.asarray(lengths, np.int64)
+        g = self.geometry
+        with self._lock:
+            for off, n in zip(offsets.tolist(), lengths.tolist()):
+                check_aligned(off, n, g.block_size, g.size, "read")
+            zs = np.unique(np.concatenate([offsets // g.zone_size, (offsets + lengths - 1) // g.zone_size]))
+            bad = zs[self._cond[zs] == ZoneCond.OFFLINE]
+            if bad.size:
+                raise DeviceIOError(f"read of offline zone {int(bad[0])}")
+            if self._fail_reads:
+                self._fail_reads -= 1
+                raise DeviceIOError("injected read failure", offset=int(offsets[0]))
+            out = np.concatenate([self._backing.read(o, n) for o, n in zip(offsets.tolist(), lengths.tolist())]) \
+                if offsets.size else np.zeros(0, np.uint8)
+            for n in lengths.tolist():
+                self._io.read(n)
+            return out, self._charge_batch(_READ, offsets, lengths, qd)
+
+    def now(self) -> float:
+        """The device clock: modeled seconds (0 with the timing model off)."""
+        return float(self.model.now) if self.model is not None else 0.0
+
     def _charge(self, op: int, offset: int, length: int) -> None:
         if self.model is not None:
             self.model.submit(np.array([op], np.uint8), np.array([offset], np.int64),
                               np.array([length], np.int64), 1)
+
+    def _charge_batch(self, op: int, offsets: np.ndarray, lengths: np.ndarray, qd: int) -> np.ndarray:
+        if self.model is None or offsets.size == 0:
+            return np.zeros(offsets.size)
+        return self.model.submit(np.full(offsets.size, op, np.uint8), offsets, lengths, qd)
 
     # -- failure injection (tests) -------------------------------------------------------------
     def inject_write_failures(self, n: int) -> None:
