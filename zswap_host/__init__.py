@@ -10,6 +10,7 @@ from .errors import (
     DeviceSpecError,
     InvalidIOError,
     NotZonedError,
+    PageLostError,
     SwapFullError,
     UnsafeDeviceError,
     ZoneStateError,
@@ -19,6 +20,6 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "DeviceIOError", "DeviceSpecError", "InvalidIOError", "NotZonedError", "SwapFullError",
+    "DeviceIOError", "DeviceSpecError", "InvalidIOError", "NotZonedError", "PageLostError", "SwapFullError",
     "UnsafeDeviceError", "ZoneStateError", "ZswapError", "open_device",
 ]

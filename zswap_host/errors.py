@@ -45,3 +45,12 @@ class DeviceSpecError(ZswapError, ValueError):
 
 class InvalidIOError(ZswapError, ValueError):
     """An I/O that no device accepts: not block aligned, or outside the device (Linux: EINVAL)."""
+
+
+class PageLostError(ZswapError):
+    """Pages whose only copy lived in a zone that went offline. ``page_ids`` names exactly them;
+    a later ``swap_in`` of one of them raises this again until it is swapped out anew or discarded."""
+
+    def __init__(self, message: str, page_ids) -> None:
+        super().__init__(message)
+        self.page_ids = page_ids

@@ -1,0 +1,98 @@
+"""Host-memory buffers of the store: per-stream write buffers and the prefetch buffer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class WriteBuffer:
+    """Pages waiting to be written by one stream, in arrival order. Grows when a write fails."""
+
+    def __init__(self, pages: int, page_size: int) -> None:
+        self.page_size = page_size
+        self.ids = np.zeros(pages, np.int64)
+        self.data = np.zeros((pages, page_size), np.uint8)
+        self.n = 0
+
+    def add(self, ids: np.ndarray, pages: np.ndarray) -> None:
+        need = self.n + ids.size
+        if need > self.ids.size:
+            cap = max(need, 2 * self.ids.size)
+            self.ids = np.resize(self.ids, cap)
+            data = np.zeros((cap, self.page_size), np.uint8)
+            data[:self.n] = self.data[:self.n]
+            self.data = data
+        self.ids[self.n:need] = ids
+        self.data[self.n:need] = pages
+        self.n = need
+
+    def drop_front(self, k: int) -> None:
+        rest = self.n - k
+        if rest:
+            self.ids[:rest] = self.ids[k:self.n]
+            self.data[:rest] = self.data[k:self.n]
+        self.n = rest
+
+    def remove(self, ids: np.ndarray) -> None:
+        """Drop these ids (a newer copy arrived, or they were discarded)."""
+        keep = ~np.isin(self.ids[:self.n], ids)
+        k = int(keep.sum())
+        if k != self.n:
+            self.ids[:k] = self.ids[:self.n][keep]
+            self.data[:k] = self.data[:self.n][keep]
+            self.n = k
+
+    def lookup(self, ids: np.ndarray) -> np.ndarray:
+        """Pages for ids that are all in this buffer."""
+        have = self.ids[:self.n]
+        order = np.argsort(have, kind="stable")
+        pos = order[np.searchsorted(have, ids, sorter=order)]
+        return self.data[pos]
+
+
+class PrefetchBuffer:
+    """A bounded ring of pages read ahead of demand. ``pos`` (indexed by page id, 0 = absent,
+    else ring slot + 1) is owned by the store so it grows with the id space."""
+
+    def __init__(self, pages: int, page_size: int) -> None:
+        self.size = pages
+        self.ids = np.full(pages, -1, np.int64)
+        self.data = np.zeros((pages, page_size), np.uint8)
+        self.head = 0
+        self.hits = 0
+        self.inserted = 0
+        self.wasted_pages = 0
+
+    def insert(self, pos: np.ndarray, ids: np.ndarray, pages: np.ndarray) -> None:
+        if self.size == 0 or ids.size == 0:
+            return
+        if ids.size > self.size:
+            ids, pages = ids[-self.size:], pages[-self.size:]
+        k = ids.size
+        ring = (self.head + np.arange(k)) % self.size
+        old = self.ids[ring]
+        old = old[old >= 0]
+        self.wasted_pages += old.size
+        pos[old] = 0
+        self.ids[ring] = ids
+        self.data[ring] = pages
+        pos[ids] = ring + 1
+        self.head = (self.head + k) % self.size
+        self.inserted += k
+
+    def take(self, pos: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Pages of ids that are all present; they leave the buffer (a hit)."""
+        ring = pos[ids] - 1
+        out = self.data[ring].copy()
+        self.ids[ring] = -1
+        pos[ids] = 0
+        self.hits += ids.size
+        return out
+
+    def drop(self, pos: np.ndarray, ids: np.ndarray) -> None:
+        """Forget ids whose stored copy changed; what was read ahead for them was wasted."""
+        ids = ids[pos[ids] != 0]
+        if ids.size:
+            self.ids[pos[ids] - 1] = -1
+            pos[ids] = 0
+            self.wasted_pages += ids.size

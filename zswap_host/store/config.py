@@ -1,0 +1,51 @@
+"""``StoreConfig``: every knob of the host-managed swap store, with the defaults it runs with."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class StoreConfig:
+    """Configuration of a ``SwapStore``.
+
+    Placement (``placement``): ``single`` one open zone for everything, GC included; ``stream`` the
+    caller's stream ids (e.g. one per embedding table); ``temporal`` pages swapped out together are
+    stored together, in swap-out order, and prefetch reads back what was written with a page;
+    ``hotness`` pages that keep coming back go to a hot zone, the rest to a warm one, GC survivors to
+    a cold one. Every placement but ``single`` gives GC relocations their own stream.
+
+    Victim policy (``victim``): ``greedy``, ``cost-benefit``, ``fifo`` or a name registered with
+    ``zswap_host.gc.register_victim_policy``.
+    """
+
+    page_size: int = 4096
+    placement: str = "temporal"
+    victim: str = "greedy"
+    write_size: int = 512 << 10        # target device write; clipped to the device's append limit, at least 128 KiB
+    max_streams: int = 4               # user streams with an open zone at once (the GC stream is extra)
+    gc_low_watermark: float = 0.02     # background GC starts when free zones < this fraction (>= 2 zones)
+    gc_high_watermark: float = 0.04    # ... and runs until free zones >= this fraction (>= low + 1)
+    gc_rate_limit: float | None = None  # background GC bytes per second of device time (None: no limit)
+    hot_threshold: int = 2             # hotness: a page swapped out this many times is hot
+    prefetch: bool = True
+    prefetch_bytes: int = 128 << 10    # read back up to this much around a faulting page (its write unit)
+    prefetch_buffer_pages: int = 4096  # bound of the prefetch buffer
+    read_qd: int = 32                  # queue depth of a batched swap_in
+    max_read_bytes: int = 512 << 10    # a coalesced read is split beyond this
+    write_retries: int = 3             # a failed write is retried in this many other zones
+
+    def __post_init__(self) -> None:
+        if self.page_size <= 0 or self.page_size & (self.page_size - 1):
+            raise ValueError(f"page_size {self.page_size} is not a power of two")
+        if self.placement not in ("single", "stream", "temporal", "hotness"):
+            raise ValueError(f"unknown placement {self.placement!r}: single, stream, temporal or hotness")
+        if not 0 < self.gc_low_watermark < self.gc_high_watermark < 1:
+            raise ValueError("need 0 < gc_low_watermark < gc_high_watermark < 1")
+        if self.write_size < 128 << 10 or self.write_size % self.page_size:
+            raise ValueError("write_size must be a multiple of page_size and at least 128 KiB")
+        if self.max_streams < 1:
+            raise ValueError("max_streams must be at least 1")
+
+    def as_dict(self) -> dict:
+        return asdict(self)

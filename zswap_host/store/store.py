@@ -1,0 +1,574 @@
+"""``SwapStore``: the host-managed swap store on a ZNS device.
+
+Swap-outs collect in per-stream write buffers and reach the device as large zone appends; a slot
+map (page id -> device slot) and its reverse map live in numpy arrays; the GC scheduler reclaims
+zones by relocating their valid pages to a GC stream. Invariants (DESIGN.md): a page's map entry
+moves only after its new copy is written; a zone is reset only when no entry points into it.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..backend import LatencyLog, SwapStats
+from ..devices.zone import ZoneCond
+from ..errors import DeviceIOError, PageLostError, SwapFullError, ZswapError
+from ..gc.policies import ZoneTable, get_victim_policy, greedy
+from ..gc.scheduler import GcScheduler
+from . import placement as placement_mod
+from .buffers import PrefetchBuffer, WriteBuffer
+from .config import StoreConfig
+from .readpath import plan_reads
+from .summary import data_slots, encode, footer_pages
+from .zones import FULL, ZoneAllocator
+
+NONE = np.uint32(0xFFFFFFFF)
+
+
+class SwapStore:
+    """Host-managed swap store on any ``ZonedDevice``; implements ``SwapBackend`` plus
+    ``gc_step(max_bytes=None)`` and ``idle(seconds)``.
+
+    On construction the store takes the device over: zones holding data are reset, read-only and
+    offline zones are never used. ``capacity_pages`` is how many pages it guarantees to hold: the
+    usable zones minus one open zone per write stream and one zone of GC headroom.
+    """
+
+    def __init__(self, device, config: StoreConfig | None = None) -> None:
+        self.config = cfg = config or StoreConfig()
+        self.device = device
+        g = device.geometry
+        ps = self.page_size = cfg.page_size
+        if ps % g.block_size or g.zone_size % ps or g.zone_capacity % ps:
+            raise ValueError(f"page size {ps} does not fit the device's blocks ({g.block_size}) and zones")
+        self._spz = g.zone_size // ps                      # slot numbers per zone
+        self._D = data_slots(g.zone_capacity, ps)          # data slots per zone (footer excluded)
+        self._policy = get_victim_policy(cfg.victim)
+        limit = min([x for x in (g.max_open, g.max_active) if x] or [1 << 30])
+        n_user = placement_mod.user_streams(cfg.placement, cfg.max_streams)
+        shared_gc = cfg.placement == "single"
+        if cfg.placement == "stream":
+            n_user = min(n_user, max(1, limit - 1))
+        n_groups = n_user + (0 if shared_gc else 1)
+        if n_groups > limit:
+            raise ValueError(f"placement {cfg.placement!r} needs {n_groups} open zones; the device allows {limit}")
+        self._n_user = n_user
+        self._gcb = n_user                                  # buffer index of the GC stream
+        self._group = list(range(n_user)) + [0 if shared_gc else n_user]
+        self._n_groups = n_groups
+        chunk = min(cfg.write_size, g.max_append or cfg.write_size)
+        self._chunk = max(1, chunk // ps)                   # pages per device write
+        self._bufs = [WriteBuffer(self._chunk, ps) for _ in range(n_user + 1)]
+        self._alloc = ZoneAllocator(g.nr_zones, self._D, reserve=1)
+        self._sched = GcScheduler(g.nr_zones, cfg, self._now)
+        self._take_over()
+        if self.capacity_pages <= 0:
+            raise SwapFullError(
+                f"the device is too small for this configuration: {self._alloc.usable()} usable zones, "
+                f"{n_groups} write streams + 1 zone of GC headroom need more")
+        self._lock = threading.RLock()
+        self._loc = np.full(0, NONE, np.uint32)             # page id -> slot
+        self._bufidx = np.zeros(0, np.uint8)                # page id -> write buffer + 1 (0: none)
+        self._pfpos = np.zeros(0, np.int32)                 # page id -> prefetch ring slot + 1
+        self._count = np.zeros(0, np.uint16)                # page id -> times swapped out
+        self._lost = np.zeros(0, bool)
+        self._rmap = np.zeros(g.nr_zones * self._spz, np.int64)  # slot -> page id + 1 (0: invalid)
+        self._valid = np.zeros(g.nr_zones, np.int64)
+        self._zone_ids: dict[int, list[np.ndarray]] = {}
+        self._pf = PrefetchBuffer(cfg.prefetch_buffer_pages if cfg.prefetch else 0, ps)
+        self._latency = LatencyLog()
+        self._live = 0
+        self._wclock = 0.0                                  # bytes the store has written
+        self._victim: int | None = None
+        self._vcursor = 0
+        self._vdrain = False
+        self._drain: list[int] = []
+        self._lost_pending: list[np.ndarray] = []
+        self.host_write_bytes = 0
+        self.host_read_bytes = 0
+        self.gc_write_bytes = 0
+        self._base = device.stats()
+
+    # -- set-up ----------------------------------------------------------------------------------
+    def _take_over(self) -> None:
+        for z in self.device.report_zones():
+            if z.cond in (ZoneCond.READ_ONLY, ZoneCond.OFFLINE):
+                self._alloc.retire(z.index)
+            elif z.cond != ZoneCond.EMPTY:
+                self.device.reset_zone(z.index)
+
+    @property
+    def capacity_pages(self) -> int:
+        """Pages the store guarantees to hold (drops when zones are retired)."""
+        return (self._alloc.usable() - self._n_groups - self._alloc.reserve) * self._D
+
+    def _now(self) -> float:
+        return float(self.device.now()) if hasattr(self.device, "now") else 0.0
+
+    def _grow(self, max_id: int) -> None:
+        n = self._loc.size
+        if max_id < n:
+            return
+        new = max(max_id + 1, 2 * n, 1024)
+        self._loc = np.concatenate([self._loc, np.full(new - n, NONE, np.uint32)])
+        for name in ("_bufidx", "_pfpos", "_count", "_lost"):
+            a = getattr(self, name)
+            setattr(self, name, np.concatenate([a, np.zeros(new - n, a.dtype)]))
+
+    # -- public API ------------------------------------------------------------------------------
+    def swap_out(self, page_ids, pages, stream: int = 0) -> None:
+        """Store pages (replacing ids already stored). Raises SwapFullError, before anything
+        changes, when the live pages would not fit. A DeviceIOError that survives the retries
+        leaves the batch accepted in host buffers: every page reads back its newest bytes."""
+        ids = np.asarray(page_ids, np.int64).reshape(-1)
+        pages = np.asarray(pages)
+        ps = self.page_size
+        if pages.dtype != np.uint8 or pages.shape != (ids.size, ps):
+            raise ValueError(f"pages must be uint8 of shape ({ids.size}, {ps}), not {pages.dtype} {pages.shape}")
+        if ids.size == 0:
+            return
+        if ids.min() < 0:
+            raise ValueError("page ids must not be negative")
+        with self._lock:
+            if np.unique(ids).size != ids.size:          # the last copy of an id wins
+                rev = ids[::-1]
+                _, first = np.unique(rev, return_index=True)
+                keep = np.sort(ids.size - 1 - first)
+                ids, pages = ids[keep], pages[keep]
+            self._grow(int(ids.max()))
+            stored = (self._loc[ids] != NONE) | (self._bufidx[ids] != 0)
+            new = int(ids.size - stored.sum())
+            if self._live + new > self.capacity_pages:
+                raise SwapFullError(
+                    f"swap store full: {self._live} pages stored, {new} more do not fit in {self.capacity_pages}")
+            self._unbuffer(ids)
+            self._pf.drop(self._pfpos, ids)
+            self._lost[ids] = False
+            self._live += new
+            self._count[ids] = np.minimum(self._count[ids].astype(np.int64) + 1, 65535)
+            self.host_write_bytes += ids.size * ps
+            streams = placement_mod.assign(self.config.placement, ids, stream, self._count[ids],
+                                           self._n_user, self.config.hot_threshold)
+            error = None
+            groups = [(int(streams), ids, pages)] if np.isscalar(streams) else \
+                [(int(s), ids[streams == s], pages[streams == s]) for s in np.unique(streams)]
+            for s, sids, spages in groups:
+                try:
+                    self._stream_write(s, sids, spages)
+                except DeviceIOError as e:
+                    error = e
+            self._after_op()
+            if error is not None:
+                raise error
+
+    def swap_in(self, page_ids) -> np.ndarray:
+        """Pages for ids, in the order asked. KeyError for an id never stored (or discarded);
+        PageLostError for one whose only copy was in a zone that went offline."""
+        ids = np.asarray(page_ids, np.int64).reshape(-1)
+        ps = self.page_size
+        if ids.size == 0:
+            return np.zeros((0, ps), np.uint8)
+        with self._lock:
+            if ids.min() < 0 or ids.max() >= self._loc.size:
+                bad = ids[(ids < 0) | (ids >= self._loc.size)]
+                raise KeyError(int(bad[0]))
+            uids, inv = np.unique(ids, return_inverse=True)
+            b = self._bufidx[uids]
+            loc = self._loc[uids]
+            known = (b != 0) | (loc != NONE)
+            if not known.all():
+                bad = uids[~known]
+                lost = bad[self._lost[bad]]
+                if lost.size:
+                    raise PageLostError(f"{lost.size} requested page(s) were lost with an offline zone", lost)
+                raise KeyError(int(bad[0]))
+            t0 = self._now()
+            out = np.empty((uids.size, ps), np.uint8)
+            lat = np.zeros(uids.size)
+            for k in np.unique(b[b != 0]):
+                m = b == k
+                out[m] = self._bufs[int(k) - 1].lookup(uids[m])
+            mp = (b == 0) & (self._pfpos[uids] != 0)
+            if mp.any():
+                out[mp] = self._pf.take(self._pfpos, uids[mp])
+            md = (b == 0) & ~mp
+            if md.any():
+                data, done = self._read_slots(loc[md].astype(np.int64))
+                out[md] = data
+                lat[md] = done - t0
+            self._latency.add(lat[inv])
+            self.host_read_bytes += ids.size * ps
+            self._raise_lost()
+            return out[inv]
+
+    def discard(self, page_ids) -> None:
+        """Forget pages (their space becomes garbage for GC). Unknown ids are ignored."""
+        ids = np.unique(np.asarray(page_ids, np.int64).reshape(-1))
+        with self._lock:
+            ids = ids[(ids >= 0) & (ids < self._loc.size)]
+            if ids.size == 0:
+                return
+            stored = (self._loc[ids] != NONE) | (self._bufidx[ids] != 0)
+            self._unbuffer(ids)
+            self._pf.drop(self._pfpos, ids)
+            self._invalidate(ids)
+            self._lost[ids] = False
+            self._live -= int(stored.sum())
+
+    def flush(self) -> None:
+        """Write every buffered page now (the only way, with idle and GC tails, to get writes
+        smaller than the write unit)."""
+        with self._lock:
+            error = None
+            for k in list(range(self._n_user)) + [self._gcb]:
+                try:
+                    self._flush_buffer(k, force=True)
+                except DeviceIOError as e:
+                    error = e
+            self._after_op()
+            if error is not None:
+                raise error
+
+    def gc_step(self, max_bytes: int | None = None) -> int:
+        """Run GC now: finish the current victim or pick one, relocating at most ``max_bytes``
+        (None: the whole victim). Returns the bytes relocated (0: nothing to reclaim)."""
+        with self._lock:
+            moved = self._gc_step(max_bytes, "manual")
+            self._raise_lost()
+            return max(moved, 0)
+
+    def idle(self, seconds: float) -> None:
+        """A window the caller hands over (e.g. between training iterations): GC runs in it,
+        up to the idle watermark, then the device clock moves on by what is left of the window."""
+        with self._lock:
+            t0 = self._now()
+            target = self._sched.idle_target
+            while self._alloc.free_count() < target or self._victim is not None:
+                if seconds > 0 and self._now() - t0 >= seconds and self._now() > 0:
+                    break
+                if self._gc_step(self._chunk * self.page_size, "idle") < 0:
+                    break
+            left = seconds - (self._now() - t0)
+            if left > 0 and hasattr(self.device, "advance"):
+                self.device.advance(left)
+            self._raise_lost()
+
+    def stats(self) -> SwapStats:
+        with self._lock:
+            ds, base = self.device.stats(), self._base
+            hist = lambda now, old: {k: v - old.get(k, 0) for k, v in now.items() if v - old.get(k, 0)}
+            s = SwapStats(
+                clock=ds.clock, page_size=self.page_size, pages_stored=self._live,
+                host_write_bytes=self.host_write_bytes, host_read_bytes=self.host_read_bytes,
+                device_write_bytes=ds.device_write_bytes - base.device_write_bytes,
+                device_read_bytes=ds.device_read_bytes - base.device_read_bytes,
+                gc_write_bytes=self.gc_write_bytes,
+                device_gc_write_bytes=ds.gc_write_bytes - base.gc_write_bytes,
+                media_write_bytes=ds.media_write_bytes - base.media_write_bytes,
+                device_time_s=ds.device_time_s - base.device_time_s,
+                write_size_histogram=hist(ds.write_size_histogram, base.write_size_histogram),
+                read_size_histogram=hist(ds.read_size_histogram, base.read_size_histogram))
+            self._latency.fill(s)
+            s.extra = {**self._alloc.counts(), **self._sched.counters(),
+                       "capacity_pages": self.capacity_pages, "placement": self.config.placement,
+                       "victim_policy": self.config.victim,
+                       "prefetch_hits": self._pf.hits, "prefetch_pages": self._pf.inserted,
+                       "prefetch_wasted_bytes": self._pf.wasted_pages * self.page_size}
+            return s
+
+    def close(self) -> None:
+        """Flush, and leave a summary footer in every partly written zone. The device stays open."""
+        with self._lock:
+            self.flush()
+            cap = self.device.geometry.zone_capacity // self.page_size
+            for z in list(self._alloc.owner.values()):
+                ids = self._zone_ids.pop(z, [])
+                n = sum(a.size for a in ids)
+                if n and self._alloc.written[z] + footer_pages(n, self.page_size) <= cap:
+                    try:
+                        self._append_all(z, encode(int(self._alloc.seq[z]), np.concatenate(ids), self.page_size))
+                    except ZswapError:
+                        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- write path ------------------------------------------------------------------------------
+    def _unbuffer(self, ids: np.ndarray) -> None:
+        b = self._bufidx[ids]
+        m = b != 0
+        if m.any():
+            for k in np.unique(b[m]):
+                self._bufs[int(k) - 1].remove(ids[b == k])
+            self._bufidx[ids[m]] = 0
+
+    def _buffer(self, k: int, ids: np.ndarray, pages: np.ndarray) -> None:
+        self._bufs[k].add(ids, pages)
+        self._bufidx[ids] = k + 1
+
+    def _stream_write(self, k: int, ids: np.ndarray, pages: np.ndarray) -> None:
+        buf, chunk, i, n = self._bufs[k], self._chunk, 0, ids.size
+        if buf.n:
+            i = min(chunk - buf.n, n)
+            self._buffer(k, ids[:i], pages[:i])
+            self._flush_buffer(k, force=False)
+        try:
+            while n - i >= chunk and self._bufs[k].n == 0:    # full write units go straight from the caller
+                i += self._write(k, ids[i:i + chunk], pages[i:i + chunk])
+        finally:
+            if i < n:
+                self._buffer(k, ids[i:], pages[i:])
+        self._flush_buffer(k, force=False)
+
+    def _flush_buffer(self, k: int, force: bool) -> None:
+        buf = self._bufs[k]
+        while buf.n >= self._chunk or (force and buf.n):
+            m = min(buf.n, self._chunk)
+            w = self._write(k, buf.ids[:m].copy(), buf.data[:m])
+            buf.drop_front(w)
+
+    def _write(self, k: int, ids: np.ndarray, data: np.ndarray) -> int:
+        """Append up to len(ids) pages into stream k's zone; returns how many were written."""
+        group, for_gc = self._group[k], k == self._gcb
+        error: DeviceIOError | None = None
+        for _ in range(self.config.write_retries + 1):
+            z = self._zone_for(group, for_gc)
+            n = min(ids.size, self._D - int(self._alloc.written[z]))
+            try:
+                off = self.device.append(z, data[:n])
+            except DeviceIOError as e:
+                error = e
+                self._write_failed(group, z)
+                continue
+            self._commit(ids[:n], z, off, gc=for_gc)
+            if self._alloc.written[z] == self._D:
+                self._seal(group, z)
+            return n
+        raise error
+
+    def _zone_for(self, group: int, for_gc: bool) -> int:
+        while True:
+            z = self._alloc.current(group)
+            if z is not None:
+                return z
+            if self._alloc.can_take(for_gc):
+                return self._alloc.take(group, self._wclock)
+            if for_gc:
+                raise SwapFullError("no free zone left for GC relocation")
+            if not self._foreground_gc():
+                raise SwapFullError("no free zone and GC cannot reclaim one")
+
+    def _commit(self, ids: np.ndarray, z: int, off: int, gc: bool) -> None:
+        """The new copies are on the device: move the map entries, invalidate the old copies."""
+        n, ps = ids.size, self.page_size
+        first = off // ps
+        expect = z * self._spz + int(self._alloc.written[z])
+        assert first == expect, f"zone {z}: device wrote at slot {first}, expected {expect}"
+        self._invalidate(ids)
+        slots = np.arange(first, first + n, dtype=np.int64)
+        self._loc[ids] = slots.astype(np.uint32)
+        self._rmap[slots] = ids + 1
+        self._valid[z] += n
+        self._bufidx[ids] = 0
+        self._alloc.written[z] += n
+        self._wclock += n * ps
+        self._alloc.last_write[z] = self._wclock
+        self._zone_ids.setdefault(z, []).append(ids.copy())
+        if gc:
+            self.gc_write_bytes += n * ps
+
+    def _invalidate(self, ids: np.ndarray) -> None:
+        old = self._loc[ids]
+        has = old != NONE
+        if has.any():
+            o = old[has].astype(np.int64)
+            self._rmap[o] = 0
+            self._valid -= np.bincount(o // self._spz, minlength=self._valid.size)
+            self._loc[ids[has]] = NONE
+
+    def _append_all(self, z: int, buf: np.ndarray) -> None:
+        step = self.device.geometry.max_append or buf.size
+        for i in range(0, buf.size, step):
+            self.device.append(z, buf[i:i + step])
+
+    def _seal(self, group: int, z: int) -> None:
+        """The zone's data area is full: write its summary footer, ending at zone capacity."""
+        ids = np.concatenate(self._zone_ids.pop(z, [np.zeros(0, np.int64)]))
+        foot = encode(int(self._alloc.seq[z]), ids, self.page_size)
+        tail = self.device.geometry.zone_capacity - self._D * self.page_size
+        buf = np.zeros(tail, np.uint8)
+        buf[tail - foot.size:] = foot
+        self._alloc.close_group(group)
+        try:
+            self._append_all(z, buf)
+        except DeviceIOError:
+            self._zone_trouble(z)
+
+    def _write_failed(self, group: int, z: int) -> None:
+        """A write into z failed: give up on z (it keeps its data as a GC candidate) and look at why."""
+        self._alloc.close_group(group)
+        self._zone_ids.pop(z, None)
+        if not self._zone_trouble(z):
+            try:
+                self.device.finish_zone(z)
+            except ZswapError:
+                self._zone_trouble(z)
+
+    def _zone_trouble(self, z: int) -> bool:
+        """Retire z if the device says it went read-only (drain it) or offline (its pages are lost)."""
+        cond = self.device.report_zones()[z].cond
+        if cond == ZoneCond.READ_ONLY:
+            self._alloc.retire(z)
+            self._drain.append(z)
+            return True
+        if cond == ZoneCond.OFFLINE:
+            self._alloc.retire(z)
+            self._lose_zone(z)
+            return True
+        return False
+
+    def _lose_zone(self, z: int) -> None:
+        s0 = z * self._spz
+        r = self._rmap[s0:s0 + self._spz]
+        lost = r[r != 0] - 1
+        if lost.size:
+            self._loc[lost] = NONE
+            self._lost[lost] = True
+            self._live -= lost.size
+            self._lost_pending.append(lost)
+        r[:] = 0
+        self._valid[z] = 0
+        if self._victim == z:
+            self._victim = None
+
+    def _raise_lost(self) -> None:
+        if self._lost_pending:
+            lost = np.unique(np.concatenate(self._lost_pending))
+            self._lost_pending.clear()
+            raise PageLostError(f"{lost.size} page(s) lost: their only copy was in a zone that went offline", lost)
+
+    # -- read path -------------------------------------------------------------------------------
+    def _read_slots(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows for distinct slots, and each one's completion time. Adjacent slots become one read;
+        with prefetch each read covers the aligned write unit around it, and what it brings beyond
+        the request waits in the prefetch buffer."""
+        cfg, ps = self.config, self.page_size
+        zone = slots // self._spz
+        limit = zone * self._spz + self._alloc.written[zone]
+        window = cfg.prefetch_bytes // ps if cfg.prefetch else 0
+        plan = plan_reads(slots, zone * self._spz, limit, window, cfg.max_read_bytes // ps)
+        try:
+            data, done = self.device.read_batch(plan.starts * ps, plan.lengths * ps, cfg.read_qd)
+        except DeviceIOError:
+            for z in np.unique(zone).tolist():
+                self._zone_trouble(z)
+            self._raise_lost()
+            raise
+        rows = data.reshape(-1, ps)
+        out = rows[plan.row_of_request]
+        if window and plan.extra_rows.size:
+            ids = self._rmap[plan.extra_slots] - 1
+            ok = ids >= 0
+            ok[ok] &= (self._bufidx[ids[ok]] == 0) & (self._pfpos[ids[ok]] == 0)
+            self._pf.insert(self._pfpos, ids[ok], rows[plan.extra_rows[ok]])
+        return out, done[plan.request_of_slot]
+
+    # -- GC --------------------------------------------------------------------------------------
+    def _zone_table(self) -> ZoneTable:
+        a = self._alloc
+        cand = np.flatnonzero(a.state == FULL)
+        if self._victim is not None:
+            cand = cand[cand != self._victim]
+        ps = self.page_size
+        return ZoneTable(zone=cand, valid_bytes=self._valid[cand] * ps,
+                         capacity_bytes=np.full(cand.size, self._D * ps, np.int64),
+                         last_write=a.last_write[cand], opened_at=a.opened_at[cand],
+                         resets=a.resets[cand], now=self._wclock)
+
+    def _pick_victim(self) -> bool:
+        if self._drain:
+            self._victim, self._vcursor, self._vdrain = self._drain.pop(0), 0, True
+            return True
+        table = self._zone_table()
+        if not len(table):
+            return False
+        v = self._policy(table)
+        if v is None:
+            return False
+        if self._valid[v] >= self._alloc.written[v]:       # nothing to gain there: take the best zone instead
+            v = greedy(table)
+            if self._valid[v] >= self._alloc.written[v]:
+                return False
+        self._victim, self._vcursor, self._vdrain = int(v), 0, False
+        return True
+
+    def _gc_step(self, max_bytes: int | None, why: str) -> int:
+        """Relocate up to max_bytes of the victim's valid pages; reset it when empty.
+        Returns bytes relocated, or -1 when there is nothing to reclaim."""
+        if self._victim is None and not self._pick_victim():
+            return -1
+        t0 = self._now()
+        v, ps = self._victim, self.page_size
+        s0 = v * self._spz
+        end = int(self._alloc.written[v])
+        start = self._vcursor
+        pos = np.flatnonzero(self._rmap[s0 + start:s0 + end])
+        if max_bytes is not None and pos.size > max(1, max_bytes // ps):
+            pos = pos[:max(1, max_bytes // ps)]
+            self._vcursor = start + int(pos[-1]) + 1
+        else:
+            self._vcursor = end
+        moved = 0
+        if pos.size:
+            slots = s0 + start + pos
+            ids = self._rmap[slots] - 1
+            newer = self._bufidx[ids] != 0               # a newer copy waits in a buffer: just drop this one
+            if newer.any():
+                self._invalidate(ids[newer])
+                ids, slots = ids[~newer], slots[~newer]
+            if ids.size:
+                try:
+                    data, _ = self._read_slots(slots)
+                except (DeviceIOError, PageLostError):
+                    self._victim = None
+                    return 0
+                self._buffer(self._gcb, ids, data)
+                self._flush_buffer(self._gcb, force=False)
+                moved = ids.size * ps
+        if self._vcursor >= end:
+            self._flush_buffer(self._gcb, force=True)
+            assert self._valid[v] == 0, f"zone {v} still holds {self._valid[v]} valid pages after GC"
+            if not self._vdrain:
+                self.device.reset_zone(v)
+                self._alloc.freed(v)
+            self._sched.reclaimed(why, (end * ps) - moved if not self._vdrain else 0)
+            self._victim = None
+        self._sched.relocated(moved, self._now() - t0)
+        return moved
+
+    def _foreground_gc(self) -> bool:
+        """Reclaim until a user stream may take a zone; False when GC can do nothing more."""
+        self._sched.foreground_runs += 1
+        while not self._alloc.can_take(False):
+            if self._gc_step(None, "foreground") < 0:
+                return False
+        return True
+
+    def _after_op(self) -> None:
+        while self._drain or (self._victim is not None and self._vdrain):
+            if self._gc_step(None, "drain") < 0:
+                break
+        if self._alloc.free_count() < self._sched.low:
+            budget = self._sched.background_budget()
+            while budget > 0 and (self._alloc.free_count() < self._sched.high or self._victim is not None):
+                moved = self._gc_step(int(min(budget, self._chunk * self.page_size)), "background")
+                if moved < 0:
+                    break
+                budget -= max(moved, self.page_size)
+                self._sched.charge(max(moved, self.page_size))
+        self._raise_lost()
