@@ -1,9 +1,10 @@
 """zswap-host: host-managed swap on ZNS SSDs, with an SSD timing model to measure it on.
 
-The swap store (``SwapStore``, ``StoreConfig``) and the Linux-swap baseline (``ConventionalSwap``)
-arrive with the store issue; this release provides the device layer and the SSD model.
+``open_device`` opens a zoned or conventional device by URL; ``SwapStore`` is the host-managed swap
+store on a zoned device; ``ConventionalSwap`` models Linux swap on a conventional SSD.
 """
 
+from .backend import SwapBackend, SwapStats
 from .devices import open_device
 from .errors import (
     DeviceIOError,
@@ -17,9 +18,12 @@ from .errors import (
     ZswapError,
 )
 
+from .store import StoreConfig, SwapStore
+
 __version__ = "0.1.0"
 
 __all__ = [
     "DeviceIOError", "DeviceSpecError", "InvalidIOError", "NotZonedError", "PageLostError", "SwapFullError",
     "UnsafeDeviceError", "ZoneStateError", "ZswapError", "open_device",
+    "StoreConfig", "SwapBackend", "SwapStats", "SwapStore",
 ]

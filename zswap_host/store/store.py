@@ -292,6 +292,21 @@ class SwapStore:
                     except ZswapError:
                         pass
 
+    def check(self) -> None:
+        """Assert the map invariants (tests call this): every mapped page's slot maps back to it,
+        valid counts match the reverse map, no page is both lost and stored, live count is right."""
+        with self._lock:
+            ids = np.flatnonzero(self._loc != NONE)
+            slots = self._loc[ids].astype(np.int64)
+            assert np.array_equal(self._rmap[slots], ids + 1), "slot map and reverse map disagree"
+            assert np.count_nonzero(self._rmap) == ids.size, "reverse map holds stale entries"
+            per_zone = np.bincount(np.flatnonzero(self._rmap) // self._spz, minlength=self._valid.size)
+            assert np.array_equal(per_zone, self._valid), "valid counts are off"
+            buffered = np.flatnonzero(self._bufidx)
+            assert sum(b.n for b in self._bufs) == buffered.size, "buffer index is off"
+            assert np.union1d(ids, buffered).size == self._live, "live page count is off"
+            assert not (self._lost & ((self._loc != NONE) | (self._bufidx != 0))).any()
+
     def __enter__(self):
         return self
 
@@ -313,11 +328,11 @@ class SwapStore:
 
     def _stream_write(self, k: int, ids: np.ndarray, pages: np.ndarray) -> None:
         buf, chunk, i, n = self._bufs[k], self._chunk, 0, ids.size
-        if buf.n:
-            i = min(chunk - buf.n, n)
-            self._buffer(k, ids[:i], pages[:i])
-            self._flush_buffer(k, force=False)
         try:
+            if buf.n:
+                i = min(chunk - buf.n, n)
+                self._buffer(k, ids[:i], pages[:i])
+                self._flush_buffer(k, force=False)
             while n - i >= chunk and self._bufs[k].n == 0:    # full write units go straight from the caller
                 i += self._write(k, ids[i:i + chunk], pages[i:i + chunk])
         finally:
@@ -544,8 +559,12 @@ class SwapStore:
             self._flush_buffer(self._gcb, force=True)
             assert self._valid[v] == 0, f"zone {v} still holds {self._valid[v]} valid pages after GC"
             if not self._vdrain:
-                self.device.reset_zone(v)
-                self._alloc.freed(v)
+                try:
+                    self.device.reset_zone(v)
+                    self._alloc.freed(v)
+                except ZswapError:
+                    if not self._zone_trouble(v):
+                        raise
             self._sched.reclaimed(why, (end * ps) - moved if not self._vdrain else 0)
             self._victim = None
         self._sched.relocated(moved, self._now() - t0)

@@ -1,0 +1,331 @@
+"""``ConventionalSwap``: what Linux 6.1 swap does to a conventional SSD, as a ``SwapBackend``.
+
+Swap-out is a reclaim batch (``shrink_inactive_list`` → ``shrink_page_list`` in mm/vmscan.c):
+chunks of at most ``SWAP_CLUSTER_MAX`` = 32 pages; each page gets a slot from the cluster allocator
+(``add_to_swap`` → ``folio_alloc_swap`` → ``scan_swap_map_slots``, see :mod:`.slots`), in order,
+and is written by ``swap_writepage`` → ``__swap_writepage`` (mm/page_io.c) as a one-page bio; under
+the reclaim plug (``blk_start_plug`` in ``shrink_lruvec``) only physically adjacent slots merge into
+one request. A chunk's requests reach the device as one queue (qd = number of requests).
+
+A page swapped out again gets a new slot and its old slot is freed: in 6.1 a write fault frees the
+swap-cache slot (``do_swap_page`` → ``should_try_to_free_swap`` → ``folio_free_swap``); here the
+old slot is freed once the new copy is written, so a failed write loses nothing. Freed slots are
+reused by the allocator, so the SSD sees scattered overwrites unless page discard is on
+(``swapon --discard``: ``SWP_PAGE_DISCARD`` discards a cluster once it is wholly free,
+``discard_swap_cluster``; ``SWP_AREA_DISCARD`` discards the whole area at swapon, ``discard_swap``).
+
+Swap-in is a page fault (``do_swap_page`` → ``swapin_readahead`` → ``swap_vma_readahead`` in
+mm/swap_state.c), one at a time (queue depth 1 per faulting thread): the faulting page plus the
+readahead window around it (see :mod:`.readahead`), pages already in the swap cache or not swapped
+out skipped, adjacent slots merged, all issued as one queue; the fault waits for its own page.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import numpy as np
+
+from ..backend import LatencyLog, SwapStats
+from ..errors import SwapFullError
+from .readahead import SwapCache, VmaReadahead, merge_runs
+from .slots import ClusterAllocator
+
+SWAP_CLUSTER_MAX = 32       # include/linux/swap.h: pages per reclaim batch
+PAGE_SIZE = 4096
+
+_DISCARD_MODES = {False: (False, False), None: (False, False), "none": (False, False),
+                  True: (True, True), "both": (True, True), "once": (True, False), "pages": (False, True)}
+
+
+class ConventionalSwap:
+    """Linux swap on a ``BlockDevice`` (emulated SSD, file, …).
+
+    ``page_cluster`` is ``/proc/sys/vm/page-cluster`` (readahead up to 2^page_cluster pages);
+    ``discard`` is ``swapon --discard[=once|pages]`` (True = both); ``cpus`` is the number of
+    per-CPU allocation clusters (stream ``s`` allocates on CPU ``s % cpus``).
+    Keyword-only: ``cluster_slots`` (SWAPFILE_CLUSTER: 256, or 512 with CONFIG_THP_SWAP),
+    ``swap_cache_pages`` (bound on readahead pages kept), ``vma_pages`` (ids per VMA for the
+    readahead clamp; None = one VMA), ``seed`` (the kernel's random scan bases),
+    ``close_device`` (close the device in :meth:`close`)."""
+
+    page_size = PAGE_SIZE
+
+    def __init__(self, device, page_cluster: int = 3, discard: bool | str = False, cpus: int = 1, *,
+                 cluster_slots: int = 256, swap_cache_pages: int = 4096, vma_pages: int | None = None,
+                 seed: int = 0, close_device: bool = False) -> None:
+        if PAGE_SIZE % device.block_size:
+            raise ValueError(f"device block size {device.block_size} does not divide the {PAGE_SIZE}-byte page")
+        if discard not in _DISCARD_MODES:
+            raise ValueError(f"discard must be True/False or 'once', 'pages', 'both'; not {discard!r}")
+        self._dev = device
+        self.cpus = int(cpus)
+        self.page_cluster = int(page_cluster)
+        self._area_discard, self._page_discard = _DISCARD_MODES[discard]
+        self._close_device = close_device
+        self._lock = threading.RLock()
+        self._base = device.stats()
+        self._alloc = ClusterAllocator(device.size // PAGE_SIZE, self.cpus, cluster_slots, seed)
+        self._capacity = self._alloc.nslots - 1
+        self._ra = VmaReadahead(page_cluster, vma_pages)
+        self._cache = SwapCache(swap_cache_pages)
+        self._slot = np.full(1024, -1, np.int64)       # page id -> slot (-1: not stored)
+        self._resident = np.zeros(1024, np.bool_)      # swapped in since last swap_out (PTE present)
+        self._live = 0
+        self._host_w = self._host_r = 0
+        self._faults = self._ra_hits = self._ra_pages = 0
+        self._w_reqs = self._r_reqs = 0
+        self._lat = LatencyLog()
+        self._closed = False
+        if self._area_discard and self._capacity:                 # discard_swap(): all but the header
+            device.discard(PAGE_SIZE, self._capacity * PAGE_SIZE)
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("ConventionalSwap is closed")
+
+    def _grow(self, max_id: int) -> None:
+        if max_id >= self._slot.size:
+            n = max(max_id + 1, 2 * self._slot.size)
+            slot = np.full(n, -1, np.int64)
+            slot[:self._slot.size] = self._slot
+            res = np.zeros(n, np.bool_)
+            res[:self._resident.size] = self._resident
+            self._slot, self._resident = slot, res
+
+    def _write(self, slots: np.ndarray, pages: np.ndarray) -> None:
+        first, cnt, pos = merge_runs(slots)
+        if pos.size and (pos[-1] != pos.size - 1 or np.any(np.diff(pos) != 1)):
+            data = np.empty_like(pages)
+            data[pos] = pages
+        else:
+            data = np.ascontiguousarray(pages)
+        self._dev.write_batch(first * PAGE_SIZE, data, cnt * PAGE_SIZE, qd=int(first.size))
+        self._w_reqs += int(first.size)
+
+    def _free_slots(self, slots: np.ndarray) -> None:
+        emptied = self._alloc.free(slots)
+        if self._page_discard:
+            for c in emptied.tolist():                # discard_swap_cluster()
+                lo, n = self._alloc.cluster_range(c)
+                self._dev.discard(lo * PAGE_SIZE, n * PAGE_SIZE)
+
+    def _commit(self, ids: np.ndarray, slots: np.ndarray, old: np.ndarray) -> None:
+        self._slot[ids] = slots
+        self._resident[ids] = False
+        if len(self._cache):
+            self._cache.drop(ids.tolist())
+        stale = old[(old >= 0) & (old != slots)]
+        self._live += int((old < 0).sum())
+        self._free_slots(stale)
+
+    # -- SwapBackend ------------------------------------------------------------------------
+    def swap_out(self, page_ids: np.ndarray, pages: np.ndarray, stream: int = 0) -> None:
+        """Write a reclaim batch; replaces ids already stored. SwapFullError (nothing changed)
+        when the live pages would not fit; a device error leaves every stored page as it was."""
+        ids = np.asarray(page_ids, np.int64).reshape(-1)
+        pages = np.asarray(pages)
+        if pages.dtype != np.uint8 or pages.shape != (ids.size, PAGE_SIZE):
+            raise ValueError(f"pages must be uint8 of shape ({ids.size}, {PAGE_SIZE}), not {pages.dtype} {pages.shape}")
+        if ids.size == 0:
+            return
+        if int(ids.min()) < 0:
+            raise ValueError("page ids must be non-negative")
+        n_asked = ids.size
+        uniq, last = np.unique(ids[::-1], return_index=True)
+        if uniq.size != ids.size:                     # the same id twice: the last copy wins
+            keep = np.sort(ids.size - 1 - last)
+            ids, pages = ids[keep], pages[keep]
+        with self._lock:
+            self._check_open()
+            self._grow(int(ids.max()))
+            old = self._slot[ids]
+            new = int((old < 0).sum())
+            if self._live + new > self._capacity:
+                raise SwapFullError(f"swap area full: {self._live} pages stored, {new} more asked, "
+                                    f"{self._capacity} slots")
+            cpu = int(stream) % self.cpus
+            if self._alloc.nfree >= ids.size:
+                self._swap_out_batch(ids, pages, old, cpu)
+            else:
+                self._swap_out_tight(ids, pages, cpu)
+            self._host_w += n_asked * PAGE_SIZE
+
+    def _swap_out_batch(self, ids, pages, old, cpu) -> None:
+        done: list[np.ndarray] = []
+        try:
+            for c in range(0, ids.size, SWAP_CLUSTER_MAX):
+                s = self._alloc.alloc(min(SWAP_CLUSTER_MAX, ids.size - c), cpu)
+                done.append(s)
+                self._write(s, pages[c:c + SWAP_CLUSTER_MAX])
+        except BaseException:
+            for s in done:                            # nothing was mapped to them yet
+                self._free_slots(s)
+            raise
+        self._commit(ids, np.concatenate(done), old)
+
+    def _swap_out_tight(self, ids, pages, cpu) -> None:
+        """Nearly full area: write as many pages as there are free slots, commit (freeing the old
+        slots), repeat. The full check guarantees free slots >= new ids still to write, so with
+        no free slot left the rest all replace stored pages and are rewritten in place."""
+        i = 0
+        while i < ids.size:
+            free = self._alloc.nfree
+            k = min(SWAP_CLUSTER_MAX, ids.size - i, free) if free else min(SWAP_CLUSTER_MAX, ids.size - i)
+            sub = ids[i:i + k]
+            old = self._slot[sub]
+            if free:
+                s = self._alloc.alloc(k, cpu)
+                try:
+                    self._write(s, pages[i:i + k])
+                except BaseException:
+                    self._free_slots(s)
+                    raise
+            else:
+                s = old
+                self._write(s, pages[i:i + k])
+            self._commit(sub, s, old)
+            i += k
+
+    def swap_in(self, page_ids: np.ndarray) -> np.ndarray:
+        """Fault the pages in, in the order asked; KeyError (nothing changed) on an unknown id."""
+        ids = np.asarray(page_ids, np.int64).reshape(-1)
+        out = np.empty((ids.size, PAGE_SIZE), np.uint8)
+        with self._lock:
+            self._check_open()
+            if ids.size == 0:
+                return out
+            bad = (ids < 0) | (ids >= self._slot.size)
+            if not bad.any():
+                bad = self._slot[ids] < 0
+            if bad.any():
+                raise KeyError(int(ids[np.argmax(bad)]))
+            lats: list[float] = []
+            seen: dict[int, int] = {}
+            now = self._dev.now
+            for i, pid in enumerate(ids.tolist()):
+                j = seen.get(pid)
+                if j is not None:                     # asked twice: already mapped
+                    out[i] = out[j]
+                    continue
+                seen[pid] = i
+                hit = self._cache.take(pid)
+                if hit is not None:                   # minor fault on a readahead page
+                    out[i] = hit[0]
+                    lats.append(max(0.0, hit[1] - now()))
+                    self._ra.on_hit(pid)
+                    self._ra_hits += 1
+                else:
+                    lats.append(self._fault(pid, out, i))
+                self._resident[pid] = True
+            self._lat.add(np.asarray(lats))
+            self._host_r += ids.size * PAGE_SIZE
+            return out
+
+    def _fault(self, pid: int, out: np.ndarray, i: int) -> float:
+        """One major fault: the window's requests as one queue; returns the fault's latency."""
+        self._faults += 1
+        t0 = self._dev.now()
+        lo, hi = self._ra.on_fault(pid)
+        hi = min(hi, self._slot.size)
+        if hi - lo <= 1:
+            sel = np.array([pid], np.int64)
+        else:
+            cand = np.arange(lo, hi, dtype=np.int64)
+            m = (self._slot[lo:hi] >= 0) & ~self._resident[lo:hi]   # is_swap_pte()
+            m[pid - lo] = True
+            sel = cand[m]
+            if len(self._cache) and sel.size > 1:   # already in the swap cache: no I/O
+                sel = np.array([p for p in sel.tolist() if p == pid or p not in self._cache], np.int64)
+        first, cnt, pos = merge_runs(self._slot[sel])
+        buf, done = self._dev.read_batch(first * PAGE_SIZE, cnt * PAGE_SIZE, qd=int(first.size))
+        self._r_reqs += int(first.size)
+        pages = np.asarray(buf).reshape(-1, PAGE_SIZE)
+        done = np.asarray(done, np.float64)
+        run = np.searchsorted(np.cumsum(cnt), pos, side="right")
+        k = int(np.searchsorted(sel, pid))
+        out[i] = pages[pos[k]]
+        if sel.size > 1:
+            for j, p in enumerate(sel.tolist()):
+                if j != k:
+                    self._cache.put(p, pages[pos[j]], float(done[run[j]]) if done.size else 0.0)
+            self._ra_pages += sel.size - 1
+        return max(0.0, float(done[run[k]]) - t0) if done.size else 0.0
+
+    def discard(self, page_ids: np.ndarray) -> None:
+        """Drop pages (munmap / MADV_FREE of swapped pages: ``free_swap_and_cache``); unknown ids
+        are ignored."""
+        ids = np.unique(np.asarray(page_ids, np.int64).reshape(-1))
+        with self._lock:
+            self._check_open()
+            ids = ids[(ids >= 0) & (ids < self._slot.size)]
+            slots = self._slot[ids]
+            m = slots >= 0
+            ids, slots = ids[m], slots[m]
+            if not ids.size:
+                return
+            self._slot[ids] = -1
+            self._resident[ids] = False
+            if len(self._cache):
+                self._cache.drop(ids.tolist())
+            self._live -= ids.size
+            self._free_slots(slots)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._check_open()
+            self._dev.flush()
+
+    def stats(self) -> SwapStats:
+        with self._lock:
+            ds, b = self._dev.stats(), self._base
+            a = self._alloc
+            free_slots = a.nfree
+            s = SwapStats(
+                clock=ds.clock, page_size=PAGE_SIZE, pages_stored=self._live,
+                host_write_bytes=self._host_w, host_read_bytes=self._host_r,
+                device_write_bytes=ds.device_write_bytes - b.device_write_bytes,
+                device_read_bytes=ds.device_read_bytes - b.device_read_bytes,
+                device_gc_write_bytes=ds.gc_write_bytes - b.gc_write_bytes,
+                media_write_bytes=ds.media_write_bytes - b.media_write_bytes,
+                discard_bytes=ds.discard_bytes - b.discard_bytes,
+                device_time_s=ds.device_time_s - b.device_time_s,
+                write_size_histogram=dict(Counter(ds.write_size_histogram) - Counter(b.write_size_histogram)),
+                read_size_histogram=dict(Counter(ds.read_size_histogram) - Counter(b.read_size_histogram)),
+                extra={
+                    "major_faults": self._faults,
+                    "readahead_hits": self._ra_hits,
+                    "readahead_pages": self._ra_pages,
+                    "readahead_wasted_bytes": self._cache.wasted * PAGE_SIZE,
+                    "readahead_window": self._ra.window(),
+                    "swap_cache_pages": len(self._cache),
+                    "write_requests": self._w_reqs,
+                    "read_requests": self._r_reqs,
+                    "total_slots": self._capacity,
+                    "free_slots": free_slots,
+                    "free_clusters": a.free_clusters,
+                    "total_clusters": a.ncl,
+                    # share of free slots outside wholly free clusters: 0 fresh, -> 1 fragmented
+                    "free_slot_fragmentation": (1.0 - a.free_clusters * a.C / free_slots) if free_slots else 0.0,
+                    "page_cluster": self.page_cluster, "cpus": self.cpus, "cluster_slots": a.C,
+                    "discard": {(False, False): "none", (True, True): "both", (True, False): "once",
+                                (False, True): "pages"}[(self._area_discard, self._page_discard)],
+                })
+            return self._lat.fill(s)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._dev.flush()
+            self._closed = True
+            if self._close_device:
+                self._dev.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,151 @@
+"""Swap-in readahead of Linux 6.1 on SSDs, the swap cache it fills, and block-layer merging.
+
+- :func:`swapin_nr_pages` is ``__swapin_nr_pages`` (mm/swap_state.c): the window is ``hits + 2``
+  rounded up to a power of two (at least 4) when earlier readahead pages were used, 2 for a fault
+  next to the previous one, else 1; capped at ``2^page_cluster``; never below half the last window.
+- :class:`VmaReadahead` is ``swap_vma_readahead``/``swap_ra_info``: per-VMA state (last fault
+  address, window, hits); a fault computes the window, places it forward, backward or centred
+  around the fault, clamps it to the VMA and to the PMD (512 pages) around the fault, and resets
+  the hits; a swap-cache hit on a readahead page (``lookup_swap_cache`` with ``PG_readahead``)
+  counts one hit. SSDs use VMA readahead (``swap_use_vma_readahead``: no rotating swap device).
+- :class:`SwapCache` holds pages read ahead and not yet faulted, oldest evicted first.
+- :func:`merge_runs` is plug merging (block/blk-merge.c ``blk_attempt_plug_merge``): a bio merges
+  only with the request added just before it, when physically adjacent (back or front merge).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+SWAP_RA_ORDER_CEILING = 5           # include/linux/swap.h, 64-bit
+SWAP_RA_HITS_MAX = (1 << 6) - 1     # SWAP_RA_HITS_MASK with PAGE_SHIFT 12
+PMD_PAGES = 512                     # PMD_SIZE / PAGE_SIZE on x86-64
+
+
+def swapin_nr_pages(prev: int, fpfn: int, hits: int, max_pages: int, prev_win: int) -> int:
+    """``__swapin_nr_pages(prev_offset, offset, hits, max_pages, prev_win)``."""
+    pages = hits + 2
+    if pages == 2:
+        if fpfn != prev + 1 and fpfn != prev - 1:
+            pages = 1
+    else:
+        roundup = 4
+        while roundup < pages:
+            roundup <<= 1
+        pages = roundup
+    pages = min(pages, max_pages)
+    return max(pages, prev_win // 2)      # "Don't shrink readahead too fast"
+
+
+class VmaReadahead:
+    """Per-VMA readahead state. Page ids are virtual page numbers; with ``vma_pages`` set, ids
+    ``[k*vma_pages, (k+1)*vma_pages)`` form VMA ``k``, otherwise all ids form one VMA from 0."""
+
+    def __init__(self, page_cluster: int = 3, vma_pages: int | None = None) -> None:
+        if page_cluster < 0:
+            raise ValueError("page_cluster must be >= 0")
+        self.max_win = 1 << min(page_cluster, SWAP_RA_ORDER_CEILING)
+        self.vma_pages = vma_pages
+        self._state: dict[int, list[int]] = {}    # vma -> [last fault pfn, win, hits]
+
+    def _vma(self, pid: int) -> tuple[int, int, int]:
+        if self.vma_pages:
+            v = pid // self.vma_pages
+            return v, v * self.vma_pages, (v + 1) * self.vma_pages
+        return 0, 0, 1 << 62
+
+    def _st(self, v: int) -> list[int]:
+        st = self._state.get(v)
+        if st is None:                        # swap_readahead_info starts at 0: no history
+            st = self._state[v] = [-2, 0, 0]
+        return st
+
+    def on_hit(self, pid: int) -> None:
+        """A fault found a readahead page in the swap cache."""
+        st = self._st(self._vma(pid)[0])
+        st[0] = pid
+        st[2] = min(st[2] + 1, SWAP_RA_HITS_MAX)
+
+    def on_fault(self, pid: int) -> tuple[int, int]:
+        """A fault that needs I/O: returns the window ``[start, end)`` of page ids to read."""
+        if self.max_win == 1:
+            return pid, pid + 1
+        v, vlo, vhi = self._vma(pid)
+        st = self._st(v)
+        prev = st[0]
+        win = swapin_nr_pages(prev, pid, st[2], self.max_win, st[1])
+        st[0], st[1], st[2] = pid, win, 0
+        if win == 1:
+            return pid, pid + 1
+        if pid == prev + 1:
+            lo, hi = pid, pid + win
+        elif prev == pid + 1:
+            lo, hi = pid - win + 1, pid + 1
+        else:
+            left = (win - 1) // 2
+            lo, hi = pid - left, pid + win - left
+        pmd = pid - pid % PMD_PAGES
+        return max(lo, vlo, pmd), min(hi, vhi, pmd + PMD_PAGES)
+
+    def window(self, pid: int = 0) -> int:
+        """The current window of ``pid``'s VMA (0 before its first fault)."""
+        st = self._state.get(self._vma(pid)[0])
+        return st[1] if st else 0
+
+
+class SwapCache:
+    """Readahead pages not yet faulted: id -> (page bytes, time the read completes). Bounded;
+    the oldest page goes first. ``wasted`` counts pages that left without being used."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = max(0, capacity)
+        self._d: OrderedDict[int, tuple[np.ndarray, float]] = OrderedDict()
+        self.wasted = 0
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __contains__(self, pid: int) -> bool:
+        return pid in self._d
+
+    def put(self, pid: int, page: np.ndarray, ready: float) -> None:
+        self._d[pid] = (page, ready)
+        while len(self._d) > self.capacity:
+            self._d.popitem(last=False)
+            self.wasted += 1
+
+    def take(self, pid: int) -> tuple[np.ndarray, float] | None:
+        return self._d.pop(pid, None)
+
+    def drop(self, pids) -> None:
+        """Invalidate pages (swapped out again or discarded): their readahead was wasted."""
+        d = self._d
+        if not d:
+            return
+        for p in pids:
+            if d.pop(p, None) is not None:
+                self.wasted += 1
+
+
+def merge_runs(slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge slots submitted in this order into requests of physically adjacent slots.
+
+    Returns ``(first_slot, nr_slots, pos)``: per request its lowest slot and length, and per
+    submitted slot its index in the requests' data laid back to back (ascending within each)."""
+    slots = np.asarray(slots, np.int64)
+    n = slots.size
+    if n == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    brk = np.flatnonzero(np.abs(np.diff(slots)) != 1) + 1
+    b = np.concatenate(([0], brk))
+    e = np.concatenate((brk, [n]))
+    lo = np.minimum(slots[b], slots[e - 1])
+    cnt = e - b
+    if b.size == 1 and slots[0] == lo[0]:
+        return lo, cnt, np.arange(n)
+    run = np.repeat(np.arange(b.size), cnt)
+    start = np.concatenate(([0], np.cumsum(cnt)[:-1]))
+    return lo, cnt, start[run] + slots - lo[run]
