@@ -84,6 +84,7 @@ class SwapStore:
         self._victim: int | None = None
         self._vcursor = 0
         self._vdrain = False
+        self._vmoved = 0
         self._drain: list[int] = []
         self._lost_pending: list[np.ndarray] = []
         self.host_write_bytes = 0
@@ -195,7 +196,11 @@ class SwapStore:
                 out[mp] = self._pf.take(self._pfpos, uids[mp])
             md = (b == 0) & ~mp
             if md.any():
-                data, done = self._read_slots(loc[md].astype(np.int64))
+                try:
+                    data, done = self._read_slots(loc[md].astype(np.int64))
+                except DeviceIOError:
+                    self._raise_lost()
+                    raise
                 out[md] = data
                 lat[md] = done - t0
             self._latency.add(lat[inv])
@@ -468,21 +473,21 @@ class SwapStore:
             raise PageLostError(f"{lost.size} page(s) lost: their only copy was in a zone that went offline", lost)
 
     # -- read path -------------------------------------------------------------------------------
-    def _read_slots(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _read_slots(self, slots: np.ndarray, prefetch: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Rows for distinct slots, and each one's completion time. Adjacent slots become one read;
-        with prefetch each read covers the aligned write unit around it, and what it brings beyond
-        the request waits in the prefetch buffer."""
+        with prefetch (demand reads only: GC reads may see copies a write in flight is replacing)
+        each read covers the aligned write unit around it, and what it brings beyond the request
+        waits in the prefetch buffer."""
         cfg, ps = self.config, self.page_size
         zone = slots // self._spz
         limit = zone * self._spz + self._alloc.written[zone]
-        window = cfg.prefetch_bytes // ps if cfg.prefetch else 0
+        window = cfg.prefetch_bytes // ps if cfg.prefetch and prefetch else 0
         plan = plan_reads(slots, zone * self._spz, limit, window, cfg.max_read_bytes // ps)
         try:
             data, done = self.device.read_batch(plan.starts * ps, plan.lengths * ps, cfg.read_qd)
         except DeviceIOError:
             for z in np.unique(zone).tolist():
                 self._zone_trouble(z)
-            self._raise_lost()
             raise
         rows = data.reshape(-1, ps)
         out = rows[plan.row_of_request]
@@ -507,7 +512,7 @@ class SwapStore:
 
     def _pick_victim(self) -> bool:
         if self._drain:
-            self._victim, self._vcursor, self._vdrain = self._drain.pop(0), 0, True
+            self._victim, self._vcursor, self._vdrain, self._vmoved = self._drain.pop(0), 0, True, 0
             return True
         table = self._zone_table()
         if not len(table):
@@ -519,7 +524,7 @@ class SwapStore:
             v = greedy(table)
             if self._valid[v] >= self._alloc.written[v]:
                 return False
-        self._victim, self._vcursor, self._vdrain = int(v), 0, False
+        self._victim, self._vcursor, self._vdrain, self._vmoved = int(v), 0, False, 0
         return True
 
     def _gc_step(self, max_bytes: int | None, why: str) -> int:
@@ -538,25 +543,18 @@ class SwapStore:
             self._vcursor = start + int(pos[-1]) + 1
         else:
             self._vcursor = end
-        moved = 0
-        if pos.size:
-            slots = s0 + start + pos
-            ids = self._rmap[slots] - 1
-            newer = self._bufidx[ids] != 0               # a newer copy waits in a buffer: just drop this one
-            if newer.any():
-                self._invalidate(ids[newer])
-                ids, slots = ids[~newer], slots[~newer]
-            if ids.size:
-                try:
-                    data, _ = self._read_slots(slots)
-                except (DeviceIOError, PageLostError):
-                    self._victim = None
-                    return 0
-                self._buffer(self._gcb, ids, data)
-                self._flush_buffer(self._gcb, force=False)
-                moved = ids.size * ps
+        moved = self._relocate(s0 + start + pos) if pos.size else 0
+        if moved < 0:
+            return 0
+        self._vmoved += moved
         if self._vcursor >= end:
             self._flush_buffer(self._gcb, force=True)
+            # pages behind the cursor whose GC copy a newer swap-out replaced in the meantime
+            rest = s0 + np.flatnonzero(self._rmap[s0:s0 + end])
+            if rest.size:
+                if self._relocate(rest) < 0:
+                    return 0
+                self._flush_buffer(self._gcb, force=True)
             assert self._valid[v] == 0, f"zone {v} still holds {self._valid[v]} valid pages after GC"
             if not self._vdrain:
                 try:
@@ -565,10 +563,29 @@ class SwapStore:
                 except ZswapError:
                     if not self._zone_trouble(v):
                         raise
-            self._sched.reclaimed(why, (end * ps) - moved if not self._vdrain else 0)
+            self._sched.reclaimed(why, 0 if self._vdrain else end * ps - self._vmoved)
             self._victim = None
         self._sched.relocated(moved, self._now() - t0)
         return moved
+
+    def _relocate(self, slots: np.ndarray) -> int:
+        """Copy the pages in these victim slots into the GC stream; a page with a newer copy waiting
+        in a write buffer is just invalidated. Returns bytes queued, -1 if the zone failed."""
+        ids = self._rmap[slots] - 1
+        newer = self._bufidx[ids] != 0
+        if newer.any():
+            self._invalidate(ids[newer])
+            ids, slots = ids[~newer], slots[~newer]
+        if ids.size == 0:
+            return 0
+        try:
+            data, _ = self._read_slots(slots, prefetch=False)
+        except DeviceIOError:
+            self._victim = None
+            return -1
+        self._buffer(self._gcb, ids, data)
+        self._flush_buffer(self._gcb, force=False)
+        return ids.size * self.page_size
 
     def _foreground_gc(self) -> bool:
         """Reclaim until a user stream may take a zone; False when GC can do nothing more."""
