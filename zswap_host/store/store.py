@@ -60,6 +60,7 @@ class SwapStore:
         self._n_groups = n_groups
         chunk = min(cfg.write_size, g.max_append or cfg.write_size)
         self._chunk = max(1, chunk // ps)                   # pages per device write
+        self._min_pages = min(self._chunk, max(1, (128 << 10) // ps))  # smallest write but on flush/zone end
         self._bufs = [WriteBuffer(self._chunk, ps) for _ in range(n_user + 1)]
         self._alloc = ZoneAllocator(g.nr_zones, self._D, reserve=1)
         self._sched = GcScheduler(g.nr_zones, cfg, self._now)
@@ -87,6 +88,7 @@ class SwapStore:
         self._vmoved = 0
         self._drain: list[int] = []
         self._lost_pending: list[np.ndarray] = []
+        self._lost_count = 0
         self.host_write_bytes = 0
         self.host_read_bytes = 0
         self.gc_write_bytes = 0
@@ -133,7 +135,8 @@ class SwapStore:
         if ids.min() < 0:
             raise ValueError("page ids must not be negative")
         with self._lock:
-            if np.unique(ids).size != ids.size:          # the last copy of an id wins
+            srt = np.sort(ids)
+            if (srt[1:] == srt[:-1]).any():              # the last copy of an id wins
                 rev = ids[::-1]
                 _, first = np.unique(rev, return_index=True)
                 keep = np.sort(ids.size - 1 - first)
@@ -145,10 +148,14 @@ class SwapStore:
                 raise SwapFullError(
                     f"swap store full: {self._live} pages stored, {new} more do not fit in {self.capacity_pages}")
             self._unbuffer(ids)
-            self._pf.drop(self._pfpos, ids)
-            self._lost[ids] = False
+            if self._pf.size:
+                self._pf.drop(self._pfpos, ids)
+            if self._lost_count:
+                self._lost_count -= int(self._lost[ids].sum())
+                self._lost[ids] = False
             self._live += new
-            self._count[ids] = np.minimum(self._count[ids].astype(np.int64) + 1, 65535)
+            c = self._count[ids]
+            self._count[ids] = c + (c < 65535)
             self.host_write_bytes += ids.size * ps
             streams = placement_mod.assign(self.config.placement, ids, stream, self._count[ids],
                                            self._n_user, self.config.hot_threshold)
@@ -219,6 +226,7 @@ class SwapStore:
             self._unbuffer(ids)
             self._pf.drop(self._pfpos, ids)
             self._invalidate(ids)
+            self._lost_count -= int(self._lost[ids].sum())
             self._lost[ids] = False
             self._live -= int(stored.sum())
 
@@ -321,8 +329,8 @@ class SwapStore:
     # -- write path ------------------------------------------------------------------------------
     def _unbuffer(self, ids: np.ndarray) -> None:
         b = self._bufidx[ids]
-        m = b != 0
-        if m.any():
+        if b.any():
+            m = b != 0
             for k in np.unique(b[m]):
                 self._bufs[int(k) - 1].remove(ids[b == k])
             self._bufidx[ids[m]] = 0
@@ -332,22 +340,31 @@ class SwapStore:
         self._bufidx[ids] = k + 1
 
     def _stream_write(self, k: int, ids: np.ndarray, pages: np.ndarray) -> None:
+        """Small batches gather in the stream's buffer; large ones go to the device straight from
+        the caller's array in writes of ``min_pages``..``chunk`` pages, the rest waits."""
         buf, chunk, i, n = self._bufs[k], self._chunk, 0, ids.size
         try:
-            if buf.n:
-                i = min(chunk - buf.n, n)
+            if buf.n + n < chunk:
+                i = n
+                self._buffer(k, ids, pages)
+                return
+            if buf.n and buf.n < self._min_pages:       # top the buffer up to one write unit
+                i = chunk - buf.n
                 self._buffer(k, ids[:i], pages[:i])
-                self._flush_buffer(k, force=False)
-            while n - i >= chunk and self._bufs[k].n == 0:    # full write units go straight from the caller
-                i += self._write(k, ids[i:i + chunk], pages[i:i + chunk])
+            self._flush_buffer(k, force=False, least=self._min_pages)
+            while n - i >= self._min_pages:
+                m = min(chunk, n - i)
+                i += self._write(k, ids[i:i + m], pages[i:i + m])
         finally:
             if i < n:
                 self._buffer(k, ids[i:], pages[i:])
-        self._flush_buffer(k, force=False)
 
-    def _flush_buffer(self, k: int, force: bool) -> None:
+    def _flush_buffer(self, k: int, force: bool, least: int | None = None) -> None:
+        """Write buffered pages while at least ``least`` pages wait (default: a whole write unit;
+        ``force``: everything)."""
         buf = self._bufs[k]
-        while buf.n >= self._chunk or (force and buf.n):
+        least = 1 if force else (least or self._chunk)
+        while buf.n >= least:
             m = min(buf.n, self._chunk)
             w = self._write(k, buf.ids[:m].copy(), buf.data[:m])
             buf.drop_front(w)
@@ -459,6 +476,7 @@ class SwapStore:
         if lost.size:
             self._loc[lost] = NONE
             self._lost[lost] = True
+            self._lost_count += lost.size
             self._live -= lost.size
             self._lost_pending.append(lost)
         r[:] = 0
