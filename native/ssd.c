@@ -27,14 +27,102 @@
 
 static int64_t ns_of_us(double us) { return (int64_t)(us * 1000.0 + 0.5); }
 
+static void tl_free(ssd_tl *L)
+{
+    free(L->s);
+    free(L->e);
+    L->s = L->e = NULL;
+    L->h = L->n = L->cap = 0;
+}
+
+/* Make room for one more interval; returns the shift applied to indices (compaction). */
+static int64_t tl_room(ssd_tl *L)
+{
+    if (L->n < L->cap)
+        return 0;
+    int64_t live = L->n - L->h, shift = L->h;
+    if (L->h > 0 && live < L->cap / 2) {
+        memmove(L->s, L->s + L->h, (size_t)live * sizeof(int64_t));
+        memmove(L->e, L->e + L->h, (size_t)live * sizeof(int64_t));
+    } else {
+        int64_t nc = L->cap ? L->cap * 2 : 64;
+        int64_t *ns_ = (int64_t *)malloc((size_t)nc * sizeof(int64_t));
+        int64_t *ne_ = (int64_t *)malloc((size_t)nc * sizeof(int64_t));
+        if (live) {
+            memcpy(ns_, L->s + L->h, (size_t)live * sizeof(int64_t));
+            memcpy(ne_, L->e + L->h, (size_t)live * sizeof(int64_t));
+        }
+        free(L->s);
+        free(L->e);
+        L->s = ns_;
+        L->e = ne_;
+        L->cap = nc;
+    }
+    L->n = live;
+    L->h = 0;
+    return shift;
+}
+
+/* Reserve dur ns on L in the earliest gap that starts at or after t; returns the start. */
+static int64_t tl_reserve(ssd_tl *L, int64_t t, int64_t dur, int64_t floor)
+{
+    L->busy_ns += dur;
+    if (dur <= 0)
+        return t;
+    while (L->h < L->n && L->e[L->h] <= floor) /* drop intervals over before the floor */
+        L->h++;
+    if (L->h == L->n)
+        L->h = L->n = 0;
+    int64_t c = t, j = L->n;
+    if (L->n > L->h && t < L->e[L->n - 1]) {
+        int64_t lo = L->h, hi = L->n - 1; /* first interval ending after t */
+        while (lo < hi) {
+            int64_t mid = (lo + hi) / 2;
+            if (L->e[mid] > t)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        for (j = lo; j < L->n; j++) {
+            if (L->s[j] >= c + dur)
+                break;
+            if (L->e[j] > c)
+                c = L->e[j];
+        }
+    }
+    /* place [c, c+dur) before index j, merging with touching neighbours */
+    int prev_touch = (j > L->h && L->e[j - 1] == c);
+    int next_touch = (j < L->n && L->s[j] == c + dur);
+    if (prev_touch && next_touch) {
+        L->e[j - 1] = L->e[j];
+        memmove(L->s + j, L->s + j + 1, (size_t)(L->n - j - 1) * sizeof(int64_t));
+        memmove(L->e + j, L->e + j + 1, (size_t)(L->n - j - 1) * sizeof(int64_t));
+        L->n--;
+    } else if (prev_touch) {
+        L->e[j - 1] = c + dur;
+    } else if (next_touch) {
+        L->s[j] = c;
+    } else {
+        j -= tl_room(L);
+        if (j < L->n) {
+            memmove(L->s + j + 1, L->s + j, (size_t)(L->n - j) * sizeof(int64_t));
+            memmove(L->e + j + 1, L->e + j, (size_t)(L->n - j) * sizeof(int64_t));
+        }
+        L->s[j] = c;
+        L->e[j] = c + dur;
+        L->n++;
+    }
+    return c;
+}
+
 int ssd_timing_init(ssd_timing *T, const ssd_params *p)
 {
     memset(T, 0, sizeof(*T));
     T->n_ch = p->channels;
     T->n_dies = p->channels * p->dies_per_channel;
-    T->ch_free = (int64_t *)calloc((size_t)T->n_ch, sizeof(int64_t));
+    T->ch = (ssd_tl *)calloc((size_t)T->n_ch, sizeof(ssd_tl));
     T->die_free = (int64_t *)calloc((size_t)T->n_dies, sizeof(int64_t));
-    T->ch_ns_per_byte = 1000.0 / p->channel_mb_s;     /* MB/s = 1e6 B/s -> ns per byte */
+    T->ch_ns_per_byte = 1000.0 / p->channel_mb_s; /* MB/s = 1e6 B/s -> ns per byte */
     T->link_ns_per_byte = 1000.0 / p->host_link_mb_s;
     T->t_read = ns_of_us(p->t_read_us);
     T->t_prog = ns_of_us(p->t_prog_us);
@@ -45,7 +133,7 @@ int ssd_timing_init(ssd_timing *T, const ssd_params *p)
         T->wb_cap = 1;
     T->wb_size = T->wb_cap + 64;
     T->wb_heap = (ssd_wb_ent *)malloc((size_t)T->wb_size * sizeof(ssd_wb_ent));
-    if (!T->ch_free || !T->die_free || !T->wb_heap) {
+    if (!T->ch || !T->die_free || !T->wb_heap) {
         ssd_timing_free(T);
         return -1;
     }
@@ -54,11 +142,17 @@ int ssd_timing_init(ssd_timing *T, const ssd_params *p)
 
 void ssd_timing_free(ssd_timing *T)
 {
-    free(T->ch_free);
+    if (T->ch)
+        for (int c = 0; c < T->n_ch; c++)
+            tl_free(&T->ch[c]);
+    tl_free(&T->link_in);
+    tl_free(&T->link_out);
+    free(T->ch);
     free(T->die_free);
     free(T->wb_heap);
     free(T->qheap);
-    T->ch_free = T->die_free = NULL;
+    T->ch = NULL;
+    T->die_free = NULL;
     T->wb_heap = NULL;
     T->qheap = NULL;
 }
@@ -75,22 +169,25 @@ int64_t ssd_nand_read(ssd_timing *T, int die, int64_t t, int64_t bytes)
     int ch = die % T->n_ch;
     int64_t s = max64(t, T->die_free[die]);
     int64_t sensed = s + T->t_read;
-    T->die_free[die] = sensed;
-    int64_t cs = max64(sensed, T->ch_free[ch]);
-    int64_t ce = cs + xfer(T->ch_ns_per_byte, bytes);
-    T->ch_free[ch] = ce;
+    T->die_free[die] = sensed; /* cache read: the die senses the next page during the transfer */
+    int64_t x = xfer(T->ch_ns_per_byte, bytes);
+    int64_t ce = tl_reserve(&T->ch[ch], sensed, x, T->floor) + x;
     T->cnt.media_read_bytes += bytes;
+    T->cnt.nand_read_ops++;
+    T->cnt.die_busy_ns += T->t_read;
     return ce;
 }
 
 int64_t ssd_nand_prog(ssd_timing *T, int die, int64_t t, int64_t bytes)
 {
     int ch = die % T->n_ch;
-    int64_t cs = max64(t, max64(T->ch_free[ch], T->die_free[die]));
-    int64_t ce = cs + xfer(T->ch_ns_per_byte, bytes);
-    T->ch_free[ch] = ce;
+    int64_t x = xfer(T->ch_ns_per_byte, bytes);
+    int64_t cs = tl_reserve(&T->ch[ch], max64(t, T->die_free[die]), x, T->floor);
+    int64_t ce = cs + x;
     int64_t done = ce + T->t_prog;
     T->die_free[die] = done;
+    T->cnt.nand_prog_ops++;
+    T->cnt.die_busy_ns += done - cs;
     return done;
 }
 
@@ -99,21 +196,20 @@ int64_t ssd_nand_erase(ssd_timing *T, int die, int64_t t)
     int64_t s = max64(t, T->die_free[die]);
     T->die_free[die] = s + T->t_erase;
     T->cnt.erase_count++;
+    T->cnt.die_busy_ns += T->t_erase;
     return T->die_free[die];
 }
 
 int64_t ssd_link_in(ssd_timing *T, int64_t t, int64_t bytes)
 {
-    int64_t s = max64(t, T->link_in_free);
-    T->link_in_free = s + xfer(T->link_ns_per_byte, bytes);
-    return T->link_in_free;
+    int64_t x = xfer(T->link_ns_per_byte, bytes);
+    return tl_reserve(&T->link_in, t, x, T->floor) + x;
 }
 
 int64_t ssd_link_out(ssd_timing *T, int64_t t, int64_t bytes)
 {
-    int64_t s = max64(t, T->link_out_free);
-    T->link_out_free = s + xfer(T->link_ns_per_byte, bytes);
-    return T->link_out_free;
+    int64_t x = xfer(T->link_ns_per_byte, bytes);
+    return tl_reserve(&T->link_out, t, x, T->floor) + x;
 }
 
 /* ---- write buffer: min-heap of in-flight programs keyed by completion time ---- */
@@ -240,8 +336,12 @@ static int64_t q_pop(int64_t *h, int64_t *n)
 /* Issue requests in order with at most qd outstanding: the first qd at T->now, each later one
    when the earliest outstanding request completes.  out[i] = completion (seconds).
    T->now advances to the last completion. Returns 0, or -(i+1) if request i failed. */
-int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, int64_t n, const uint8_t *ops,
-                    const int64_t *offs, const int64_t *lens, int64_t qd, double *out)
+#define PF_FAR 16
+#define PF_NEAR 6
+
+int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf, int64_t n,
+                    const uint8_t *ops, const int64_t *offs, const int64_t *lens, int64_t qd,
+                    double *out)
 {
     if (qd < 1)
         qd = 1;
@@ -256,8 +356,16 @@ int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, int64_t n, const ui
     }
     int64_t *h = T->qheap, hn = 0;
     int64_t start = T->now, last = T->now;
+    T->floor = start;
     for (int64_t i = 0; i < n; i++) {
+        if (pf) {
+            if (i + PF_FAR < n)
+                pf(ftl, 0, ops[i + PF_FAR], offs[i + PF_FAR]);
+            if (i + PF_NEAR < n)
+                pf(ftl, 1, ops[i + PF_NEAR], offs[i + PF_NEAR]);
+        }
         int64_t t = (hn < qd) ? start : q_pop(h, &hn);
+        T->floor = t;
         int64_t c = fn(ftl, ops[i], offs[i], lens[i], t);
         if (c < 0) {
             T->now = last;

@@ -34,7 +34,10 @@ typedef struct {
     int64_t pad_bytes;          /* padding programmed to close partial program units */
     int64_t erase_count;        /* erase-block erases */
     int64_t gc_runs;            /* victim blocks cleaned by device GC */
-    int64_t buffer_read_bytes;  /* host reads served from the write buffer */
+    int64_t buffer_read_bytes;
+    int64_t nand_read_ops;
+    int64_t nand_prog_ops;
+    int64_t die_busy_ns;  /* host reads served from the write buffer */
 } ssd_counters;
 
 typedef struct {
@@ -57,12 +60,23 @@ typedef struct {
     int64_t units;
 } ssd_wb_ent;
 
+/* Timeline of a shared transfer resource (channel, link direction): sorted, merged busy
+   intervals from the current floor on.  Reservations arrive out of time order (a die's queued
+   work reserves its channel ahead of time), so a transfer takes the earliest gap that fits
+   rather than queueing behind the latest reservation. */
+typedef struct {
+    int64_t *s, *e;
+    int64_t h, n, cap; /* live intervals are [h, n) */
+    int64_t busy_ns;
+} ssd_tl;
+
 typedef struct {
     int n_ch, n_dies;
-    int64_t *ch_free;           /* busy-until per channel */
-    int64_t *die_free;          /* busy-until per die */
-    int64_t link_in_free;       /* host -> device */
-    int64_t link_out_free;      /* device -> host */
+    ssd_tl *ch;                 /* per channel */
+    int64_t *die_free;          /* busy-until per die (dies queue their own work in order) */
+    ssd_tl link_in;             /* host -> device */
+    ssd_tl link_out;            /* device -> host */
+    int64_t floor;              /* no reservation starts before this (current issue time) */
     double ch_ns_per_byte, link_ns_per_byte;
     int64_t t_read, t_prog, t_erase, t_cmd;
     /* write buffer, in 4 KiB units: pending = accepted, not yet handed to a program;
@@ -90,8 +104,11 @@ void ssd_wb_drop(ssd_timing *T, int64_t units);
 
 /* one request: returns its completion time, or < 0 on error */
 typedef int64_t (*ssd_req_fn)(void *ftl, int op, int64_t off, int64_t len, int64_t t_issue);
-int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, int64_t n, const uint8_t *ops,
-                    const int64_t *offs, const int64_t *lens, int64_t qd, double *out);
+/* optional: warm the caches for a request issued later (stage 0 far ahead, stage 1 nearer) */
+typedef void (*ssd_pf_fn)(void *ftl, int stage, int op, int64_t off);
+int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf, int64_t n,
+                    const uint8_t *ops, const int64_t *offs, const int64_t *lens, int64_t qd,
+                    double *out);
 
 /* ---- conventional FTL (conv_ftl.c) ---- */
 typedef struct conv_ftl conv_ftl;

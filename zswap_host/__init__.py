@@ -5,6 +5,7 @@ store on a zoned device; ``ConventionalSwap`` models Linux swap on a conventiona
 """
 
 from .backend import SwapBackend, SwapStats
+from .baseline import ConventionalSwap
 from .devices import open_device
 from .errors import (
     DeviceIOError,
@@ -25,5 +26,5 @@ __version__ = "0.1.0"
 __all__ = [
     "DeviceIOError", "DeviceSpecError", "InvalidIOError", "NotZonedError", "PageLostError", "SwapFullError",
     "UnsafeDeviceError", "ZoneStateError", "ZswapError", "open_device",
-    "StoreConfig", "SwapBackend", "SwapStats", "SwapStore",
+    "ConventionalSwap", "StoreConfig", "SwapBackend", "SwapStats", "SwapStore",
 ]

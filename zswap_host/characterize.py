@@ -232,8 +232,8 @@ def _plot(result: dict, path: str, cap: int) -> str:
     ax.axvline(cap / GiB, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("host data written since the device was fresh (GiB)")
     ax.set_ylabel("write bandwidth (MiB/s, modeled)")
-    ax.set_title(f"{result['preset']}: write bandwidth vs written volume "
-                 f"(device {cap / GiB:g} GiB; dotted: full once)")
+    ax.set_title(f"{result['preset']}: write bandwidth vs written volume\n"
+                 f"(device {cap / GiB:g} GiB, modeled clock; dotted line: device written once)", fontsize=10)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)

@@ -11,8 +11,8 @@ import click
 from .errors import ZswapError
 from .units import format_size
 
-DEFAULT_CHARACTERIZE_DEVICE = "emu-conv://?size=8GiB&preset=thesis-ssd"
-QUICK_CHARACTERIZE_DEVICE = "emu-conv://?size=2GiB&preset=thesis-ssd"
+DEFAULT_CHARACTERIZE_DEVICE = "emu-conv://?size=4GiB&preset=thesis-ssd"
+QUICK_CHARACTERIZE_DEVICE = "emu-conv://?size=1GiB&preset=thesis-ssd"
 
 
 def _fail(message: str) -> None:

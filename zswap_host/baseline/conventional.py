@@ -81,6 +81,11 @@ class ConventionalSwap:
         if self._area_discard and self._capacity:                 # discard_swap(): all but the header
             device.discard(PAGE_SIZE, self._capacity * PAGE_SIZE)
 
+    @property
+    def capacity_pages(self) -> int:
+        """Pages the swap area holds (its slots less the header)."""
+        return self._capacity
+
     # -- helpers ----------------------------------------------------------------------------
     def _check_open(self) -> None:
         if self._closed:
@@ -239,6 +244,12 @@ class ConventionalSwap:
             sel = cand[m]
             if len(self._cache) and sel.size > 1:   # already in the swap cache: no I/O
                 sel = np.array([p for p in sel.tolist() if p == pid or p not in self._cache], np.int64)
+        if sel.size == 1:                              # no readahead: one 4 KiB read
+            off = np.array([self._slot[pid] * PAGE_SIZE], np.int64)
+            buf, done = self._dev.read_batch(off, np.array([PAGE_SIZE], np.int64), qd=1)
+            self._r_reqs += 1
+            out[i] = np.asarray(buf).reshape(PAGE_SIZE)
+            return max(0.0, float(done[0]) - t0) if len(done) else 0.0
         first, cnt, pos = merge_runs(self._slot[sel])
         buf, done = self._dev.read_batch(first * PAGE_SIZE, cnt * PAGE_SIZE, qd=int(first.size))
         self._r_reqs += int(first.size)
@@ -247,11 +258,10 @@ class ConventionalSwap:
         run = np.searchsorted(np.cumsum(cnt), pos, side="right")
         k = int(np.searchsorted(sel, pid))
         out[i] = pages[pos[k]]
-        if sel.size > 1:
-            for j, p in enumerate(sel.tolist()):
-                if j != k:
-                    self._cache.put(p, pages[pos[j]], float(done[run[j]]) if done.size else 0.0)
-            self._ra_pages += sel.size - 1
+        for j, p in enumerate(sel.tolist()):
+            if j != k:
+                self._cache.put(p, pages[pos[j]], float(done[run[j]]) if done.size else 0.0)
+        self._ra_pages += sel.size - 1
         return max(0.0, float(done[run[k]]) - t0) if done.size else 0.0
 
     def discard(self, page_ids: np.ndarray) -> None:

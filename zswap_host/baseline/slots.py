@@ -46,8 +46,9 @@ class ClusterAllocator:
         self.nslots = nslots
         self.C = cluster_slots
         self.ncl = -(-nslots // cluster_slots)
-        self.used = np.zeros(nslots, np.bool_)            # swap_map != 0
-        self.used[0] = True                               # swap header (SWAP_MAP_BAD)
+        self.avail = np.ones(nslots, np.bool_)             # swap_map[offset] == 0
+        self.avail[0] = False                              # swap header (SWAP_MAP_BAD)
+        self._lo, self._hi = 1, nslots - 1                # lowest_bit / highest_bit hints
         self.count = np.zeros(self.ncl, np.int64)         # cluster_count(), tail padding included
         self.count[0] += 1
         self.count[-1] += self.ncl * cluster_slots - nslots
@@ -85,7 +86,7 @@ class ClusterAllocator:
                 last = int(got[-1])
                 break
             lo, hi = self.pc_next[cpu], min(self.nslots, (ci + 1) * self.C)
-            free = lo + np.flatnonzero(~self.used[lo:hi]) if lo < hi else np.zeros(0, np.int64)
+            free = lo + np.flatnonzero(self.avail[lo:hi]) if lo < hi else np.zeros(0, np.int64)
             if free.size == 0:                            # cluster used up: cluster_set_null()
                 self.pc_index[cpu] = -1
                 continue
@@ -96,7 +97,7 @@ class ClusterAllocator:
                 self.free_list.popleft()                  # alloc_cluster()
                 self.in_free[ci] = False
             take = free[:need]
-            self.used[take] = True
+            self.avail[take] = False
             self.count[ci] += take.size
             self.pc_next[cpu] = int(take[-1]) + 1
             out.append(take)
@@ -113,11 +114,11 @@ class ClusterAllocator:
         window = max(4096, 8 * need)
         while need:
             end = min(self.nslots, pos + window)
-            free = pos + np.flatnonzero(~self.used[pos:end])
+            free = pos + np.flatnonzero(self.avail[pos:end])
             if free.size:
                 take = free[:need]
                 out.append(take)
-                self.used[take] = True
+                self.avail[take] = False
                 np.add.at(self.count, take // self.C, 1)
                 need -= take.size
             pos = end if end < self.nslots else 1
@@ -129,14 +130,29 @@ class ClusterAllocator:
         if (prev >> SWAP_ADDRESS_SPACE_SHIFT) != (nxt >> SWAP_ADDRESS_SPACE_SHIFT):
             if self.nfree <= 1:
                 return
-            free = ~self.used
-            lowest = int(np.argmax(free))
-            highest = self.nslots - 1 - int(np.argmax(free[::-1]))
+            lowest, highest = self._bounds()
             if highest <= lowest:
                 return
             nxt = lowest + int(self._rng.integers(highest - lowest + 1))
             nxt = max(nxt & ~(SWAP_ADDRESS_SPACE_PAGES - 1), lowest)
         self.cursor[cpu] = nxt
+
+    def _bounds(self) -> tuple[int, int]:
+        """Lowest and highest free slot (``si->lowest_bit``/``highest_bit``), searched from the
+        hints kept on free so that the search stays short; only called with free slots left."""
+        f = self.avail
+        lo = self._lo
+        while not f[lo]:
+            seg = f[lo:lo + 4096]
+            i = int(np.argmax(seg))
+            lo = lo + i if seg[i] else lo + seg.size
+        hi = self._hi
+        while not f[hi]:
+            seg = f[max(0, hi - 4095):hi + 1]
+            nz = np.flatnonzero(seg)
+            hi = hi - seg.size + 1 + int(nz[-1]) if nz.size else hi - seg.size
+        self._lo, self._hi = lo, hi
+        return lo, hi
 
     # -- freeing ----------------------------------------------------------------------------
     def free(self, slots: np.ndarray) -> np.ndarray:
@@ -146,8 +162,10 @@ class ClusterAllocator:
         slots = np.asarray(slots, np.int64)
         if slots.size == 0:
             return np.zeros(0, np.int64)
-        self.used[slots] = False
+        self.avail[slots] = True
         self.nfree += slots.size
+        self._lo = min(self._lo, int(slots.min()))        # swap_range_free()
+        self._hi = max(self._hi, int(slots.max()))
         cl = slots // self.C
         u, c = np.unique(cl, return_counts=True)
         self.count[u] -= c

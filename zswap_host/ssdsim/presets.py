@@ -91,14 +91,15 @@ PRESETS: dict[str, NandPreset] = {
         name="thesis-ssd",
         source=("consumer TLC NVMe SSD of the thesis's class (PCIe 3.0 x4, 8-channel controller, 16 TLC dies "
                 "of 256 Gb: a 500 GB drive), datasheet-class 3D TLC timings (16 KiB page, one-shot program of "
-                "3 pages, tR 60 us, tPROG 600 us, tBERS 3.5 ms, 800 MT/s Toggle channels); over-provisioning "
-                "calibrated to the thesis's fio sequential/random write ratio 4.37x (docs/ssd-model.md)"),
+                "3 pages, tR 50 us, tPROG 700 us, tBERS 3.5 ms, 800 MT/s Toggle channels, 10 us firmware "
+                "overhead); over-provisioning 15% chosen from the thesis's fio sequential/random write "
+                "ratio 4.37x (docs/ssd-model.md)"),
         channels=8, dies_per_channel=2,
         page_size=16 * KiB, oneshot_pages=3,
         pages_per_block=384,             # 6 MiB erase blocks
-        t_read_us=60.0, t_prog_us=600.0, t_erase_us=3500.0,
+        t_read_us=50.0, t_prog_us=700.0, t_erase_us=3500.0,
         channel_mb_s=800.0, host_link_mb_s=3400.0, cmd_overhead_us=10.0,
-        conv_op=0.12,
+        conv_op=0.15,
         zone_capacity=96 * MiB, zone_size=128 * MiB, max_open=14, max_active=14,
         max_append=512 * KiB,
     ),

@@ -65,6 +65,7 @@ class SwapStore:
         self._alloc = ZoneAllocator(g.nr_zones, self._D, reserve=1)
         self._sched = GcScheduler(g.nr_zones, cfg, self._now)
         self._take_over()
+        self._update_capacity()
         if self.capacity_pages <= 0:
             raise SwapFullError(
                 f"the device is too small for this configuration: {self._alloc.usable()} usable zones, "
@@ -105,7 +106,10 @@ class SwapStore:
     @property
     def capacity_pages(self) -> int:
         """Pages the store guarantees to hold (drops when zones are retired)."""
-        return (self._alloc.usable() - self._n_groups - self._alloc.reserve) * self._D
+        return self._capacity
+
+    def _update_capacity(self) -> None:
+        self._capacity = (self._alloc.usable() - self._n_groups - self._alloc.reserve) * self._D
 
     def _now(self) -> float:
         return float(self.device.now()) if hasattr(self.device, "now") else 0.0
@@ -132,7 +136,8 @@ class SwapStore:
             raise ValueError(f"pages must be uint8 of shape ({ids.size}, {ps}), not {pages.dtype} {pages.shape}")
         if ids.size == 0:
             return
-        if ids.min() < 0:
+        lo, hi = int(ids.min()), int(ids.max())
+        if lo < 0:
             raise ValueError("page ids must not be negative")
         with self._lock:
             srt = np.sort(ids)
@@ -141,7 +146,7 @@ class SwapStore:
                 _, first = np.unique(rev, return_index=True)
                 keep = np.sort(ids.size - 1 - first)
                 ids, pages = ids[keep], pages[keep]
-            self._grow(int(ids.max()))
+            self._grow(hi)
             stored = (self._loc[ids] != NONE) | (self._bufidx[ids] != 0)
             new = int(ids.size - stored.sum())
             if self._live + new > self.capacity_pages:
@@ -461,10 +466,12 @@ class SwapStore:
         cond = self.device.report_zones()[z].cond
         if cond == ZoneCond.READ_ONLY:
             self._alloc.retire(z)
+            self._update_capacity()
             self._drain.append(z)
             return True
         if cond == ZoneCond.OFFLINE:
             self._alloc.retire(z)
+            self._update_capacity()
             self._lose_zone(z)
             return True
         return False

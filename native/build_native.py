@@ -1,0 +1,138 @@
+"""cffi build script (out-of-line API mode) for `zswap_host._native`.
+
+setup.py uses it through ``cffi_modules=["native/build_native.py:ffibuilder"]``.  To build in place
+(next to the package sources) without pip::
+
+    python native/build_native.py
+
+To add C files to the module (e.g. the zoned-device ioctl code), append to SOURCES, add the
+declarations Python needs to CDEFS and the header to HEADERS.  Each part is a (sources, cdefs,
+headers) triple so parts can be added without touching the others.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+from cffi import FFI
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# ---------------------------------------------------------------- SSD timing model + FTLs
+SSDSIM_SOURCES = ["ssd.c", "conv_ftl.c", "zns_ftl.c"]
+SSDSIM_HEADERS = ["ssd.h"]
+SSDSIM_CDEFS = """
+typedef struct {
+    int64_t host_write_bytes;
+    int64_t host_read_bytes;
+    int64_t host_trim_bytes;
+    int64_t media_write_bytes;
+    int64_t media_read_bytes;
+    int64_t gc_write_bytes;
+    int64_t pad_bytes;
+    int64_t erase_count;
+    int64_t gc_runs;
+    int64_t buffer_read_bytes;
+    int64_t nand_read_ops;
+    int64_t nand_prog_ops;
+    int64_t die_busy_ns;
+} ssd_counters;
+
+typedef struct {
+    int32_t channels;
+    int32_t dies_per_channel;
+    int32_t page_size;
+    int32_t pages_per_block;
+    int32_t oneshot_pages;
+    double t_read_us;
+    double t_prog_us;
+    double t_erase_us;
+    double channel_mb_s;
+    double host_link_mb_s;
+    double cmd_overhead_us;
+    int64_t write_buffer_bytes;
+} ssd_params;
+
+typedef struct {
+    int64_t now;
+    ssd_counters cnt;
+    ...;
+} ssd_timing;
+
+typedef struct conv_ftl conv_ftl;
+conv_ftl *conv_new(const ssd_params *p, int64_t logical_units, int32_t blocks_per_die,
+                   int32_t gc_low, int32_t gc_high);
+void conv_free(conv_ftl *F);
+int conv_submit(conv_ftl *F, int64_t n, const uint8_t *ops, const int64_t *offs,
+                const int64_t *lens, int64_t qd, double *out);
+ssd_timing *conv_timing(conv_ftl *F);
+int64_t conv_free_blocks(conv_ftl *F);
+int64_t conv_valid_units(conv_ftl *F);
+int conv_check(conv_ftl *F, char *msg, int msglen);
+
+typedef struct zns_ftl zns_ftl;
+zns_ftl *zns_new(const ssd_params *p, int64_t nr_zones, int64_t zone_size, int64_t zone_capacity);
+void zns_free(zns_ftl *Z);
+int zns_submit(zns_ftl *Z, int64_t n, const uint8_t *ops, const int64_t *offs,
+               const int64_t *lens, int64_t qd, double *out);
+int64_t zns_reset(zns_ftl *Z, int64_t zone);
+void zns_finish(zns_ftl *Z, int64_t zone);
+ssd_timing *zns_timing(zns_ftl *Z);
+int32_t zns_dies_per_zone(zns_ftl *Z);
+int64_t zns_zone_wp(zns_ftl *Z, int64_t zone);
+"""
+
+# ---------------------------------------------------------------- the module
+# (sources relative to native/, cdef text, headers relative to native/)
+PARTS = [
+    (SSDSIM_SOURCES, SSDSIM_CDEFS, SSDSIM_HEADERS),
+]
+
+SOURCES = [s for part in PARTS for s in part[0]]
+HEADERS = [h for part in PARTS for h in part[2]]
+CDEFS = "\n".join(part[1] for part in PARTS)
+
+
+def _rel(path: str, absolute: bool = False) -> str:
+    """setuptools wants source paths relative to the project root (the cwd of the build)."""
+    full = os.path.join(HERE, path)
+    if absolute:
+        return os.path.normpath(full)
+    p = os.path.relpath(full, os.getcwd())
+    return p if not p.startswith("..") else os.path.normpath(full)
+
+
+def make_builder(absolute: bool = False) -> FFI:
+    ffi = FFI()
+    ffi.cdef(CDEFS)
+    ffi.set_source(
+        "zswap_host._native",
+        "\n".join(f'#include "{h}"' for h in HEADERS),
+        sources=[_rel(s, absolute) for s in SOURCES],
+        include_dirs=[_rel(".", absolute)],
+        extra_compile_args=["-O2", "-std=c99"],
+    )
+    return ffi
+
+
+ffibuilder = make_builder()
+
+
+def build_in_place() -> str:
+    """Compile the module and copy it into zswap_host/ (for use without `pip install -e`)."""
+    tmp = os.path.join(ROOT, "build", "cffi")
+    os.makedirs(tmp, exist_ok=True)
+    lib = make_builder(absolute=True).compile(tmpdir=tmp, verbose=False)
+    pkg = os.path.join(ROOT, "zswap_host")
+    for old in os.listdir(pkg):  # a stale copy (e.g. pip's _native.abi3.so) would shadow or be shadowed
+        if old.startswith("_native.") and old.endswith(".so"):
+            os.remove(os.path.join(pkg, old))
+    dest = os.path.join(pkg, os.path.basename(lib))
+    shutil.copy2(lib, dest)
+    return dest
+
+
+if __name__ == "__main__":
+    print(build_in_place(), file=sys.stderr)

@@ -1,0 +1,553 @@
+/*
+ * conv_ftl.c - page-mapped conventional FTL on the shared timing model.
+ *
+ * Mapping unit 4 KiB (LPN -> PPN, uint32 both ways).  Physical layout: die-major,
+ *   ppn = (die * blocks_per_die + block) * units_per_block + unit_in_block,
+ * die d sits on channel d % channels.
+ *
+ * Host writes: data accepted into the write buffer is placed into the open host block of the
+ * current die; when a program unit (one-shot: oneshot_pages flash pages) fills, it is programmed
+ * on that die and the stripe pointer moves to the next die, so large writes and queued writes
+ * spread over all dies and channels.
+ *
+ * GC: per die, greedy.  Sealed (full) blocks sit in bucket lists indexed by valid-unit count
+ * (doubly linked, one set of buckets per die, a min pointer per die), so the victim with the
+ * fewest valid units is found in O(1) amortized.  When a die must open a new host block and its
+ * free-block count is at or below gc_low, GC cleans victims on that die until it has gc_high
+ * free blocks: each flash page holding valid units is read (t_read + channel), the units are
+ * re-placed in the die's GC block (programs of full units: channel + t_prog), then the victim is
+ * erased (t_erase).  All of that is die/channel time the host's programs queue behind.
+ */
+#include "ssd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { B_FREE = 0, B_OPEN = 1, B_SEALED = 2, B_VICTIM = 3 };
+
+struct conv_ftl {
+    ssd_timing T;
+    int n_dies;
+    int32_t upp, upu, upb, ppb, bpd;
+    int64_t n_blocks, n_ppn, n_lpn;
+    uint32_t *l2p, *p2l, *vcnt;
+    int32_t *bnext, *bprev;
+    uint8_t *bstate;
+    int32_t *bhead; /* n_dies * (upb + 1) */
+    int32_t *minv, *free_head, *free_cnt;
+    int32_t *host_blk, *host_wp, *gc_blk, *gc_wp;
+    int64_t *gc_ready;
+    int cur_die;
+    int32_t gc_low, gc_high;
+    int64_t valid_units;
+};
+
+/* ---------- bucket lists ---------- */
+
+static inline void bucket_insert(conv_ftl *F, int32_t b)
+{
+    int d = b / F->bpd;
+    int32_t v = (int32_t)F->vcnt[b];
+    int64_t idx = (int64_t)d * (F->upb + 1) + v;
+    int32_t h = F->bhead[idx];
+    F->bprev[b] = -1;
+    F->bnext[b] = h;
+    if (h >= 0)
+        F->bprev[h] = b;
+    F->bhead[idx] = b;
+    if (v < F->minv[d])
+        F->minv[d] = v;
+}
+
+static inline void bucket_remove(conv_ftl *F, int32_t b)
+{
+    int d = b / F->bpd;
+    int64_t idx = (int64_t)d * (F->upb + 1) + F->vcnt[b];
+    int32_t p = F->bprev[b], n = F->bnext[b];
+    if (p >= 0)
+        F->bnext[p] = n;
+    else
+        F->bhead[idx] = n;
+    if (n >= 0)
+        F->bprev[n] = p;
+    F->bnext[b] = F->bprev[b] = -1;
+}
+
+static int32_t bucket_pop_min(conv_ftl *F, int d)
+{
+    int32_t *heads = F->bhead + (int64_t)d * (F->upb + 1);
+    int32_t v = F->minv[d];
+    while (v <= F->upb && heads[v] < 0)
+        v++;
+    F->minv[d] = v;
+    if (v > F->upb)
+        return -1;
+    int32_t b = heads[v];
+    bucket_remove(F, b);
+    return b;
+}
+
+/* ---------- blocks ---------- */
+
+static inline int32_t alloc_block(conv_ftl *F, int d)
+{
+    if (F->free_cnt[d] == 0)
+        return -1;
+    int32_t b = F->free_head[d];
+    F->free_head[d] = F->bnext[b];
+    F->free_cnt[d]--;
+    F->bnext[b] = F->bprev[b] = -1;
+    F->bstate[b] = B_OPEN;
+    return b;
+}
+
+static inline void release_block(conv_ftl *F, int32_t b)
+{
+    int d = b / F->bpd;
+    F->vcnt[b] = 0;
+    F->bstate[b] = B_FREE;
+    F->bprev[b] = -1;
+    F->bnext[b] = F->free_head[d];
+    F->free_head[d] = b;
+    F->free_cnt[d]++;
+}
+
+static inline void seal_block(conv_ftl *F, int32_t b)
+{
+    F->bstate[b] = B_SEALED;
+    bucket_insert(F, b);
+}
+
+static inline void invalidate(conv_ftl *F, uint32_t ppn)
+{
+    int32_t b = (int32_t)(ppn / (uint32_t)F->upb);
+    F->p2l[ppn] = SSD_NONE;
+    if (F->bstate[b] == B_SEALED) {
+        bucket_remove(F, b);
+        F->vcnt[b]--;
+        bucket_insert(F, b);
+    } else {
+        F->vcnt[b]--;
+    }
+    F->valid_units--;
+}
+
+static inline int in_buffer(const conv_ftl *F, uint32_t ppn)
+{
+    int32_t b = (int32_t)(ppn / (uint32_t)F->upb);
+    int d = b / F->bpd;
+    int32_t off = (int32_t)(ppn % (uint32_t)F->upb);
+    if (b == F->host_blk[d])
+        return off >= (F->host_wp[d] / F->upu) * F->upu;
+    if (b == F->gc_blk[d])
+        return off >= (F->gc_wp[d] / F->upu) * F->upu;
+    return 0;
+}
+
+/* ---------- GC ---------- */
+
+static void gc_place(conv_ftl *F, int d, uint32_t lpn, int64_t ready)
+{
+    if (F->gc_blk[d] < 0 || F->gc_wp[d] == F->upb) {
+        if (F->gc_blk[d] >= 0)
+            seal_block(F, F->gc_blk[d]);
+        F->gc_blk[d] = alloc_block(F, d); /* caller guaranteed a free block */
+        F->gc_wp[d] = 0;
+    }
+    int32_t b = F->gc_blk[d];
+    uint32_t ppn = (uint32_t)((int64_t)b * F->upb + F->gc_wp[d]);
+    F->l2p[lpn] = ppn;
+    F->p2l[ppn] = lpn;
+    F->vcnt[b]++;
+    F->valid_units++;
+    F->T.cnt.media_write_bytes += SSD_UNIT;
+    F->T.cnt.gc_write_bytes += SSD_UNIT;
+    if (ready > F->gc_ready[d])
+        F->gc_ready[d] = ready;
+    F->gc_wp[d]++;
+    if (F->gc_wp[d] % F->upu == 0) {
+        ssd_nand_prog(&F->T, d, F->gc_ready[d], (int64_t)F->upu * SSD_UNIT);
+        F->gc_ready[d] = 0;
+    }
+}
+
+static void gc_die(conv_ftl *F, int d, int64_t t)
+{
+    int32_t guard = F->bpd;
+    while (F->free_cnt[d] < F->gc_high && guard-- > 0) {
+        int32_t b = bucket_pop_min(F, d);
+        if (b < 0)
+            break;
+        int32_t room = (F->gc_blk[d] >= 0) ? F->upb - F->gc_wp[d] : 0;
+        if ((int32_t)F->vcnt[b] >= F->upb || ((int32_t)F->vcnt[b] > room && F->free_cnt[d] == 0)) {
+            bucket_insert(F, b); /* nothing to gain / nowhere to put it */
+            break;
+        }
+        F->bstate[b] = B_VICTIM;
+        F->T.cnt.gc_runs++;
+        int64_t base = (int64_t)b * F->upb;
+        for (int32_t pg = 0; pg < F->ppb && F->vcnt[b] > 0; pg++) {
+            int64_t pb = base + (int64_t)pg * F->upp;
+            if (pg + 2 < F->ppb) { /* the relocation rewrites l2p[lpn]: random, fetch ahead */
+                const uint32_t *nx = F->p2l + pb + 2 * F->upp;
+                for (int32_t k = 0; k < F->upp; k++)
+                    if (nx[k] != SSD_NONE)
+                        __builtin_prefetch(&F->l2p[nx[k]], 1, 1);
+            }
+            int32_t c = 0;
+            for (int32_t k = 0; k < F->upp; k++)
+                c += (F->p2l[pb + k] != SSD_NONE);
+            if (!c)
+                continue;
+            int64_t ready = ssd_nand_read(&F->T, d, t, (int64_t)c * SSD_UNIT);
+            for (int32_t k = 0; k < F->upp; k++) {
+                uint32_t lpn = F->p2l[pb + k];
+                if (lpn == SSD_NONE)
+                    continue;
+                F->p2l[pb + k] = SSD_NONE;
+                F->vcnt[b]--;
+                F->valid_units--;
+                gc_place(F, d, lpn, ready);
+            }
+        }
+        ssd_nand_erase(&F->T, d, t);
+        release_block(F, b);
+    }
+}
+
+/* ---------- host path ---------- */
+
+/* Dynamic die allocation: the next program unit goes to the die that frees up first (ties
+   broken round-robin after d), so a die busy with GC does not stall the whole stripe. */
+static int next_die(const conv_ftl *F, int d)
+{
+    int best = (d + 1) % F->n_dies;
+    int64_t bt = F->T.die_free[best];
+    for (int k = 2; k <= F->n_dies; k++) {
+        int c = (d + k) % F->n_dies;
+        if (F->T.die_free[c] < bt) {
+            bt = F->T.die_free[c];
+            best = c;
+        }
+    }
+    return best;
+}
+
+static int host_place(conv_ftl *F, uint32_t lpn, int64_t t)
+{
+    int d = F->cur_die;
+    for (int tries = 0;; tries++) {
+        if (F->host_blk[d] >= 0 && F->host_wp[d] < F->upb)
+            break;
+        if (F->host_blk[d] >= 0) {
+            seal_block(F, F->host_blk[d]);
+            F->host_blk[d] = -1;
+        }
+        if (F->free_cnt[d] <= F->gc_low)
+            gc_die(F, d, t);
+        int32_t b = alloc_block(F, d);
+        if (b >= 0) {
+            F->host_blk[d] = b;
+            F->host_wp[d] = 0;
+            break;
+        }
+        if (tries >= F->n_dies)
+            return -1; /* every die full of valid data */
+        d = (d + 1) % F->n_dies;
+        F->cur_die = d;
+    }
+    int32_t b = F->host_blk[d];
+    uint32_t ppn = (uint32_t)((int64_t)b * F->upb + F->host_wp[d]);
+    F->l2p[lpn] = ppn;
+    F->p2l[ppn] = lpn;
+    F->vcnt[b]++;
+    F->valid_units++;
+    F->T.cnt.media_write_bytes += SSD_UNIT;
+    F->host_wp[d]++;
+    if (F->host_wp[d] % F->upu == 0) {
+        int64_t done = ssd_nand_prog(&F->T, d, t, (int64_t)F->upu * SSD_UNIT);
+        ssd_wb_program(&F->T, done, F->upu);
+        F->cur_die = next_die(F, d);
+    }
+    return 0;
+}
+
+static int64_t conv_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_issue)
+{
+    conv_ftl *F = (conv_ftl *)ftl;
+    ssd_timing *T = &F->T;
+    if (off < 0 || len < 0 || (off % SSD_UNIT) || (len % SSD_UNIT) ||
+        off + len > F->n_lpn * SSD_UNIT)
+        return -1;
+    int64_t lpn0 = off / SSD_UNIT, n = len / SSD_UNIT;
+    int64_t t = t_issue + T->t_cmd;
+    if (op == SSD_OP_WRITE) {
+        t = ssd_wb_reserve(T, t, n);
+        int64_t done = ssd_link_in(T, t, len);
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t lpn = (uint32_t)(lpn0 + i);
+            if (F->l2p[lpn] != SSD_NONE)
+                invalidate(F, F->l2p[lpn]);
+            if (host_place(F, lpn, done) < 0) {
+                F->l2p[lpn] = SSD_NONE;
+                return -2;
+            }
+        }
+        T->cnt.host_write_bytes += len;
+        return done;
+    }
+    if (op == SSD_OP_TRIM) {
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t lpn = (uint32_t)(lpn0 + i);
+            if (F->l2p[lpn] != SSD_NONE) {
+                invalidate(F, F->l2p[lpn]);
+                F->l2p[lpn] = SSD_NONE;
+            }
+        }
+        T->cnt.host_trim_bytes += len;
+        return t;
+    }
+    if (op != SSD_OP_READ)
+        return -1;
+    int64_t end = t;
+    int64_t i = 0;
+    while (i < n) {
+        uint32_t ppn = F->l2p[lpn0 + i];
+        int64_t j = i + 1, ready;
+        if (ppn == SSD_NONE || in_buffer(F, ppn)) {
+            /* unmapped (zeroes) or still in the DRAM buffer: no flash access */
+            int64_t bufd = (ppn != SSD_NONE);
+            while (j < n) {
+                uint32_t q = F->l2p[lpn0 + j];
+                if (!(q == SSD_NONE || in_buffer(F, q)))
+                    break;
+                bufd += (q != SSD_NONE);
+                j++;
+            }
+            T->cnt.buffer_read_bytes += bufd * SSD_UNIT;
+            ready = t;
+        } else {
+            uint32_t fp = ppn / (uint32_t)F->upp;
+            while (j < n) {
+                uint32_t q = F->l2p[lpn0 + j];
+                if (q == SSD_NONE || q / (uint32_t)F->upp != fp || in_buffer(F, q))
+                    break;
+                j++;
+            }
+            int die = (int)(ppn / ((uint32_t)F->upb * (uint32_t)F->bpd));
+            ready = ssd_nand_read(T, die, t, (j - i) * SSD_UNIT);
+        }
+        int64_t le = ssd_link_out(T, ready, (j - i) * SSD_UNIT);
+        if (le > end)
+            end = le;
+        i = j;
+    }
+    T->cnt.host_read_bytes += len;
+    return end;
+}
+
+/* ---------- API ---------- */
+
+conv_ftl *conv_new(const ssd_params *p, int64_t logical_units, int32_t blocks_per_die,
+                   int32_t gc_low, int32_t gc_high)
+{
+    if (p->page_size % SSD_UNIT || p->oneshot_pages < 1 || p->pages_per_block % p->oneshot_pages)
+        return NULL;
+    conv_ftl *F = (conv_ftl *)calloc(1, sizeof(conv_ftl));
+    if (!F)
+        return NULL;
+    if (ssd_timing_init(&F->T, p) < 0) {
+        free(F);
+        return NULL;
+    }
+    F->n_dies = F->T.n_dies;
+    F->upp = p->page_size / SSD_UNIT;
+    F->upu = F->upp * p->oneshot_pages;
+    F->ppb = p->pages_per_block;
+    F->upb = F->upp * F->ppb;
+    F->bpd = blocks_per_die;
+    F->n_blocks = (int64_t)F->n_dies * F->bpd;
+    F->n_ppn = F->n_blocks * F->upb;
+    F->n_lpn = logical_units;
+    F->gc_low = gc_low < 2 ? 2 : gc_low;
+    F->gc_high = gc_high <= F->gc_low ? F->gc_low + 1 : gc_high;
+    if (F->n_ppn >= (int64_t)SSD_NONE || F->n_lpn >= (int64_t)SSD_NONE || F->n_lpn > F->n_ppn) {
+        conv_free(F);
+        return NULL;
+    }
+    F->l2p = (uint32_t *)malloc((size_t)F->n_lpn * sizeof(uint32_t));
+    F->p2l = (uint32_t *)malloc((size_t)F->n_ppn * sizeof(uint32_t));
+    F->vcnt = (uint32_t *)calloc((size_t)F->n_blocks, sizeof(uint32_t));
+    F->bnext = (int32_t *)malloc((size_t)F->n_blocks * sizeof(int32_t));
+    F->bprev = (int32_t *)malloc((size_t)F->n_blocks * sizeof(int32_t));
+    F->bstate = (uint8_t *)calloc((size_t)F->n_blocks, 1);
+    F->bhead = (int32_t *)malloc((size_t)F->n_dies * (F->upb + 1) * sizeof(int32_t));
+    F->minv = (int32_t *)malloc((size_t)F->n_dies * sizeof(int32_t));
+    F->free_head = (int32_t *)malloc((size_t)F->n_dies * sizeof(int32_t));
+    F->free_cnt = (int32_t *)calloc((size_t)F->n_dies, sizeof(int32_t));
+    F->host_blk = (int32_t *)malloc((size_t)F->n_dies * sizeof(int32_t));
+    F->host_wp = (int32_t *)calloc((size_t)F->n_dies, sizeof(int32_t));
+    F->gc_blk = (int32_t *)malloc((size_t)F->n_dies * sizeof(int32_t));
+    F->gc_wp = (int32_t *)calloc((size_t)F->n_dies, sizeof(int32_t));
+    F->gc_ready = (int64_t *)calloc((size_t)F->n_dies, sizeof(int64_t));
+    if (!F->l2p || !F->p2l || !F->vcnt || !F->bnext || !F->bprev || !F->bstate || !F->bhead ||
+        !F->minv || !F->free_head || !F->free_cnt || !F->host_blk || !F->host_wp || !F->gc_blk ||
+        !F->gc_wp || !F->gc_ready) {
+        conv_free(F);
+        return NULL;
+    }
+    memset(F->l2p, 0xFF, (size_t)F->n_lpn * sizeof(uint32_t));
+    memset(F->p2l, 0xFF, (size_t)F->n_ppn * sizeof(uint32_t));
+    for (int64_t i = 0; i < (int64_t)F->n_dies * (F->upb + 1); i++)
+        F->bhead[i] = -1;
+    for (int d = 0; d < F->n_dies; d++) {
+        F->minv[d] = F->upb + 1;
+        F->free_head[d] = -1;
+        F->host_blk[d] = -1;
+        F->gc_blk[d] = -1;
+        for (int32_t k = F->bpd - 1; k >= 0; k--) {
+            int32_t b = d * F->bpd + k;
+            F->bnext[b] = F->free_head[d];
+            F->bprev[b] = -1;
+            F->free_head[d] = b;
+            F->free_cnt[d]++;
+        }
+    }
+    return F;
+}
+
+void conv_free(conv_ftl *F)
+{
+    if (!F)
+        return;
+    ssd_timing_free(&F->T);
+    free(F->l2p);
+    free(F->p2l);
+    free(F->vcnt);
+    free(F->bnext);
+    free(F->bprev);
+    free(F->bstate);
+    free(F->bhead);
+    free(F->minv);
+    free(F->free_head);
+    free(F->free_cnt);
+    free(F->host_blk);
+    free(F->host_wp);
+    free(F->gc_blk);
+    free(F->gc_wp);
+    free(F->gc_ready);
+    free(F);
+}
+
+/* Random overwrites miss the cache on l2p[lpn] and on p2l[old ppn]; fetch both ahead. */
+static void conv_prefetch(void *ftl, int stage, int op, int64_t off)
+{
+    const conv_ftl *F = (const conv_ftl *)ftl;
+    int64_t lpn = off / SSD_UNIT;
+    if (off < 0 || lpn >= F->n_lpn)
+        return;
+    if (stage == 0) {
+        __builtin_prefetch(&F->l2p[lpn], 1, 1);
+    } else if (op != SSD_OP_READ) {
+        uint32_t p = F->l2p[lpn];
+        if (p != SSD_NONE)
+            __builtin_prefetch(&F->p2l[p], 1, 1);
+    }
+}
+
+int conv_submit(conv_ftl *F, int64_t n, const uint8_t *ops, const int64_t *offs,
+                const int64_t *lens, int64_t qd, double *out)
+{
+    return ssd_submit_loop(&F->T, F, conv_req, conv_prefetch, n, ops, offs, lens, qd, out);
+}
+
+ssd_timing *conv_timing(conv_ftl *F) { return &F->T; }
+
+int64_t conv_free_blocks(conv_ftl *F)
+{
+    int64_t s = 0;
+    for (int d = 0; d < F->n_dies; d++)
+        s += F->free_cnt[d];
+    return s;
+}
+
+int64_t conv_valid_units(conv_ftl *F) { return F->valid_units; }
+
+/* Mapping invariants: every mapped LPN points at a distinct in-range PPN whose reverse entry
+   names it; every reverse entry is backed by the forward map; per-block valid counts match;
+   sealed blocks sit in the bucket of their count; free lists hold exactly the free blocks. */
+int conv_check(conv_ftl *F, char *msg, int msglen)
+{
+#define FAIL(...)                                \
+    do {                                         \
+        if (msg && msglen > 0)                   \
+            snprintf(msg, (size_t)msglen, __VA_ARGS__); \
+        free(cnt);                               \
+        return -1;                               \
+    } while (0)
+    uint32_t *cnt = (uint32_t *)calloc((size_t)F->n_blocks, sizeof(uint32_t));
+    if (!cnt)
+        return -2;
+    int64_t mapped = 0;
+    for (int64_t l = 0; l < F->n_lpn; l++) {
+        uint32_t p = F->l2p[l];
+        if (p == SSD_NONE)
+            continue;
+        if ((int64_t)p >= F->n_ppn)
+            FAIL("lpn %lld maps out of range (%u)", (long long)l, p);
+        if (F->p2l[p] != (uint32_t)l)
+            FAIL("lpn %lld -> ppn %u but ppn -> %u", (long long)l, p, F->p2l[p]);
+        mapped++;
+    }
+    int64_t rev = 0;
+    for (int64_t p = 0; p < F->n_ppn; p++) {
+        uint32_t l = F->p2l[p];
+        if (l == SSD_NONE)
+            continue;
+        if ((int64_t)l >= F->n_lpn || F->l2p[l] != (uint32_t)p)
+            FAIL("ppn %lld -> lpn %u not backed by the forward map", (long long)p, l);
+        cnt[p / F->upb]++;
+        rev++;
+    }
+    if (rev != mapped || mapped != F->valid_units)
+        FAIL("mapped %lld, reverse %lld, valid counter %lld", (long long)mapped, (long long)rev,
+             (long long)F->valid_units);
+    for (int64_t b = 0; b < F->n_blocks; b++) {
+        if (cnt[b] != F->vcnt[b])
+            FAIL("block %lld valid count %u, actual %u", (long long)b, F->vcnt[b], cnt[b]);
+        if (F->bstate[b] == B_FREE && cnt[b])
+            FAIL("free block %lld holds %u valid units", (long long)b, cnt[b]);
+        if (F->bstate[b] == B_VICTIM)
+            FAIL("block %lld left in victim state", (long long)b);
+    }
+    int64_t in_buckets = 0, sealed = 0;
+    for (int d = 0; d < F->n_dies; d++) {
+        for (int32_t v = 0; v <= F->upb; v++) {
+            for (int32_t b = F->bhead[(int64_t)d * (F->upb + 1) + v]; b >= 0; b = F->bnext[b]) {
+                if (F->bstate[b] != B_SEALED || (int32_t)F->vcnt[b] != v || b / F->bpd != d)
+                    FAIL("bucket %d/%d holds block %d (state %d, valid %u)", d, v, b,
+                         F->bstate[b], F->vcnt[b]);
+                if (v < F->minv[d])
+                    FAIL("die %d min pointer %d above a non-empty bucket %d", d, F->minv[d], v);
+                in_buckets++;
+            }
+        }
+        int32_t nf = 0;
+        for (int32_t b = F->free_head[d]; b >= 0; b = F->bnext[b]) {
+            if (F->bstate[b] != B_FREE || b / F->bpd != d)
+                FAIL("free list of die %d holds block %d (state %d)", d, b, F->bstate[b]);
+            if (++nf > F->bpd)
+                FAIL("free list of die %d loops", d);
+        }
+        if (nf != F->free_cnt[d])
+            FAIL("die %d free count %d, list %d", d, F->free_cnt[d], nf);
+    }
+    for (int64_t b = 0; b < F->n_blocks; b++)
+        sealed += (F->bstate[b] == B_SEALED);
+    if (sealed != in_buckets)
+        FAIL("%lld sealed blocks, %lld in buckets", (long long)sealed, (long long)in_buckets);
+    free(cnt);
+    return 0;
+#undef FAIL
+}

@@ -1,0 +1,432 @@
+"""ConventionalSwap: the Linux-swap baseline (zswap_host.baseline)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from zswap_host.backend import SwapBackend
+from zswap_host.baseline import ClusterAllocator, ConventionalSwap, VmaReadahead, merge_runs, swapin_nr_pages
+from zswap_host.devices import open_device
+from zswap_host.errors import DeviceIOError, SwapFullError
+
+PS = 4096
+KiB = 1024
+
+
+def dev(size="64MiB", preset="none"):
+    return open_device(f"emu-conv://?size={size}&preset={preset}")
+
+
+def content(ids, version=0):
+    """Distinct bytes per (id, version); the id is in the first 8 bytes."""
+    ids = np.ascontiguousarray(ids, np.int64)
+    p = np.empty((ids.size, PS), np.uint8)
+    p[:] = ((ids * 7 + version * 13) % 251).astype(np.uint8)[:, None]
+    p[:, :8] = ids.view(np.uint8).reshape(-1, 8)
+    return p
+
+
+def hist_delta(after, before):
+    return Counter(after) - Counter(before)
+
+
+# -- basics ---------------------------------------------------------------------------------
+def test_round_trip_replace_discard_keyerror():
+    sw = ConventionalSwap(dev("4MiB"))
+    assert isinstance(sw, SwapBackend) and sw.page_size == PS
+    ids = np.arange(100, dtype=np.int64)
+    sw.swap_out(ids, content(ids))
+    order = np.array([5, 99, 0, 42, 5])
+    assert (sw.swap_in(order) == content(order)).all()
+    sw.swap_out(ids[:10], content(ids[:10], 1))                       # replace
+    assert (sw.swap_in(ids[:10]) == content(ids[:10], 1)).all()
+    assert (sw.swap_in(ids[10:]) == content(ids[10:])).all()
+    sw.discard(np.array([3, 4, 1000]))                                 # unknown id ignored
+    before = sw.stats()
+    with pytest.raises(KeyError):
+        sw.swap_in(np.array([0, 3]))
+    after = sw.stats()
+    assert after.device_read_bytes == before.device_read_bytes and after.pages_stored == 98
+    assert (sw.swap_in(np.array([0, 2])) == content([0, 2], 1)).all()
+    sw.swap_out(np.array([7, 7]), content([7, 7], 2)[[0, 0]] + np.array([[0], [1]], np.uint8))
+    assert sw.swap_in(np.array([7]))[0, 100] == content([7], 2)[0, 100] + 1   # last copy wins
+    s = sw.stats()
+    assert s.host_write_bytes == 112 * PS and s.pages_stored == 98
+    assert s.extra["free_slots"] == s.extra["total_slots"] - 98
+    sw.flush()
+    sw.close()
+
+
+def test_works_on_a_regular_file(tmp_path):
+    path = tmp_path / "swap.img"
+    path.write_bytes(b"\0" * (2 << 20))
+    d = open_device(str(path))
+    sw = ConventionalSwap(d, close_device=True)
+    ids = np.arange(300)
+    sw.swap_out(ids, content(ids))
+    assert (sw.swap_in(ids[::-1]) == content(ids[::-1])).all()
+    assert sw.stats().clock == "wall"
+    sw.close()
+
+
+def test_swap_full_only_when_full():
+    sw = ConventionalSwap(dev("1MiB"))                 # 256 slots, 255 usable
+    ids = np.arange(255)
+    sw.swap_out(ids, content(ids))
+    before = sw.stats()
+    with pytest.raises(SwapFullError):
+        sw.swap_out(np.array([0, 1, 500]), content([0, 1, 500], 1))
+    after = sw.stats()
+    assert after.device_write_bytes == before.device_write_bytes and after.pages_stored == 255
+    assert (sw.swap_in(ids) == content(ids)).all()
+    sw.swap_out(ids, content(ids, 1))                 # full, but every page replaces one: fits
+    assert (sw.swap_in(ids) == content(ids, 1)).all()
+    sw.discard(np.arange(10))
+    sw.swap_out(np.arange(245, 265), content(np.arange(245, 265), 2))   # 10 new + 10 replaced
+    assert sw.stats().pages_stored == 255
+    assert (sw.swap_in(np.arange(10, 265)) == np.concatenate(
+        [content(np.arange(10, 245), 1), content(np.arange(245, 265), 2)])).all()
+
+
+# -- allocation and request sizes -------------------------------------------------------------
+def test_free_cluster_list_is_interleaved_like_setup_swap_map():
+    a = ClusterAllocator(256 * 130, cluster_slots=256)
+    assert list(a.free_list)[:6] == [64, 128, 1, 65, 129, 2]      # cluster 0 holds the header
+    assert a.free_clusters == 129 and a.nfree == 256 * 130 - 1
+    s = a.alloc(300)
+    assert (s[:256] == np.arange(64 * 256, 65 * 256)).all() and (s[256:] == np.arange(128 * 256, 128 * 256 + 44)).all()
+
+
+def test_fallback_scan_when_no_free_cluster():
+    a = ClusterAllocator(64, cluster_slots=16, seed=3)            # 4 clusters; 0 has the header
+    s = a.alloc(63)
+    assert a.free_clusters == 0 and a.nfree == 0 and sorted(s.tolist()) == list(range(1, 64))
+    a.free(np.array([20, 21, 40, 41, 42]))
+    assert a.free_clusters == 0
+    got = a.alloc(5)
+    assert sorted(got.tolist()) == [20, 21, 40, 41, 42]
+    a.free(np.arange(16, 32))                                      # a wholly free cluster again
+    assert list(a.free_list) == [1]
+    assert (a.alloc(4) == np.arange(16, 20)).all()
+
+
+def test_merge_runs():
+    first, cnt, pos = merge_runs(np.array([5, 6, 7, 20, 10, 9, 8, 30]))
+    assert first.tolist() == [5, 20, 8, 30] and cnt.tolist() == [3, 1, 3, 1]
+    assert pos.tolist() == [0, 1, 2, 3, 6, 5, 4, 7]
+
+
+def test_fresh_area_gives_merged_128k_writes():
+    sw = ConventionalSwap(dev())
+    ids = np.arange(3200)
+    sw.swap_out(ids, content(ids))
+    assert sw.stats().write_size_histogram == {128 * KiB: 100}
+
+
+def test_fragmented_area_gives_small_writes():
+    sw = ConventionalSwap(dev())
+    n = sw.stats().extra["total_slots"]
+    ids = np.arange(n)
+    sw.swap_out(ids, content(ids))                   # full: slots in id order within clusters
+    sw.discard(ids[::2])                             # every other slot free, no free cluster
+    s0 = sw.stats()
+    assert s0.extra["free_clusters"] == 0 and s0.extra["free_slot_fragmentation"] == 1.0
+    new = np.arange(n, n + 2000)
+    sw.swap_out(new, content(new))
+    h = hist_delta(sw.stats().write_size_histogram, s0.write_size_histogram)
+    assert h == {4 * KiB: 2000}
+    assert (sw.swap_in(new[::97]) == content(new[::97])).all()
+
+
+# -- readahead -------------------------------------------------------------------------------
+def test_swapin_nr_pages_heuristic():
+    assert swapin_nr_pages(10, 50, 0, 8, 0) == 1          # random, no hits
+    assert swapin_nr_pages(10, 11, 0, 8, 0) == 2          # adjacent
+    assert swapin_nr_pages(10, 50, 1, 8, 0) == 4          # hits + 2 rounded up
+    assert swapin_nr_pages(10, 50, 7, 8, 0) == 8          # capped at 2^page_cluster
+    assert swapin_nr_pages(10, 50, 0, 8, 8) == 4          # shrinks by half at most
+    ra = VmaReadahead(3)
+    assert ra.on_fault(100) == (100, 101)
+    assert ra.on_fault(101) == (101, 103)                 # forward from the fault
+    ra.on_hit(102)
+    assert ra.on_fault(103) == (103, 107)
+    ra.on_hit(104)
+    ra.on_hit(105)
+    assert ra.on_fault(1023) == (1022, 1024)              # centred, clamped to the PMD
+    assert VmaReadahead(0).on_fault(5) == (5, 6)
+
+
+def test_readahead_window_grows_on_sequential_and_shrinks_on_random_faults():
+    sw = ConventionalSwap(dev())
+    ids = np.arange(4000)
+    sw.swap_out(ids, content(ids))
+    seq = np.arange(1000, 1200)
+    assert (sw.swap_in(seq) == content(seq)).all()
+    s = sw.stats()
+    assert s.extra["readahead_window"] == 8
+    assert s.read_size_histogram.get(32 * KiB, 0) >= 20     # 8-page readahead, merged
+    assert s.extra["readahead_hits"] >= 170 and s.extra["major_faults"] <= 30
+    rnd = np.array([3000, 100, 2500, 400, 3500, 700])
+    assert (sw.swap_in(rnd) == content(rnd)).all()
+    s2 = sw.stats()
+    assert s2.extra["readahead_window"] == 1
+    assert s2.extra["readahead_hits"] == s.extra["readahead_hits"]
+
+
+def test_readahead_hit_needs_no_device_read():
+    sw = ConventionalSwap(dev())
+    ids = np.arange(64)
+    sw.swap_out(ids, content(ids))
+    sw.swap_in(np.array([10]))
+    sw.swap_in(np.array([11]))                               # adjacent: window 2 reads 11, 12
+    s = sw.stats()
+    assert s.extra["swap_cache_pages"] == 1 and s.read_size_histogram == {4 * KiB: 1, 8 * KiB: 1}
+    got = sw.swap_in(np.array([12]))
+    s2 = sw.stats()
+    assert (got == content([12])).all()
+    assert s2.device_read_bytes == s.device_read_bytes
+    assert s2.extra["readahead_hits"] == 1 and s2.extra["swap_cache_pages"] == 0
+
+
+def test_readahead_skips_resident_pages_and_counts_waste():
+    sw = ConventionalSwap(dev(), swap_cache_pages=2)
+    ids = np.arange(64)
+    sw.swap_out(ids, content(ids))
+    sw.swap_in(np.array([31, 32]))                           # 31 alone, then 32..33 (window 2)
+    sw.swap_in(np.array([33]))                               # readahead hit: hits = 1
+    s0 = sw.stats()
+    sw.swap_in(np.array([30]))                               # window 4 centred: 29..32
+    s1 = sw.stats()
+    assert hist_delta(s1.read_size_histogram, s0.read_size_histogram) == {8 * KiB: 1}  # 31, 32 resident
+    assert s1.extra["swap_cache_pages"] == 1 and s1.extra["readahead_wasted_bytes"] == 0
+    sw.swap_out(np.array([29]), content([29], 1))            # the read-ahead copy was never used
+    assert sw.stats().extra["readahead_wasted_bytes"] == PS
+    assert (sw.swap_in(np.array([29])) == content([29], 1)).all()
+
+
+def test_swap_cache_is_bounded():
+    from zswap_host.baseline import SwapCache
+    c = SwapCache(2)
+    for p in range(3):
+        c.put(p, np.zeros(PS, np.uint8), 0.0)
+    assert len(c) == 2 and 0 not in c and c.wasted == 1
+
+
+# -- discard ---------------------------------------------------------------------------------
+def test_discard_issues_whole_free_cluster_discards():
+    sw = ConventionalSwap(dev(), discard=True)
+    s0 = sw.stats()
+    assert s0.discard_bytes == s0.extra["total_slots"] * PS      # swapon discard of the area
+    ids = np.arange(512)
+    sw.swap_out(ids, content(ids))                               # clusters 1 and 2
+    sw.discard(ids[256:384])
+    assert sw.stats().discard_bytes == s0.discard_bytes          # cluster 2 still in use
+    sw.discard(ids[384:])
+    assert sw.stats().discard_bytes == s0.discard_bytes + 256 * PS
+    sw.swap_out(ids[:256], content(ids[:256], 1))                # cluster 1 wholly replaced
+    assert sw.stats().discard_bytes == s0.discard_bytes + 512 * PS
+    assert (sw.swap_in(ids[:256]) == content(ids[:256], 1)).all()
+
+    plain = ConventionalSwap(dev())
+    plain.swap_out(ids, content(ids))
+    plain.discard(ids)
+    assert plain.stats().discard_bytes == 0
+
+
+# -- failures --------------------------------------------------------------------------------
+class FlakyDevice:
+    """Fails the ``fail_at``-th write_batch (1-based) before writing anything."""
+
+    def __init__(self, inner, fail_at):
+        self._inner, self.fail_at, self.calls = inner, fail_at, 0
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def write_batch(self, *a, **k):
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise DeviceIOError("flaky")
+        return self._inner.write_batch(*a, **k)
+
+
+@pytest.mark.parametrize("fail_at", [1, 3])
+def test_failed_write_loses_nothing(fail_at):
+    d = dev()
+    sw = ConventionalSwap(d)
+    ids = np.arange(1000)
+    sw.swap_out(ids, content(ids))
+    before = sw.stats()
+    batch = np.concatenate([np.arange(0, 60), np.arange(5000, 5100)])
+    if fail_at == 1:
+        d.inject_write_failures(1)
+    else:
+        sw._dev = FlakyDevice(d, fail_at)
+    with pytest.raises(DeviceIOError):
+        sw.swap_out(batch, content(batch, 1))
+    s = sw.stats()
+    assert s.pages_stored == 1000 and s.extra["free_slots"] == before.extra["free_slots"]
+    assert (sw.swap_in(ids) == content(ids)).all()
+    with pytest.raises(KeyError):
+        sw.swap_in(np.array([5000]))
+    sw._dev = d
+    sw.swap_out(batch, content(batch, 1))
+    assert (sw.swap_in(batch) == content(batch, 1)).all()
+    assert (sw.swap_in(ids[60:]) == content(ids[60:])).all()
+
+
+# -- concurrency -------------------------------------------------------------------------------
+def test_threads_with_distinct_ids():
+    sw = ConventionalSwap(dev(), cpus=2)
+    errors = []
+
+    def worker(t):
+        try:
+            rng = np.random.default_rng(t)
+            base = t * 10_000
+            ids = base + np.arange(500)
+            for v in range(6):
+                sub = rng.choice(ids, 200, replace=False)
+                sw.swap_out(sub, content(sub, v), stream=t)
+                chk = rng.choice(sub, 50, replace=False)
+                assert (sw.swap_in(chk) == content(chk, v)).all()
+        except Exception as e:                                     # pragma: no cover
+            errors.append(e)
+
+    ts = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+    s = sw.stats()
+    assert s.pages_stored == s.extra["total_slots"] - s.extra["free_slots"]
+
+
+# -- the thesis's finding 2 ---------------------------------------------------------------------
+def irregular_workload(sw, n_ids=12_000, resident_cap=1_500, steps=300, batch=64, zipf_a=1.2, seed=1):
+    """DLRM-like: Zipf-popular pages (popularity unrelated to address), faulted in batches,
+    random resident pages evicted in reclaim batches, on a swap area filled once beforehand.
+    Returns the stats before and after the irregular phase."""
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n_ids)
+    for c in range(0, n_ids, 1024):
+        ids = np.arange(c, min(n_ids, c + 1024))
+        sw.swap_out(ids, content(ids))
+    resident = np.zeros(n_ids, bool)
+    before = sw.stats()
+    for _ in range(steps):
+        want = np.unique(perm[(rng.zipf(zipf_a, 2 * batch) - 1) % n_ids])[:batch]
+        fault = want[~resident[want]]
+        if fault.size:
+            sw.swap_in(fault)
+            resident[fault] = True
+        over = int(resident.sum()) - resident_cap
+        if over > 0:
+            ev = rng.choice(np.flatnonzero(resident), over, replace=False)
+            sw.swap_out(ev, content(ev, 1))
+            resident[ev] = False
+    return before, sw.stats()
+
+
+def small_share(h):
+    total = sum(h.values())
+    return sum(v for k, v in h.items() if k < 32 * KiB) / total
+
+
+def test_irregular_workload_mostly_small_requests():
+    sw = ConventionalSwap(dev())
+    before, after = irregular_workload(sw)
+    w = hist_delta(after.write_size_histogram, before.write_size_histogram)
+    r = hist_delta(after.read_size_histogram, before.read_size_histogram)
+    print(f"\nirregular workload: writes {sorted(w.items())}\n reads {sorted(r.items())}\n"
+          f" share < 32 KiB: all {small_share(w + r):.3f}, writes {small_share(w):.3f}, reads {small_share(r):.3f}")
+    assert small_share(w + r) > 0.8
+    assert small_share(w) > 0.6 and small_share(r) > 0.9
+    assert after.extra["free_clusters"] == 0
+
+
+def test_irregular_workload_on_thesis_ssd_shows_device_gc():
+    pytest.importorskip("zswap_host.ssdsim")
+    try:
+        d = dev(preset="thesis-ssd")
+    except Exception as e:                                          # pragma: no cover
+        pytest.skip(f"SSD model unavailable: {e}")
+    sw = ConventionalSwap(d)
+    before, after = irregular_workload(sw, steps=300)
+    assert after.clock == "modeled" and after.device_time_s > 0
+    assert after.device_gc_write_bytes > 0 and after.media_write_bytes > after.device_write_bytes
+    assert after.swap_in_latency_p99_s >= after.swap_in_latency_p50_s > 0
+
+
+# -- property-based: a dict is the oracle ------------------------------------------------------
+class SwapMachine(RuleBasedStateMachine):
+    ids = st.lists(st.integers(0, 80), min_size=1, max_size=40)
+
+    @initialize(page_cluster=st.integers(0, 4), discard=st.booleans(), cpus=st.integers(1, 3),
+                cluster=st.sampled_from([4, 8, 256]))
+    def setup(self, page_cluster, discard, cpus, cluster):
+        self.sw = ConventionalSwap(dev("256KiB"), page_cluster=page_cluster, discard=discard,
+                                   cpus=cpus, cluster_slots=cluster, swap_cache_pages=8)
+        self.cap = self.sw.stats().extra["total_slots"]               # 63
+        self.oracle: dict[int, int] = {}
+        self.version = 0
+
+    @rule(ids=ids, stream=st.integers(0, 5))
+    def swap_out(self, ids, stream):
+        self.version += 1
+        arr = np.array(ids, np.int64)
+        need = len(set(self.oracle) | set(ids))
+        if need > self.cap:
+            with pytest.raises(SwapFullError):
+                self.sw.swap_out(arr, content(arr, self.version))
+            return
+        self.sw.swap_out(arr, content(arr, self.version), stream=stream)
+        for i in ids:
+            self.oracle[i] = self.version
+
+    @precondition(lambda self: self.oracle)
+    @rule(data=st.data())
+    def swap_in(self, data):
+        ids = data.draw(st.lists(st.sampled_from(sorted(self.oracle)), min_size=1, max_size=20))
+        got = self.sw.swap_in(np.array(ids))
+        for row, i in zip(got, ids):
+            assert (row == content([i], self.oracle[i])[0]).all()
+
+    @rule(i=st.integers(0, 80))
+    def swap_in_unknown(self, i):
+        if i not in self.oracle:
+            with pytest.raises(KeyError):
+                self.sw.swap_in(np.array([i]))
+
+    @rule(ids=ids)
+    def discard(self, ids):
+        self.sw.discard(np.array(ids))
+        for i in ids:
+            self.oracle.pop(i, None)
+
+    @rule()
+    def flush(self):
+        self.sw.flush()
+
+    @invariant()
+    def counts(self):
+        if hasattr(self, "sw"):
+            s = self.sw.stats()
+            assert s.pages_stored == len(self.oracle)
+            assert s.extra["free_slots"] == self.cap - len(self.oracle)
+            a = self.sw._alloc
+            assert int((~a.avail).sum()) - 1 == len(self.oracle)
+            assert (a.count[1:-1] == (~a.avail[a.C:(a.ncl - 1) * a.C]).reshape(-1, a.C).sum(1)).all()
+
+
+TestSwapMachine = SwapMachine.TestCase
+TestSwapMachine.settings = settings(max_examples=150, stateful_step_count=40, deadline=None,
+                                    suppress_health_check=[HealthCheck.too_slow])
