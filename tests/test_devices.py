@@ -185,3 +185,27 @@ def test_file_backed_conventional_reopens_with_data(tmp_path):
     again = open_device(f"emu-conv://{tmp_path}/c.img")
     assert again.size == 1 << 20 and again.read(8192, 4096)[0] == 9
     again.close()
+
+
+@pytest.mark.parametrize("url", ["emu-conv://?size=1MiB&preset=none", "emu-conv://?size=1MiB&preset=thesis-ssd",
+                                 "emu://?zones=4&zone_size=256KiB&preset=none"])
+def test_batched_io_matches_single_requests(url):
+    dev = open_device(url)
+    data = np.random.default_rng(3).integers(0, 256, 5 * 4096, dtype=np.uint8)
+    if isinstance(dev, EmulatedZonedDevice):
+        dev.write(0, data[:8192])
+        dev.write(256 << 10, data[8192:])
+        offs, lens = np.array([256 << 10, 0, 4096 + (256 << 10)]), np.array([4096, 8192, 8192])
+        want = np.concatenate([data[8192:12288], data[:8192], data[12288:]])
+    else:
+        done = dev.write_batch(np.array([40960, 0]), data, np.array([12288, 8192]), qd=2)
+        assert done.shape == (2,)
+        offs, lens = np.array([0, 40960, 45056]), np.array([8192, 4096, 8192])
+        want = np.concatenate([data[12288:], data[:4096], data[4096:12288]])
+        assert dev.stats().write_size_histogram == {12288: 1, 8192: 1}
+    got, done = dev.read_batch(offs, lens, qd=4)
+    assert np.array_equal(got, want) and done.shape == (3,)
+    assert np.all(done >= 0)
+    assert dev.stats().read_size_histogram == {4096: 1, 8192: 2}
+    with pytest.raises(InvalidIOError, match="not aligned"):
+        dev.read_batch(np.array([0, 100]), np.array([4096, 4096]))

@@ -69,6 +69,14 @@ class IoCounters:
         self.read_bytes += n
         self.read_hist[n] += 1
 
+    def wrote_many(self, lengths: np.ndarray) -> None:
+        self.write_bytes += int(lengths.sum())
+        _count(self.write_hist, lengths)
+
+    def read_many(self, lengths: np.ndarray) -> None:
+        self.read_bytes += int(lengths.sum())
+        _count(self.read_hist, lengths)
+
     def fill(self, stats: DeviceStats) -> DeviceStats:
         stats.device_write_bytes = self.write_bytes
         stats.device_read_bytes = self.read_bytes
@@ -76,6 +84,15 @@ class IoCounters:
         stats.write_size_histogram = dict(self.write_hist)
         stats.read_size_histogram = dict(self.read_hist)
         return stats
+
+
+def _count(hist: Counter, lengths: np.ndarray) -> None:
+    if lengths.size <= 8:
+        for n in lengths.tolist():
+            hist[n] += 1
+        return
+    for size, count in zip(*np.unique(lengths, return_counts=True)):
+        hist[int(size)] += int(count)
 
 
 @runtime_checkable
@@ -120,6 +137,18 @@ def as_bytes_view(data: Buffer) -> np.ndarray:
     if isinstance(data, np.ndarray):
         return data.reshape(-1).view(np.uint8) if data.flags.c_contiguous else np.ascontiguousarray(data).reshape(-1).view(np.uint8)
     return np.frombuffer(data, dtype=np.uint8)
+
+
+def check_batch(offsets: np.ndarray, lengths: np.ndarray, block_size: int, limit: int, what: str) -> None:
+    """check_aligned for many ranges at once (the per-range check only runs to name the bad one)."""
+    if offsets.size <= 4:
+        for o, n in zip(offsets.tolist(), lengths.tolist()):
+            check_aligned(o, n, block_size, limit, what)
+        return
+    bad = (offsets < 0) | (lengths <= 0) | (offsets + lengths > limit) | ((offsets | lengths) % block_size != 0)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        check_aligned(int(offsets[k]), int(lengths[k]), block_size, limit, what)
 
 
 def check_aligned(offset: int, length: int, block_size: int, limit: int, what: str = "I/O") -> None:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError
 from .backing import Backing, punch_hole, save_sidecar
-from .base import Buffer, DeviceStats, IoCounters, as_bytes_view, check_aligned
+from .base import Buffer, DeviceStats, IoCounters, as_bytes_view, check_aligned, check_batch
 
 _READ, _WRITE, _TRIM = 0, 1, 2
 
@@ -60,13 +60,10 @@ class EmulatedBlockDevice:
         concatenated in request order and each request's completion time on ``now()``'s clock."""
         offsets = np.asarray(offsets, np.int64)
         lengths = np.asarray(lengths, np.int64)
+        check_batch(offsets, lengths, self.block_size, self.size, "read")
         with self._lock:
-            for off, n in zip(offsets.tolist(), lengths.tolist()):
-                check_aligned(off, n, self.block_size, self.size, "read")
-            out = np.concatenate([self._backing.read(o, n) for o, n in zip(offsets.tolist(), lengths.tolist())]) \
-                if offsets.size else np.zeros(0, np.uint8)
-            for n in lengths.tolist():
-                self._io.read(n)
+            out = self._backing.gather(offsets, lengths, self.block_size)
+            self._io.read_many(lengths)
             return out, self._charge_batch(_READ, offsets, lengths, qd)
 
     def write_batch(self, offsets: np.ndarray, data: np.ndarray, lengths: np.ndarray, qd: int = 32) -> np.ndarray:
@@ -77,17 +74,13 @@ class EmulatedBlockDevice:
         view = as_bytes_view(data)
         if int(lengths.sum()) != view.size:
             raise InvalidIOError(f"write batch: lengths add up to {int(lengths.sum())}, data holds {view.size}")
+        check_batch(offsets, lengths, self.block_size, self.size, "write")
         with self._lock:
-            for off, n in zip(offsets.tolist(), lengths.tolist()):
-                check_aligned(off, n, self.block_size, self.size, "write")
             if self._fail_writes:
                 self._fail_writes -= 1
                 raise DeviceIOError("injected write failure", offset=int(offsets[0]) if offsets.size else None)
-            pos = 0
-            for off, n in zip(offsets.tolist(), lengths.tolist()):
-                self._backing.write(off, view[pos:pos + n])
-                self._io.wrote(n)
-                pos += n
+            self._backing.scatter(offsets, lengths, view, self.block_size)
+            self._io.wrote_many(lengths)
             return self._charge_batch(_WRITE, offsets, lengths, qd)
 
     def write(self, offset: int, data: Buffer) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
 from .backing import Backing, save_sidecar
-from .base import Buffer, DeviceStats, IoCounters, as_bytes_view, check_aligned
+from .base import Buffer, DeviceStats, IoCounters, as_bytes_view, check_aligned, check_batch
 from .zone import Zone, ZoneCond, ZoneGeometry
 
 _READ, _WRITE = 0, 1
@@ -247,9 +247,8 @@ class EmulatedZonedDevice:
         offsets = np.asarray(offsets, np.int64)
         lengths = np.asarray(lengths, np.int64)
         g = self.geometry
+        check_batch(offsets, lengths, g.block_size, g.size, "read")
         with self._lock:
-            for off, n in zip(offsets.tolist(), lengths.tolist()):
-                check_aligned(off, n, g.block_size, g.size, "read")
             zs = np.unique(np.concatenate([offsets // g.zone_size, (offsets + lengths - 1) // g.zone_size]))
             bad = zs[self._cond[zs] == ZoneCond.OFFLINE]
             if bad.size:
@@ -257,10 +256,8 @@ class EmulatedZonedDevice:
             if self._fail_reads:
                 self._fail_reads -= 1
                 raise DeviceIOError("injected read failure", offset=int(offsets[0]))
-            out = np.concatenate([self._backing.read(o, n) for o, n in zip(offsets.tolist(), lengths.tolist())]) \
-                if offsets.size else np.zeros(0, np.uint8)
-            for n in lengths.tolist():
-                self._io.read(n)
+            out = self._backing.gather(offsets, lengths, g.block_size)
+            self._io.read_many(lengths)
             return out, self._charge_batch(_READ, offsets, lengths, qd)
 
     def now(self) -> float:

@@ -28,7 +28,7 @@ class StoreConfig:
     gc_high_watermark: float = 0.04    # ... and runs until free zones >= this fraction (>= low + 1)
     gc_rate_limit: float | None = None  # background GC bytes per second of device time (None: no limit)
     hot_threshold: int = 2             # hotness: a page swapped out this many times is hot
-    prefetch: bool = True
+    prefetch: bool = False             # read whole write units around faults (helps when faults follow swap-out order)
     prefetch_bytes: int = 128 << 10    # read back up to this much around a faulting page (its write unit)
     prefetch_buffer_pages: int = 4096  # bound of the prefetch buffer
     read_qd: int = 32                  # queue depth of a batched swap_in

@@ -1,0 +1,156 @@
+"""Swap traces: the sequence of page faults (swap_in), evictions (swap_out with a stream hint),
+discards and idle windows a workload produced, in a compact numpy format, and their replay
+through any ``SwapBackend`` in seconds, without the workload itself.
+
+File format (``.npz``): ``ops`` uint8 (0 swap_in, 1 swap_out, 2 discard, 3 idle), ``streams``
+int32, ``idle_s`` float64 (the idle window of op 3, else 0), ``bounds`` int64 (event k's ids are
+``ids[bounds[k]:bounds[k+1]]``), ``ids`` int64, and ``meta`` (a JSON string).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SWAP_IN, SWAP_OUT, DISCARD, IDLE = 0, 1, 2, 3
+
+
+@dataclass
+class SwapTrace:
+    ops: np.ndarray
+    streams: np.ndarray
+    idle_s: np.ndarray
+    bounds: np.ndarray
+    ids: np.ndarray
+    meta: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.ops.size)
+
+    def event_ids(self, k: int) -> np.ndarray:
+        return self.ids[self.bounds[k]:self.bounds[k + 1]]
+
+    @property
+    def pages(self) -> int:
+        """Distinct page ids the trace touches (ids are dense: max + 1)."""
+        return int(self.ids.max()) + 1 if self.ids.size else 0
+
+    def counts(self) -> dict:
+        lens = np.diff(self.bounds)
+        return {"events": len(self), "swap_in_pages": int(lens[self.ops == SWAP_IN].sum()),
+                "swap_out_pages": int(lens[self.ops == SWAP_OUT].sum()),
+                "idle_s": float(self.idle_s.sum())}
+
+    def save(self, path: str) -> None:
+        np.savez_compressed(path, ops=self.ops, streams=self.streams, idle_s=self.idle_s,
+                            bounds=self.bounds, ids=self.ids, meta=np.array(json.dumps(self.meta)))
+
+    @classmethod
+    def load(cls, path: str) -> "SwapTrace":
+        with np.load(path) as f:
+            return cls(f["ops"], f["streams"], f["idle_s"], f["bounds"], f["ids"], json.loads(str(f["meta"])))
+
+
+class TraceBuilder:
+    """Collects events; ``build()`` packs them."""
+
+    def __init__(self, meta: dict | None = None) -> None:
+        self._ops: list[int] = []
+        self._streams: list[int] = []
+        self._idle: list[float] = []
+        self._ids: list[np.ndarray] = []
+        self.meta = meta or {}
+
+    def add(self, op: int, ids=(), stream: int = 0, idle_s: float = 0.0) -> None:
+        self._ops.append(op)
+        self._streams.append(stream)
+        self._idle.append(idle_s)
+        self._ids.append(np.asarray(ids, np.int64).reshape(-1))
+
+    def build(self) -> SwapTrace:
+        lens = np.array([a.size for a in self._ids], np.int64)
+        return SwapTrace(np.array(self._ops, np.uint8), np.array(self._streams, np.int32),
+                         np.array(self._idle, np.float64), np.concatenate([[0], np.cumsum(lens)]),
+                         np.concatenate(self._ids) if self._ids else np.zeros(0, np.int64), self.meta)
+
+
+def synthetic_dlrm_trace(pages: int, dram_fraction: float = 0.1, batch_pages: int = 2048,
+                         iterations: int = 1000, zipf_a: float = 1.05, tables: int = 26,
+                         idle_s: float = 0.0, seed: int = 0) -> SwapTrace:
+    """A DLRM-like page trace: every page starts swapped out; each iteration touches
+    ``batch_pages`` distinct pages drawn by Zipf popularity (popularity scattered over the id space,
+    as hashed embedding rows are), faults the missing ones in with one batched swap_in, and evicts
+    the least recently used pages beyond the DRAM budget as dirty swap_outs, one call per table
+    (stream hint = table, tables being equal id ranges). ``idle_s`` adds an idle window per iteration."""
+    rng = np.random.default_rng(seed)
+    budget = max(batch_pages, int(dram_fraction * pages))
+    rank_to_page = rng.permutation(pages)
+    table_of = lambda ids: (ids * tables) // pages  # noqa: E731
+    tb = TraceBuilder({"kind": "synthetic-dlrm", "pages": pages, "dram_fraction": dram_fraction,
+                       "batch_pages": batch_pages, "iterations": iterations, "zipf_a": zipf_a,
+                       "tables": tables, "idle_s": idle_s, "seed": seed})
+    for start in range(0, pages, 8192):           # the tables start out swapped out
+        ids = np.arange(start, min(pages, start + 8192))
+        for t in np.unique(table_of(ids)):
+            tb.add(SWAP_OUT, ids[table_of(ids) == t], int(t))
+    resident = np.zeros(pages, bool)
+    last_use = np.full(pages, -1, np.int64)
+    for it in range(iterations):
+        ranks = rng.zipf(zipf_a, 3 * batch_pages) - 1
+        ranks = ranks[ranks < pages]
+        need = np.unique(rank_to_page[ranks])
+        if need.size > batch_pages:
+            need = rng.choice(need, batch_pages, replace=False)
+        missing = need[~resident[need]]
+        if missing.size:
+            tb.add(SWAP_IN, np.sort(missing))
+            resident[missing] = True
+        last_use[need] = it
+        res = np.flatnonzero(resident)
+        over = res.size - budget
+        if over > 0:
+            victims = res[np.argpartition(last_use[res], over - 1)[:over]]
+            victims = victims[last_use[victims] < it]   # never evict what this batch uses
+            resident[victims] = False
+            tabs = table_of(victims)
+            for t in np.unique(tabs):
+                tb.add(SWAP_OUT, victims[tabs == t], int(t))
+        if idle_s > 0:
+            tb.add(IDLE, idle_s=idle_s)
+    return tb.build()
+
+
+def _page_contents(ids: np.ndarray, page_size: int) -> np.ndarray:
+    """Cheap recognisable contents: the id in the first word of each page."""
+    out = np.zeros((ids.size, page_size), np.uint8)
+    out[:, :8] = ids.astype("<i8").view(np.uint8).reshape(-1, 8)
+    return out
+
+
+def replay(backend, trace: SwapTrace, verify: bool = False, progress=None) -> None:
+    """Run a trace through a backend. Idle windows go to ``backend.idle`` (the store's GC) or, for
+    backends without one, to the device clock, so every backend sees the same timeline.
+    ``verify`` checks the first word of every page swapped in."""
+    ps = backend.page_size
+    dev = getattr(backend, "device", None) or getattr(backend, "_dev", None)
+    n = len(trace)
+    for k in range(n):
+        op = int(trace.ops[k])
+        ids = trace.event_ids(k)
+        if op == SWAP_OUT:
+            backend.swap_out(ids, _page_contents(ids, ps), int(trace.streams[k]))
+        elif op == SWAP_IN:
+            got = backend.swap_in(ids)
+            if verify and not np.array_equal(got[:, :8].copy().view("<i8").reshape(-1), ids):
+                raise AssertionError(f"event {k}: swap_in returned other pages' bytes")
+        elif op == DISCARD:
+            backend.discard(ids)
+        elif op == IDLE:
+            if hasattr(backend, "idle"):
+                backend.idle(float(trace.idle_s[k]))
+            elif dev is not None and hasattr(dev, "advance"):
+                dev.advance(float(trace.idle_s[k]))
+        if progress is not None and (k % 256 == 0 or k == n - 1):
+            progress(k + 1, n)
