@@ -5,8 +5,9 @@ from .blockdev import EmulatedBlockDevice, FileBlockDevice
 from .emulated import EmulatedZonedDevice
 from .url import open_device
 from .zone import Zone, ZoneCond, ZoneGeometry
+from .zoned_view import ZonedBlockView
 
 __all__ = [
     "BlockDevice", "DeviceStats", "EmulatedBlockDevice", "EmulatedZonedDevice", "FileBlockDevice",
-    "Zone", "ZoneCond", "ZoneGeometry", "ZonedDevice", "open_device",
+    "Zone", "ZoneCond", "ZoneGeometry", "ZonedBlockView", "ZonedDevice", "open_device",
 ]

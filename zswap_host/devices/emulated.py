@@ -158,8 +158,7 @@ class EmulatedZonedDevice:
             if cond in (ZoneCond.EMPTY, ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN, ZoneCond.CLOSED):
                 self._set(z, ZoneCond.FULL)
                 self._wp[z] = self.geometry.zone_capacity
-                if self.model is not None:
-                    self.model.finish(z)
+                self._media_finish(z)
             elif cond != ZoneCond.FULL:
                 raise self._bad_state(z, cond, "finish")
 
@@ -174,10 +173,7 @@ class EmulatedZonedDevice:
             written = int(self._wp[z])
             self._set(z, ZoneCond.EMPTY)
             self._wp[z] = 0
-            if written:
-                self._backing.zero(self.geometry.zone_start(z), written)
-            if self.model is not None:
-                self.model.reset(z)
+            self._media_reset(z, written)
 
     # -- data path -------------------------------------------------------------------------------
     def _write_at_wp(self, z: int, rel: int, view: np.ndarray, action: str) -> int:
@@ -197,12 +193,11 @@ class EmulatedZonedDevice:
             self._fail_writes -= 1
             raise DeviceIOError(f"injected write failure in zone {z}", offset=g.zone_start(z) + rel)
         start = g.zone_start(z) + rel
-        self._backing.write(start, view)
+        self._media_write(start, view)
         self._wp[z] = rel + n
         if rel + n == g.zone_capacity:
             self._set(z, ZoneCond.FULL)
         self._io.wrote(n)
-        self._charge(_WRITE, start, n)
         return start
 
     def write(self, offset: int, data: Buffer) -> None:
@@ -236,9 +231,8 @@ class EmulatedZonedDevice:
             if self._fail_reads:
                 self._fail_reads -= 1
                 raise DeviceIOError(f"injected read failure at {offset}", offset=offset)
-            out = self._backing.read(offset, length)
+            out = self._media_read(offset, length)
             self._io.read(length)
-            self._charge(_READ, offset, length)
             return out
 
     def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
@@ -256,9 +250,32 @@ class EmulatedZonedDevice:
             if self._fail_reads:
                 self._fail_reads -= 1
                 raise DeviceIOError("injected read failure", offset=int(offsets[0]))
-            out = self._backing.gather(offsets, lengths, g.block_size)
             self._io.read_many(lengths)
-            return out, self._charge_batch(_READ, offsets, lengths, qd)
+            return self._media_read_batch(offsets, lengths, qd)
+
+    # -- the medium: data in the backing, time in the SSD model (a zoned view overrides these) -----
+    def _media_write(self, start: int, view: np.ndarray) -> None:
+        self._backing.write(start, view)
+        self._charge(_WRITE, start, view.size)
+
+    def _media_read(self, offset: int, length: int) -> np.ndarray:
+        out = self._backing.read(offset, length)
+        self._charge(_READ, offset, length)
+        return out
+
+    def _media_read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int) -> tuple[np.ndarray, np.ndarray]:
+        out = self._backing.gather(offsets, lengths, self.geometry.block_size)
+        return out, self._charge_batch(_READ, offsets, lengths, qd)
+
+    def _media_reset(self, z: int, written: int) -> None:
+        if written:
+            self._backing.zero(self.geometry.zone_start(z), written)
+        if self.model is not None:
+            self.model.reset(z)
+
+    def _media_finish(self, z: int) -> None:
+        if self.model is not None:
+            self.model.finish(z)
 
     def now(self) -> float:
         """The device clock: modeled seconds (0 with the timing model off)."""
