@@ -81,6 +81,11 @@ class ConventionalSwap:
         if self._area_discard and self._capacity:                 # discard_swap(): all but the header
             device.discard(PAGE_SIZE, self._capacity * PAGE_SIZE)
 
+    def swap_in_latencies(self) -> np.ndarray:
+        """Every fault's latency so far (seconds, the device's clock)."""
+        with self._lock:
+            return self._lat.values().copy()
+
     @property
     def capacity_pages(self) -> int:
         """Pages the swap area holds (its slots less the header)."""

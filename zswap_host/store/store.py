@@ -159,10 +159,13 @@ class SwapStore:
                 self._lost_count -= int(self._lost[ids].sum())
                 self._lost[ids] = False
             self._live += new
-            c = self._count[ids]
-            self._count[ids] = c + (c < 65535)
+            counts = None
+            if self.config.placement == "hotness":     # only hotness looks at how often a page came back
+                counts = self._count[ids]
+                counts += counts < 65535
+                self._count[ids] = counts
             self.host_write_bytes += ids.size * ps
-            streams = placement_mod.assign(self.config.placement, ids, stream, self._count[ids],
+            streams = placement_mod.assign(self.config.placement, ids, stream, counts,
                                            self._n_user, self.config.hot_threshold)
             error = None
             groups = [(int(streams), ids, pages)] if np.isscalar(streams) else \
@@ -310,6 +313,11 @@ class SwapStore:
                     except ZswapError:
                         pass
 
+    def swap_in_latencies(self) -> np.ndarray:
+        """Every swapped-in page's latency so far (seconds, the device's clock)."""
+        with self._lock:
+            return self._latency.values().copy()
+
     def check(self) -> None:
         """Assert the map invariants (tests call this): every mapped page's slot maps back to it,
         valid counts match the reverse map, no page is both lost and stored, live count is right."""
@@ -409,15 +417,15 @@ class SwapStore:
         """The new copies are on the device: move the map entries, invalidate the old copies."""
         n, ps = ids.size, self.page_size
         first = off // ps
-        expect = z * self._spz + int(self._alloc.written[z])
-        assert first == expect, f"zone {z}: device wrote at slot {first}, expected {expect}"
+        written = int(self._alloc.written[z])
+        assert first == z * self._spz + written, f"zone {z}: device wrote at slot {first}, expected +{written}"
         self._invalidate(ids)
         slots = np.arange(first, first + n, dtype=np.int64)
-        self._loc[ids] = slots.astype(np.uint32)
+        self._loc[ids] = slots
         self._rmap[slots] = ids + 1
         self._valid[z] += n
         self._bufidx[ids] = 0
-        self._alloc.written[z] += n
+        self._alloc.written[z] = written + n
         self._wclock += n * ps
         self._alloc.last_write[z] = self._wclock
         self._zone_ids.setdefault(z, []).append(ids.copy())

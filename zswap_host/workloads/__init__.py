@@ -1,5 +1,11 @@
-"""Workloads that drive a swap backend: page traces (synthetic DLRM-like, recorded, replayed)."""
+"""Workloads that drive a swap backend: page traces (synthetic DLRM-like, recorded, replayed), and
+DLRM training with paged embedding tables (``train``; needs the ``dlrm`` extra, torch)."""
 
-from .trace import SwapTrace, replay, synthetic_dlrm_trace
+from .criteo import CriteoSynth, DataConfig, data_preset
+from .paged_embedding import PagedEmbedding
+from .trace import SwapTrace, TraceBuilder, replay, synthetic_dlrm_trace
+from .train import PRESETS, BenchPreset, TrainResult, preset, train
 
-__all__ = ["SwapTrace", "replay", "synthetic_dlrm_trace"]
+__all__ = ["SwapTrace", "replay", "synthetic_dlrm_trace",
+           "BenchPreset", "CriteoSynth", "DataConfig", "PRESETS", "PagedEmbedding", "TraceBuilder",
+           "TrainResult", "data_preset", "preset", "train"]

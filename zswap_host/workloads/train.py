@@ -1,0 +1,201 @@
+"""DLRM training with paged embedding tables over a swap backend, timed the way ``bench`` reports it:
+training time = compute wall time (torch forward/backward/update plus the embedding gather/scatter in
+DRAM, measured with ``perf_counter``, excluding the time inside backend calls) + I/O stall time (the
+change of the caller's ``clock()`` — the device's modeled clock — across each backend call; wall time
+inside the calls when ``clock`` is None). Batch generation is timed separately (``data_s``) and not
+counted: a real input pipeline overlaps it with training.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .criteo import CriteoSynth, DataConfig, data_preset
+from .paged_embedding import PagedEmbedding
+from .trace import IDLE
+
+
+@dataclass(frozen=True)
+class BenchPreset:
+    """A named training run: model, dataset, iterations, batch size, DRAM budget."""
+
+    name: str
+    model: str
+    data: str
+    scale: float
+    iterations: int
+    batch_size: int
+    budget: float | int | str = 0.25
+    note: str = ""
+
+    def model_config(self):
+        from .dlrm import model_preset
+        return model_preset(self.model)
+
+    def data_config(self) -> DataConfig:
+        return data_preset(self.data, self.scale)
+
+
+PRESETS: dict[str, BenchPreset] = {
+    "tiny": BenchPreset("tiny", "tiny", "tiny", 1.0, 20, 64, 0.25, "tests"),
+    "quick": BenchPreset("quick", "small", "kaggle", 0.02, 300, 256, 0.25,
+                         "bench --quick: three trainings in under 2 minutes"),
+    "default": BenchPreset("default", "small", "kaggle", 0.05, 800, 512, 0.25,
+                           "bench default: three trainings in under 10 minutes"),
+    "kaggle": BenchPreset("kaggle", "kaggle", "kaggle", 1.0, 2000, 2048, 0.25,
+                          "full Criteo Kaggle tables (2.01 GiB), dlrm's kaggle MLPs"),
+    "mlperf": BenchPreset("mlperf", "mlperf", "mlperf", 1.0, 1000, 2048, 0.25,
+                          "MLPerf DLRM tables (~96 GB at dim 128): needs a device of ~100 GB"),
+}
+
+
+def preset(name: str) -> BenchPreset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown training preset {name!r}; known: {', '.join(PRESETS)}") from None
+
+
+@dataclass
+class TrainResult:
+    """Per-iteration arrays (length ``iterations``) and totals of one training run."""
+
+    model: dict
+    data: dict
+    iterations: int
+    batch_size: int
+    seed: int
+    clock: str                      # "modeled" (clock given), "wall" (backend, no clock), "none" (no backend)
+    budget_bytes: int
+    table_bytes: int                # paged bytes (weights, plus Adagrad state pages)
+    budget_pages: int
+    total_pages: int
+    compute_s: np.ndarray           # compute wall time, backend calls excluded
+    io_stall_s: np.ndarray          # clock change across backend calls
+    io_wall_s: np.ndarray           # wall time inside backend calls (simulation cost when modeled)
+    data_s: np.ndarray              # batch generation (not counted in training time)
+    loss: np.ndarray
+    pages_in: np.ndarray            # pages faulted in (swap_in) per iteration
+    pages_out: np.ndarray           # pages written (swap_out) per iteration
+    first_touch: np.ndarray         # pages created on first touch per iteration
+    paging: dict = field(default_factory=dict)
+    wall_s: float = 0.0             # whole run, wall clock
+
+    @property
+    def iteration_s(self) -> np.ndarray:
+        return self.compute_s + self.io_stall_s
+
+    @property
+    def train_time_s(self) -> float:
+        return float(self.iteration_s.sum())
+
+    @property
+    def compute_time_s(self) -> float:
+        return float(self.compute_s.sum())
+
+    @property
+    def io_stall_time_s(self) -> float:
+        return float(self.io_stall_s.sum())
+
+    def as_dict(self) -> dict:
+        d = {k: v for k, v in asdict(self).items() if not isinstance(v, np.ndarray)}
+        for k, v in asdict(self).items():
+            if isinstance(v, np.ndarray):
+                d[k] = v.tolist()
+        d.update(train_time_s=self.train_time_s, compute_time_s=self.compute_time_s,
+                 io_stall_time_s=self.io_stall_time_s)
+        return d
+
+
+def _resolve(model_cfg, data_cfg):
+    from .dlrm import ModelConfig, model_preset
+    mc = model_preset(model_cfg) if isinstance(model_cfg, str) else model_cfg
+    dc = data_preset(data_cfg) if isinstance(data_cfg, str) else data_cfg
+    if not isinstance(mc, ModelConfig) or not isinstance(dc, DataConfig):
+        raise TypeError("model_cfg must be a ModelConfig or preset name, data_cfg a DataConfig or preset name")
+    return mc, dc
+
+
+def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int, seed: int,
+          on_idle=None, clock=None, progress=None, trace=None, *, threads: int | None = 1,
+          discard_dirty: bool = False) -> TrainResult:
+    """Train DLRM for ``iterations`` batches of ``batch_size`` with its embedding tables in a
+    ``PagedEmbedding`` of ``budget`` (bytes, fraction of table bytes, or "25%"/"64MiB") over
+    ``backend`` (None: DRAM only). ``seed`` fixes the MLP init, first-touch embedding init and the
+    batch stream (the dataset itself is fixed by ``data_cfg.seed``).
+
+    ``clock()``: the device's clock (modeled seconds) for I/O stall time; None = wall time in the
+    backend calls. ``on_idle(compute_seconds)`` is called after each iteration (hand it to
+    ``SwapStore.idle`` or advance the conventional device's clock). ``progress(done, total)`` after
+    each iteration. ``trace``: a ``TraceBuilder``; it gets every swap_in/swap_out/discard and an
+    IDLE event with each iteration's compute seconds. ``threads``: torch threads (None: leave as is).
+    """
+    import torch
+
+    from .dlrm import DLRM, bce, embed
+
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    mc, dc = _resolve(model_cfg, data_cfg)
+    iterations, batch_size = int(iterations), int(batch_size)
+    t_start = time.perf_counter()
+    model = DLRM(mc, dc.num_tables, seed=seed)
+    opt = torch.optim.SGD(model.parameters(), lr=mc.lr)
+    emb = PagedEmbedding(dc.tables, mc.dim, backend=backend, budget=budget, seed=seed,
+                         optimizer=mc.emb_optimizer, lr=mc.emb_lr, trace=trace, clock=clock,
+                         discard_dirty=discard_dirty)
+    if trace is not None:
+        trace.meta.update(kind="dlrm", model=asdict(mc), data={**asdict(dc), "tables": list(dc.tables)},
+                          iterations=iterations, batch_size=batch_size, seed=seed,
+                          budget_bytes=emb.budget_bytes, page_size=emb.page_size)
+    T, k = dc.num_tables, dc.hot
+    n = iterations
+    compute = np.zeros(n)
+    stall = np.zeros(n)
+    iowall = np.zeros(n)
+    data_s = np.zeros(n)
+    losses = np.zeros(n)
+    pin = np.zeros(n, np.int64)
+    pout = np.zeros(n, np.int64)
+    ftouch = np.zeros(n, np.int64)
+    c = emb.counters
+    gen = CriteoSynth(dc).batches(n, batch_size, seed)
+    for i in range(n):
+        t0 = time.perf_counter()
+        b = next(gen)
+        t1 = time.perf_counter()
+        data_s[i] = t1 - t0
+        w0, s0 = emb.io_wall_s, emb.io_stall_s
+        f0, o0, n0 = c.faults, c.pages_written, c.first_touch
+        rows, inv = emb.gather(b.sparse)
+        W = torch.from_numpy(rows).requires_grad_(True)
+        pooled = embed(W, torch.from_numpy(inv), T, b.size, k)
+        prob = model(torch.from_numpy(b.dense), pooled)
+        loss = bce(prob, torch.from_numpy(b.labels))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        emb.apply(W.grad.numpy())
+        t2 = time.perf_counter()
+        iowall[i] = emb.io_wall_s - w0
+        stall[i] = emb.io_stall_s - s0
+        compute[i] = (t2 - t1) - iowall[i]
+        losses[i] = float(loss.detach())
+        pin[i], pout[i], ftouch[i] = c.faults - f0, c.pages_written - o0, c.first_touch - n0
+        if trace is not None:
+            trace.add(IDLE, idle_s=float(compute[i]))
+        if on_idle is not None:
+            on_idle(float(compute[i]))
+        if progress is not None:
+            progress(i + 1, n)
+    return TrainResult(
+        model=asdict(mc), data={**asdict(dc), "tables": list(dc.tables)}, iterations=n,
+        batch_size=batch_size, seed=int(seed),
+        clock="modeled" if clock is not None else ("wall" if backend is not None else "none"),
+        budget_bytes=emb.nframes * emb.page_size, table_bytes=emb.total_bytes, budget_pages=emb.nframes,
+        total_pages=emb.total_pages, compute_s=compute, io_stall_s=stall, io_wall_s=iowall, data_s=data_s,
+        loss=losses, pages_in=pin, pages_out=pout, first_touch=ftouch, paging=emb.stats(),
+        wall_s=time.perf_counter() - t_start)
