@@ -86,6 +86,32 @@ class IoCounters:
         return stats
 
 
+class ModelClock:
+    """What the emulated devices share: charging requests to the SSD model (``self.model``,
+    None = timing off) and its clock."""
+
+    model = None
+
+    def _charge(self, op: int, offset: int, length: int) -> None:
+        if self.model is not None:
+            self.model.submit(np.array([op], np.uint8), np.array([offset], np.int64),
+                              np.array([length], np.int64), 1)
+
+    def _charge_batch(self, op: int, offsets: np.ndarray, lengths: np.ndarray, qd: int) -> np.ndarray:
+        if self.model is None or offsets.size == 0:
+            return np.zeros(offsets.size)
+        return self.model.submit(np.full(offsets.size, op, np.uint8), offsets, lengths, qd)
+
+    def now(self) -> float:
+        """The device clock: modeled seconds (0 with the timing model off)."""
+        return float(self.model.now) if self.model is not None else 0.0
+
+    def advance(self, seconds: float) -> None:
+        """Let host idle time pass on the modeled clock."""
+        if self.model is not None and seconds > 0:
+            self.model.advance(seconds)
+
+
 def _count(hist: Counter, lengths: np.ndarray) -> None:
     if lengths.size <= 8:
         for n in lengths.tolist():

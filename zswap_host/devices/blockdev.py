@@ -11,12 +11,12 @@ import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError
 from .backing import Backing, punch_hole, save_sidecar
-from .base import Buffer, DeviceStats, IoCounters, as_bytes_view, check_aligned, check_batch
+from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view, check_aligned, check_batch
 
 _READ, _WRITE, _TRIM = 0, 1, 2
 
 
-class EmulatedBlockDevice:
+class EmulatedBlockDevice(ModelClock):
     """Emulated conventional SSD (``emu-conv://``). ``model`` is a ``zswap_host.ssdsim.ConvSSD``
     or None (timing off). Data lives in memory or in a sparse file; TRIMmed ranges read as zeros."""
 
@@ -41,19 +41,6 @@ class EmulatedBlockDevice:
             save_sidecar(path, {"kind": "conventional", "size": size, "block_size": block_size,
                                 "preset": preset, "op": op})
 
-    def _charge(self, op: int, offset: int, length: int) -> None:
-        if self.model is not None:
-            self.model.submit(np.array([op], np.uint8), np.array([offset], np.int64),
-                              np.array([length], np.int64), 1)
-
-    def _charge_batch(self, op: int, offsets: np.ndarray, lengths: np.ndarray, qd: int) -> np.ndarray:
-        if self.model is None or offsets.size == 0:
-            return np.zeros(offsets.size)
-        return self.model.submit(np.full(offsets.size, op, np.uint8), offsets, lengths, qd)
-
-    def now(self) -> float:
-        """The device clock: modeled seconds (0 with the timing model off)."""
-        return float(self.model.now) if self.model is not None else 0.0
 
     def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
         """Read many ranges as one queue of requests (at most ``qd`` in flight). Returns the bytes
@@ -114,9 +101,6 @@ class EmulatedBlockDevice:
         with self._lock:
             self._fail_writes = n
 
-    def advance(self, seconds: float) -> None:
-        if self.model is not None and seconds > 0:
-            self.model.advance(seconds)
 
     def flush(self) -> None:
         with self._lock:

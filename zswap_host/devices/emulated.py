@@ -16,13 +16,13 @@ import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
 from .backing import Backing, save_sidecar
-from .base import Buffer, DeviceStats, IoCounters, as_bytes_view, check_aligned, check_batch
+from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view, check_aligned, check_batch
 from .zone import Zone, ZoneCond, ZoneGeometry
 
 _READ, _WRITE = 0, 1
 
 
-class EmulatedZonedDevice:
+class EmulatedZonedDevice(ModelClock):
     """A ZNS namespace in memory (``path=None``) or in a sparse file with its zone states beside it
     (``PATH.zones``) and its description in ``PATH.json``.
 
@@ -277,19 +277,6 @@ class EmulatedZonedDevice:
         if self.model is not None:
             self.model.finish(z)
 
-    def now(self) -> float:
-        """The device clock: modeled seconds (0 with the timing model off)."""
-        return float(self.model.now) if self.model is not None else 0.0
-
-    def _charge(self, op: int, offset: int, length: int) -> None:
-        if self.model is not None:
-            self.model.submit(np.array([op], np.uint8), np.array([offset], np.int64),
-                              np.array([length], np.int64), 1)
-
-    def _charge_batch(self, op: int, offsets: np.ndarray, lengths: np.ndarray, qd: int) -> np.ndarray:
-        if self.model is None or offsets.size == 0:
-            return np.zeros(offsets.size)
-        return self.model.submit(np.full(offsets.size, op, np.uint8), offsets, lengths, qd)
 
     # -- failure injection (tests) -------------------------------------------------------------
     def inject_write_failures(self, n: int) -> None:
@@ -311,10 +298,6 @@ class EmulatedZonedDevice:
             self._set(self._zone_index(z), cond)
 
     # -- misc ------------------------------------------------------------------------------------
-    def advance(self, seconds: float) -> None:
-        """Let host idle time pass on the modeled clock."""
-        if self.model is not None and seconds > 0:
-            self.model.advance(seconds)
 
     def stats(self) -> DeviceStats:
         with self._lock:
