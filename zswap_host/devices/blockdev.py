@@ -41,7 +41,6 @@ class EmulatedBlockDevice(ModelClock):
             save_sidecar(path, {"kind": "conventional", "size": size, "block_size": block_size,
                                 "preset": preset, "op": op})
 
-
     def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
         """Read many ranges as one queue of requests (at most ``qd`` in flight). Returns the bytes
         concatenated in request order and each request's completion time on ``now()``'s clock."""
@@ -100,7 +99,6 @@ class EmulatedBlockDevice(ModelClock):
         """Fail the next ``n`` writes with DeviceIOError (nothing written)."""
         with self._lock:
             self._fail_writes = n
-
 
     def flush(self) -> None:
         with self._lock:

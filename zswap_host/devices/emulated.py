@@ -277,7 +277,6 @@ class EmulatedZonedDevice(ModelClock):
         if self.model is not None:
             self.model.finish(z)
 
-
     # -- failure injection (tests) -------------------------------------------------------------
     def inject_write_failures(self, n: int) -> None:
         """Fail the next ``n`` writes/appends with DeviceIOError; nothing is written, the write pointer stays."""
