@@ -173,7 +173,7 @@ def characterize(device: str | None, quick: bool, json_path: str | None, plot_pa
                   f"(emu-conv://?size=…&preset=…)")
         if plot_path is None and json_path:
             plot_path = json_path.rsplit(".", 1)[0] + ".png"
-        bar = tqdm(total=1, unit="step", file=sys.stderr, dynamic_ncols=True, leave=False)
+        bar = tqdm(total=1, unit="step", file=sys.stderr, dynamic_ncols=True, leave=False, disable=None)
 
         def progress(done: int, total: int, label: str) -> None:
             bar.total = total
@@ -193,6 +193,87 @@ def characterize(device: str | None, quick: bool, json_path: str | None, plot_pa
         with open(json_path, "w") as f:
             json.dump(result, f, indent=2)
         click.echo(f"wrote {json_path}")
+
+
+@main.command()
+@click.option("--device", metavar="URL|PATH", help="ZNS device for the host-managed store "
+              "[default: emulated, built from the same thesis-ssd flash as the baseline].")
+@click.option("--baseline-device", metavar="URL|PATH", help="Conventional device for Linux-swap runs "
+              "[default: emulated thesis-ssd sized for the run].")
+@click.option("--model", "preset", default=None, metavar="PRESET",
+              help="Training preset: tiny, quick, default, kaggle, mlperf [default: default; --quick: quick].")
+@click.option("--budget", default=None, help="DRAM for the embedding tables: a fraction (0.25), a percentage "
+              "(25%) or a size (64MiB) [default: the preset's, 25%].")
+@click.option("--placement", type=click.Choice(["single", "temporal", "stream", "hotness"]), default="temporal",
+              show_default=True, help="Store placement policy.")
+@click.option("--victim", default="greedy", show_default=True,
+              help="GC victim policy: greedy, cost-benefit, fifo or a registered name.")
+@click.option("--iterations", type=int, help="Training iterations [default: the preset's].")
+@click.option("--batch-size", type=int, help="Samples per batch [default: the preset's].")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--no-ablation", is_flag=True, help="Skip the store-on-conventional-SSD run.")
+@click.option("--quick", is_flag=True, help="The quick preset (under 2 minutes).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Write the report as JSON.")
+@click.option("--plot", "plot_dir", type=click.Path(file_okay=False), help="Write PNG figures into this folder.")
+@click.option("--trace-out", type=click.Path(dir_okay=False, writable=True),
+              help="Record the page fault/eviction trace (.npz) for replay without torch.")
+@friendly_errors
+def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed,
+          no_ablation, quick, json_path, plot_dir, trace_out) -> None:
+    """Train DLRM in DRAM only, on Linux swap over a conventional SSD, on the host-managed store over
+    that SSD (ablation: aggregation without ZNS), and on the store over a ZNS device with
+    host-scheduled GC; report them side by side.
+
+    Training time = compute wall time + I/O stall (modeled device time on emulated devices, wall
+    time on real ones). The runs train the same model on the same batches; their losses must match.
+    """
+    from tqdm import tqdm
+
+    from .bench import BenchSpec, format_table, run_bench
+
+    spec = BenchSpec(preset=preset or ("quick" if quick else "default"), device=device,
+                     baseline_device=baseline_device, placement=placement, victim=victim,
+                     budget=_budget(budget), iterations=iterations, batch_size=batch_size, seed=seed,
+                     ablation=not no_ablation, trace_out=trace_out)
+    bars: dict = {}
+
+    def progress(name: str, done: int, total: int) -> None:   # one bar per run, made when it starts
+        if name not in bars:
+            for b in bars.values():
+                b.close()
+            bars[name] = tqdm(total=total, desc=f"{name:22}", file=sys.stderr, dynamic_ncols=True,
+                              leave=False, unit="it", disable=None)   # None: no bar when not a terminal
+            if bars[name].disable:
+                click.echo(f"training: {name} ({total} iterations)", err=True)
+        bars[name].n = done
+        bars[name].refresh()
+
+    try:
+        report = run_bench(spec, progress)
+    finally:
+        for b in bars.values():
+            b.close()
+    click.echo(format_table(report))
+    if plot_dir:
+        from .report import plot_bench
+
+        for path in plot_bench(report, plot_dir):
+            click.echo(f"wrote {path}")
+    report.pop("_extras", None)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(report, f, indent=1)
+        click.echo(f"wrote {json_path}")
+
+
+def _budget(text: str | None):
+    """'0.25' -> 0.25; '25%' and '64MiB' stay strings (parsed against the table size later)."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 if __name__ == "__main__":
