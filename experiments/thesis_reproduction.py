@@ -9,7 +9,7 @@ machinery), CSV + PNG under experiments/results/thesis/:
 
 Clocks: training time = compute (wall) + I/O stall (modeled device time); (d) is modeled time only.
 
-    python experiments/thesis_reproduction.py [--preset quick] [--budgets 0.1,0.25,0.5] [--out DIR]
+    python experiments/thesis_reproduction.py [--preset quick] [--budgets 0.15,0.25,0.5,0.75] [--out DIR]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def write_csv(path, rows):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="quick")
-    ap.add_argument("--budgets", default="0.1,0.25,0.5,0.75")
+    ap.add_argument("--budgets", default="0.15,0.25,0.5,0.75")
     ap.add_argument("--out", default="experiments/results/thesis")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)

@@ -62,6 +62,7 @@ def test_default_devices_share_the_flash():
 @pytest.mark.parametrize("spec,error,words", [
     (BenchSpec(preset="tiny", budget=1.5), BenchError, "budget"),
     (BenchSpec(preset="tiny", budget=1.0), BenchError, "nothing would swap"),
+    (BenchSpec(preset="tiny", budget=0.01), BenchError, "smaller than one batch"),
     (BenchSpec(preset="nope"), BenchError, "unknown training preset"),
     (BenchSpec(preset="tiny", device="emu-conv://?size=64MiB&preset=none"), NotZonedError, "not a zoned device"),
     (BenchSpec(preset="tiny", device="emu://?zones=4&zone_size=1MiB&preset=none"), BenchError, "too small"),

@@ -41,6 +41,7 @@ class BenchSpec:
     seed: int = 0
     ablation: bool = True
     trace_out: str | None = None
+    discard_dirty: bool = True          # a dirtied page's swap copy is dropped (Linux frees the slot on a write fault)
 
 
 @dataclass
@@ -59,19 +60,10 @@ class Plan:
     zone_size: int                      # of the zoned view in the ablation run
 
 
-def swap_pages(tables, dim: int, optimizer: str) -> int:
-    """Pages the paged tables occupy (weights, and row-wise Adagrad state when used)."""
-    rows = np.asarray(tables, np.int64)
-    pages = -(-rows // (PAGE // (4 * dim)))
-    if optimizer == "adagrad":
-        pages = pages + -(-rows // (PAGE // 4))
-    return int(pages.sum())
-
-
 def plan(spec: BenchSpec) -> Plan:
     """Resolve the preset, check the budget, size the default devices. Raises BenchError."""
     from .ssdsim import ConvSSD, get_preset
-    from .workloads.paged_embedding import parse_budget
+    from .workloads.train import footprint
     from .workloads.train import preset as train_preset
 
     try:
@@ -79,24 +71,27 @@ def plan(spec: BenchSpec) -> Plan:
     except ValueError as e:
         raise BenchError(str(e)) from None
     mc, dc = p.model_config(), p.data_config()
-    pages = swap_pages(dc.tables, mc.dim, mc.emb_optimizer)
     budget = p.budget if spec.budget is None else spec.budget
+    batch_size = spec.batch_size or p.batch_size
     try:
-        budget_bytes = parse_budget(budget, pages * PAGE)
+        fp = footprint(mc, dc, budget, batch_size, spec.seed)
     except ValueError as e:
         raise BenchError(f"bad DRAM budget {budget!r}: {e}") from None
+    pages, budget_bytes = fp["total_pages"], fp["budget_bytes"]
     if budget_bytes >= pages * PAGE:
         raise BenchError(f"the DRAM budget ({format_size(budget_bytes)}) holds all {format_size(pages * PAGE)} of "
                          f"embedding tables: nothing would swap; give a budget below 100%")
-    if budget_bytes < PAGE:
-        raise BenchError(f"the DRAM budget ({budget_bytes} bytes) holds no page")
+    if not fp["fits"]:
+        raise BenchError(f"the DRAM budget ({format_size(budget_bytes)}, {fp['budget_pages']} pages) is smaller "
+                         f"than one batch's embedding pages ({fp['batch_pages_max']}): raise --budget or lower "
+                         f"--batch-size")
     conv = math.ceil(pages * PAGE * HEADROOM / (1 << 20) + 8) << 20
     raw = ConvSSD(get_preset("thesis-ssd"), conv).raw_bytes
     zone = ZONE
     while raw // zone < MIN_ZONES and zone > 1 << 20:     # small runs: smaller zones, enough of them
         zone //= 2
     zones = round(raw / zone)                              # the same flash, all of it exposed
-    return Plan(p, mc, dc, spec.iterations or p.iterations, spec.batch_size or p.batch_size, budget,
+    return Plan(p, mc, dc, spec.iterations or p.iterations, batch_size, budget,
                 budget_bytes, pages * PAGE, pages,
                 spec.baseline_device or f"emu-conv://?size={conv}&preset=thesis-ssd",
                 spec.device or f"emu://?zones={zones}&zone_size={zone}&preset=thesis-ssd", zone)
@@ -184,7 +179,7 @@ def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None 
 
         trace = TraceBuilder() if spec.trace_out and name == "zns-host-gc" else None
         res = train(pl.model, pl.data, backend, pl.budget, pl.iterations, pl.batch_size, spec.seed,
-                    on_idle=on_idle, clock=clock, trace=trace,
+                    on_idle=on_idle, clock=clock, trace=trace, discard_dirty=spec.discard_dirty,
                     progress=(lambda d, t: progress(name, d, t)) if progress else None)
         if trace is not None:
             trace.build().save(spec.trace_out)
@@ -220,6 +215,7 @@ def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None 
     report = {"preset": pl.preset.name, "model": pl.model.name, "iterations": pl.iterations,
               "batch_size": pl.batch_size, "seed": spec.seed, "table_bytes": pl.table_bytes,
               "budget_bytes": pl.budget_bytes, "placement": spec.placement, "victim": spec.victim,
+              "discard_dirty": spec.discard_dirty,
               "devices": {"baseline": pl.baseline_url, "zns": pl.zns_url},
               "runs": runs, "ratios": ratios(runs)}
     report["_extras"] = extras

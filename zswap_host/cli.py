@@ -212,6 +212,8 @@ def characterize(device: str | None, quick: bool, json_path: str | None, plot_pa
 @click.option("--batch-size", type=int, help="Samples per batch [default: the preset's].")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--no-ablation", is_flag=True, help="Skip the store-on-conventional-SSD run.")
+@click.option("--keep-stale", is_flag=True, help="Keep a page's swap copy after the page is dirtied in DRAM "
+              "[default: drop it, as Linux frees the swap slot on a write fault].")
 @click.option("--quick", is_flag=True, help="The quick preset (under 2 minutes).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Write the report as JSON.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), help="Write PNG figures into this folder.")
@@ -219,7 +221,7 @@ def characterize(device: str | None, quick: bool, json_path: str | None, plot_pa
               help="Record the page fault/eviction trace (.npz) for replay without torch.")
 @friendly_errors
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed,
-          no_ablation, quick, json_path, plot_dir, trace_out) -> None:
+          no_ablation, keep_stale, quick, json_path, plot_dir, trace_out) -> None:
     """Train DLRM in DRAM only, on Linux swap over a conventional SSD, on the host-managed store over
     that SSD (ablation: aggregation without ZNS), and on the store over a ZNS device with
     host-scheduled GC; report them side by side.
@@ -234,7 +236,7 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
     spec = BenchSpec(preset=preset or ("quick" if quick else "default"), device=device,
                      baseline_device=baseline_device, placement=placement, victim=victim,
                      budget=_budget(budget), iterations=iterations, batch_size=batch_size, seed=seed,
-                     ablation=not no_ablation, trace_out=trace_out)
+                     ablation=not no_ablation, trace_out=trace_out, discard_dirty=not keep_stale)
     bars: dict = {}
 
     def progress(name: str, done: int, total: int) -> None:   # one bar per run, made when it starts

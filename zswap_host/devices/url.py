@@ -4,6 +4,9 @@
   emulated ZNS device; PATH empty = in memory. ``preset=none`` turns the timing model off.
 - ``emu-conv://PATH?size=…&op=0.07&preset=…`` emulated conventional SSD.
 - a regular file: conventional block device with real I/O.
+- a block device (``/dev/nvme0n2``, ``/dev/sdb``, a loop device): zoned → ``LinuxZonedDevice``,
+  not zoned → ``LinuxBlockDevice`` (``devices/linux.py``), after the safety checks of
+  ``devices/safety.py`` (mounted, swap, holders, partitions, signatures, O_EXCL) unless forced.
 """
 
 from __future__ import annotations
@@ -139,9 +142,10 @@ def _open_emu_conv(url: str):
                                op=op, block_size=block_size, url=url)
 
 
-def open_device(url: str, zoned: bool | None = None):
+def open_device(url: str, zoned: bool | None = None, force: bool | None = None):
     """Open a device by URL or path. ``zoned=True`` demands a zoned device (``NotZonedError``
-    otherwise), ``zoned=False`` a conventional one; None takes what the URL names."""
+    otherwise), ``zoned=False`` a conventional one; None takes what the URL names. ``force`` skips
+    the safety checks on real devices (None: whatever ``safety.forced()`` set, default off)."""
     scheme = urlsplit(url).scheme if "://" in url else ""
     if scheme == "emu":
         dev = _open_emu_zns(url)
@@ -150,8 +154,8 @@ def open_device(url: str, zoned: bool | None = None):
     elif scheme:
         raise DeviceSpecError(f"unknown device URL scheme {scheme!r} in {url!r}; use emu://, emu-conv:// or a path")
     else:
-        dev = _open_path(url)
-    is_zoned = isinstance(dev, EmulatedZonedDevice)
+        dev = _open_path(url, zoned, force)
+    is_zoned = hasattr(dev, "report_zones")
     if zoned is True and not is_zoned:
         dev.close()
         raise NotZonedError(
@@ -163,17 +167,33 @@ def open_device(url: str, zoned: bool | None = None):
     return dev
 
 
-def _open_path(path: str):
+def _open_path(path: str, zoned: bool | None = None, force: bool | None = None):
     try:
         st = os.stat(path)
     except FileNotFoundError:
         raise DeviceSpecError(f"{path}: no such file or device") from None
     except OSError as e:
         raise DeviceSpecError(f"{path}: {e.strerror}") from None
+    from . import safety
+
     if stat.S_ISREG(st.st_mode):
+        safety.check_file(path, force)
         return FileBlockDevice(path)
     if stat.S_ISBLK(st.st_mode):
-        raise DeviceSpecError(
-            f"{path} is a block device: Linux block devices are not supported in this version; "
-            f"use emu:// (emulated ZNS), emu-conv:// (emulated SSD) or a regular file")
+        from .linux import LinuxBlockDevice, LinuxZonedDevice, zoned_model
+
+        model = zoned_model(path)
+        if zoned is True and model == "none":
+            raise NotZonedError(
+                f"{path} is a conventional block device, not a zoned one (queue/zoned is 'none'): "
+                f"use it as the conventional baseline (--baseline-device {path}), give a ZNS namespace "
+                f"(e.g. /dev/nvme0n2), or emulate one with emu://?zones=64")
+        if zoned is False and model != "none":
+            raise DeviceSpecError(f"{path} is a zoned block device ({model}); a conventional block device "
+                                  f"is needed here (use it as --device for the ZNS store)")
+        safety.check_device(path, force)
+        forced = force if force is not None else safety.is_forced()
+        if model == "none":
+            return LinuxBlockDevice(path, exclusive=not forced)
+        return LinuxZonedDevice(path, exclusive=not forced)
     raise DeviceSpecError(f"{path} is neither a regular file nor a block device")

@@ -4,8 +4,8 @@ DLRM training with paged embedding tables (``train``; needs the ``dlrm`` extra, 
 from .criteo import CriteoSynth, DataConfig, data_preset
 from .paged_embedding import PagedEmbedding
 from .trace import SwapTrace, TraceBuilder, replay, synthetic_dlrm_trace
-from .train import PRESETS, BenchPreset, TrainResult, preset, train
+from .train import PRESETS, BenchPreset, TrainResult, footprint, preset, train
 
 __all__ = ["SwapTrace", "replay", "synthetic_dlrm_trace",
            "BenchPreset", "CriteoSynth", "DataConfig", "PRESETS", "PagedEmbedding", "TraceBuilder",
-           "TrainResult", "data_preset", "preset", "train"]
+           "TrainResult", "data_preset", "footprint", "preset", "train"]

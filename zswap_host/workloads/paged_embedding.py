@@ -139,6 +139,8 @@ class PagedEmbedding:
         self.total_pages = int(self.page_base[-1])
         self.total_bytes = self.total_pages * self.page_size
         self._bound = (1.0 / np.sqrt(rows.astype(np.float64))).astype(np.float64)
+        with np.errstate(over="ignore"):
+            self._word_mix = np.arange(self.page_size // 4, dtype=np.uint32) * np.uint32(0x9E3779B1)
         if backend is None:
             self.budget_bytes = self.total_bytes
         else:
@@ -347,9 +349,15 @@ class PagedEmbedding:
         W = self.rows_per_page * self.dim
         wp, wf, wt = pages[~is_state], frames[~is_state], t[~is_state]
         if wp.size:
-            keys = (wp.astype(np.uint64)[:, None] << np.uint64(12)) + np.arange(W, dtype=np.uint64)[None, :]
-            h = splitmix64(keys ^ np.uint64((self.seed * 0x9E3779B1 + 0x51ED) & 0xFFFFFFFFFFFFFFFF))
-            u = (h >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / (1 << 24))   # [0, 1)
+            # per-page 32-bit seed (splitmix64 of page id and seed), then murmur3's fmix32 of
+            # seed ^ word * golden: cheap uint32 passes over the (pages, words) block
+            ps = splitmix64(wp.astype(np.uint64) ^ np.uint64((self.seed * 0x9E3779B1 + 0x51ED) & (2**64 - 1)))
+            h = (ps >> np.uint64(32)).astype(np.uint32)[:, None] ^ self._word_mix[None, :W]
+            h *= np.uint32(0x85EBCA6B)
+            h ^= h >> np.uint32(13)
+            h *= np.uint32(0xC2B2AE35)
+            h ^= h >> np.uint32(16)
+            u = (h >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / (1 << 24))     # [0, 1)
             b = self._bound[wt].astype(np.float32)[:, None]
             vals = (2.0 * u - 1.0) * b
             self._f32[wf, :W] = vals

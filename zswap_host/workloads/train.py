@@ -41,9 +41,9 @@ class BenchPreset:
 
 PRESETS: dict[str, BenchPreset] = {
     "tiny": BenchPreset("tiny", "tiny", "tiny", 1.0, 20, 64, 0.25, "tests"),
-    "quick": BenchPreset("quick", "small", "kaggle", 0.02, 300, 256, 0.25,
+    "quick": BenchPreset("quick", "small", "kaggle", 0.05, 400, 256, 0.25,
                          "bench --quick: three trainings in under 2 minutes"),
-    "default": BenchPreset("default", "small", "kaggle", 0.05, 800, 512, 0.25,
+    "default": BenchPreset("default", "small", "kaggle", 0.2, 1000, 1024, 0.25,
                            "bench default: three trainings in under 10 minutes"),
     "kaggle": BenchPreset("kaggle", "kaggle", "kaggle", 1.0, 2000, 2048, 0.25,
                           "full Criteo Kaggle tables (2.01 GiB), dlrm's kaggle MLPs"),
@@ -117,6 +117,36 @@ def _resolve(model_cfg, data_cfg):
     if not isinstance(mc, ModelConfig) or not isinstance(dc, DataConfig):
         raise TypeError("model_cfg must be a ModelConfig or preset name, data_cfg a DataConfig or preset name")
     return mc, dc
+
+
+def footprint(model_cfg, data_cfg, budget=1.0, batch_size: int | None = None, seed: int = 0,
+              probe: int = 4, page_size: int = 4096) -> dict:
+    """What a run will need, before it starts (no torch work, no allocation): ``total_pages`` /
+    ``table_bytes`` (the paged bytes: at most this much is ever swapped out), ``budget_pages`` /
+    ``budget_bytes`` (the DRAM cache; ``ValueError`` for a bad budget), and with ``batch_size`` the
+    most pages any of the first ``probe`` batches needs (``batch_pages_max``) and ``fits`` =
+    ``batch_pages_max <= budget_pages`` (the run fails with a ValueError otherwise)."""
+    from .paged_embedding import parse_budget
+    mc, dc = _resolve(model_cfg, data_cfg)
+    R = page_size // (4 * mc.dim)
+    S = page_size // 4
+    rows = np.array(dc.tables, np.int64)
+    adagrad = mc.emb_optimizer == "adagrad"
+    total = int((-(-rows // R)).sum() + ((-(-rows // S)).sum() if adagrad else 0))
+    bb = min(parse_budget(budget, total * page_size), total * page_size)
+    out = {"page_size": page_size, "rows_per_page": R, "total_pages": total, "table_bytes": total * page_size,
+           "budget_pages": bb // page_size, "budget_bytes": bb // page_size * page_size}
+    if batch_size:
+        worst = 0
+        for b in CriteoSynth(dc).batches(probe, batch_size, seed):
+            n = 0
+            for t in range(dc.num_tables):
+                idx = b.sparse[t].reshape(-1)
+                n += np.unique(idx // R).size + (np.unique(idx // S).size if adagrad else 0)
+            worst = max(worst, n)
+        out["batch_pages_max"] = worst
+        out["fits"] = worst <= out["budget_pages"]
+    return out
 
 
 def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int, seed: int,
