@@ -35,7 +35,7 @@ def plot_bench(report: dict, outdir: str) -> list[str]:
         ax.plot(np.array(r["per_iteration_s"]) * 1e3, label=r["name"], color=COLORS.get(r["name"]), lw=1)
     ax.set(xlabel="iteration", ylabel="time per iteration (ms)", yscale="log",
            title=f"DLRM training time per iteration ({clock})")
-    ax.legend()
+    ax.legend(loc="upper right")
     ax.grid(alpha=0.3)
     save(fig, "iteration_time.png")
 
@@ -48,7 +48,7 @@ def plot_bench(report: dict, outdir: str) -> list[str]:
             ax.plot(np.array(r["media_write_bytes_cumulative"]) / 2**30, ls="--", color=COLORS.get(name),
                     label=f"{name}: reaching flash")
     ax.set(xlabel="iteration", ylabel="GiB written (cumulative)", title="bytes written")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left")
     ax.grid(alpha=0.3)
     save(fig, "bytes_written.png")
 
