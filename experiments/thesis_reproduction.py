@@ -62,6 +62,7 @@ def main() -> None:
             rows.append({"budget": b, "run": name, "train_time_s": round(r["train_time_s"], 3),
                          "dram_time_s": round(t["dram-only"]["train_time_s"], 3),
                          "slowdown": round(r["train_time_s"] / t["dram-only"]["train_time_s"], 3),
+                         "slowdown_io_only": round(rep["ratios"][f"slowdown_{name}_io_only"], 3),
                          "io_stall_s": round(r["io_stall_time_s"], 3),
                          "write_amplification": round(r["write_amplification"], 3),
                          "swap_in_mib": round(r["swap_in_bytes"] / 2**20, 1),
@@ -72,6 +73,8 @@ def main() -> None:
     for name, c in (("conventional", "#d62728"), ("store-on-conventional", "#ff7f0e"), ("zns-host-gc", "#2ca02c")):
         rs = [r for r in rows if r["run"] == name]
         ax.plot([100 * r["budget"] for r in rs], [r["slowdown"] for r in rs], "o-", label=name, color=c)
+        ax.plot([100 * r["budget"] for r in rs], [r["slowdown_io_only"] for r in rs], "x:", color=c,
+                label=f"{name} (DRAM-only compute)")
     ax.axhspan(2, 5, color="grey", alpha=0.15, label="thesis: 2-5x")
     ax.set(xlabel="DRAM budget (% of embedding tables)", ylabel="training time / DRAM-only",
            title=f"(a) slowdown under swap ({a.preset} preset; compute wall + modeled I/O)")

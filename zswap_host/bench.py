@@ -233,9 +233,12 @@ def ratios(runs: list[dict]) -> dict:
     t = {r["name"]: r["train_time_s"] for r in runs}
     by = {r["name"]: r for r in runs}
     out: dict = {}
+    dram_compute = by["dram-only"]["compute_time_s"]
     for name in t:
         if name != "dram-only":
             out[f"slowdown_{name}"] = t[name] / t["dram-only"]
+            # the same with DRAM-only's compute time: I/O alone, free of compute-time noise between runs
+            out[f"slowdown_{name}_io_only"] = (dram_compute + by[name]["io_stall_time_s"]) / dram_compute
     if "conventional" in t and "zns-host-gc" in t:
         out["speedup_zns_host_gc_vs_conventional"] = t["conventional"] / t["zns-host-gc"]
         out["io_stall_ratio_conventional_vs_zns"] = (by["conventional"]["io_stall_time_s"] /

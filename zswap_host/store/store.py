@@ -136,20 +136,20 @@ class SwapStore:
             raise ValueError(f"pages must be uint8 of shape ({ids.size}, {ps}), not {pages.dtype} {pages.shape}")
         if ids.size == 0:
             return
-        lo, hi = int(ids.min()), int(ids.max())
-        if lo < 0:
+        srt = np.sort(ids)
+        if srt[0] < 0:
             raise ValueError("page ids must not be negative")
         with self._lock:
-            srt = np.sort(ids)
             if (srt[1:] == srt[:-1]).any():              # the last copy of an id wins
                 rev = ids[::-1]
                 _, first = np.unique(rev, return_index=True)
                 keep = np.sort(ids.size - 1 - first)
                 ids, pages = ids[keep], pages[keep]
-            self._grow(hi)
+            if srt[-1] >= self._loc.size:
+                self._grow(int(srt[-1]))
             stored = (self._loc[ids] != NONE) | (self._bufidx[ids] != 0)
             new = int(ids.size - stored.sum())
-            if self._live + new > self.capacity_pages:
+            if self._live + new > self._capacity:
                 raise SwapFullError(
                     f"swap store full: {self._live} pages stored, {new} more do not fit in {self.capacity_pages}")
             self._unbuffer(ids)
