@@ -84,10 +84,28 @@ int32_t zns_dies_per_zone(zns_ftl *Z);
 int64_t zns_zone_wp(zns_ftl *Z, int64_t zone);
 """
 
+# ---------------------------------------------------------------- Linux zoned block devices (zoned.c)
+ZONED_SOURCES = ["zoned.c"]
+ZONED_HEADERS = ["zoned.h"]
+ZONED_CDEFS = """
+int zd_report_zones(int fd, uint64_t sector, uint32_t n, uint64_t *start, uint64_t *len,
+                    uint64_t *wp, uint64_t *cap, uint8_t *cond, uint8_t *type, uint32_t *flags);
+int zd_zone_mgmt(int fd, int op, uint64_t sector, uint64_t nr_sectors);
+int zd_nr_zones(int fd);
+int64_t zd_size_bytes(int fd);
+int zd_logical_block_size(int fd);
+int zd_nvme_nsid(int fd);
+int zd_nvme_zone_append(int fd, uint32_t nsid, uint64_t zslba, const void *buf, uint32_t len,
+                        uint32_t lba_size, uint64_t *alba);
+int64_t zd_pwrite(int fd, const void *buf, size_t len, int64_t off);
+int64_t zd_pread(int fd, void *buf, size_t len, int64_t off);
+"""
+
 # ---------------------------------------------------------------- the module
 # (sources relative to native/, cdef text, headers relative to native/)
 PARTS = [
     (SSDSIM_SOURCES, SSDSIM_CDEFS, SSDSIM_HEADERS),
+    (ZONED_SOURCES, ZONED_CDEFS, ZONED_HEADERS),
 ]
 
 SOURCES = [s for part in PARTS for s in part[0]]

@@ -142,6 +142,7 @@ def open_backends(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:
     for make in runs.values():          # fail before training if a device is wrong or too small
         b, dev = make()
         b.close()
+        dev.close()
     return runs
 
 

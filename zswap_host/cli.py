@@ -35,10 +35,14 @@ def friendly_errors(fn):
     return wrapper
 
 
-def _open(url: str, zoned: bool | None = None):
+_FORCE_HELP = ("Use a real block device even if it is mounted, in use, or holds a partition table, "
+               "file system or swap signature (its data will be destroyed).")
+
+
+def _open(url: str, zoned: bool | None = None, force: bool | None = None):
     from .devices import open_device
 
-    return open_device(url, zoned=zoned)
+    return open_device(url, zoned=zoned, force=force)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -98,14 +102,15 @@ def info(device: str, as_json: bool) -> None:
 @main.command()
 @click.argument("device")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (a list of zones) instead of text.")
+@click.option("--force", is_flag=True, help=_FORCE_HELP)
 @friendly_errors
-def zones(device: str, as_json: bool) -> None:
+def zones(device: str, as_json: bool, force: bool) -> None:
     """List DEVICE's zones: index, start, length, capacity, write pointer, condition.
 
     Positions are bytes here (blkzone report prints 512-byte sectors); conditions use blkzone's
     two-letter names (em, oi, oe, cl, fu, ro, of).
     """
-    dev = _open(device, zoned=True)
+    dev = _open(device, zoned=True, force=force)
     try:
         report = dev.report_zones()
     finally:
@@ -123,12 +128,13 @@ def zones(device: str, as_json: bool) -> None:
 @click.option("--zone", "zone", type=int, help="Reset this zone (index).")
 @click.option("--all", "all_zones", is_flag=True, help="Reset every zone.")
 @click.option("--yes", is_flag=True, help="Do not ask before resetting zones that hold data.")
+@click.option("--force", is_flag=True, help=_FORCE_HELP)
 @friendly_errors
-def reset(device: str, zone: int | None, all_zones: bool, yes: bool) -> None:
+def reset(device: str, zone: int | None, all_zones: bool, yes: bool, force: bool) -> None:
     """Reset zones of DEVICE (their data is gone)."""
     if (zone is None) == (not all_zones):
         _fail("give exactly one of --zone N or --all")
-    dev = _open(device, zoned=True)
+    dev = _open(device, zoned=True, force=force)
     try:
         report = dev.report_zones()
         targets = [z.index for z in report] if all_zones else [zone]
@@ -219,9 +225,11 @@ def characterize(device: str | None, quick: bool, json_path: str | None, plot_pa
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), help="Write PNG figures into this folder.")
 @click.option("--trace-out", type=click.Path(dir_okay=False, writable=True),
               help="Record the page fault/eviction trace (.npz) for replay without torch.")
+@click.option("--force", is_flag=True, help=_FORCE_HELP)
+@click.option("--yes", is_flag=True, help="Do not ask before the run resets zones of a real ZNS device that hold data.")
 @friendly_errors
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed,
-          no_ablation, keep_stale, quick, json_path, plot_dir, trace_out) -> None:
+          no_ablation, keep_stale, quick, json_path, plot_dir, trace_out, force=False, yes=False) -> None:
     """Train DLRM in DRAM only, on Linux swap over a conventional SSD, on the host-managed store over
     that SSD (ablation: aggregation without ZNS), and on the store over a ZNS device with
     host-scheduled GC; report them side by side.
@@ -250,8 +258,13 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
         bars[name].n = done
         bars[name].refresh()
 
+    from .devices.safety import forced
+
+    if device and not yes:
+        _confirm_zones_with_data(device, force)
     try:
-        report = run_bench(spec, progress)
+        with forced(force):
+            report = run_bench(spec, progress)
     finally:
         for b in bars.values():
             b.close()
@@ -266,6 +279,27 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
         with open(json_path, "w") as f:
             json.dump(report, f, indent=1)
         click.echo(f"wrote {json_path}")
+
+
+def _confirm_zones_with_data(device: str, force: bool) -> None:
+    """The store resets every zone of its device: ask first when a real device's zones hold data."""
+    import os
+    import stat
+
+    try:
+        if not stat.S_ISBLK(os.stat(device).st_mode):
+            return
+    except OSError:
+        return
+    dev = _open(device, zoned=True, force=force)
+    try:
+        holding = sum(z.wp > z.start for z in dev.report_zones())
+    finally:
+        dev.close()
+    if holding:
+        if not sys.stdin.isatty():
+            _fail(f"{holding} zone(s) of {device} hold data and the run resets them; give --yes to go ahead")
+        click.confirm(f"{holding} zone(s) of {device} hold data; the run resets them. Continue?", abort=True)
 
 
 def _budget(text: str | None):

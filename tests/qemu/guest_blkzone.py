@@ -33,16 +33,19 @@ def test_zones_json_agrees_with_blkzone_report():
     try:
         dev.reset_all()
         bs = dev.geometry.block_size
-        dev.write(dev.report_zones()[0].start, np.full(3 * bs, 7, np.uint8))        # oi, 3 blocks
-        dev.open_zone(1)                                                            # oe
+        start = [z.start for z in dev.report_zones()]
+        dev.write(start[0], np.full(3 * bs, 7, np.uint8))
+        dev.finish_zone(0)                                                  # fu, with data
+        dev.open_zone(1)                                                    # oe
         dev.append(1, np.full(bs, 1, np.uint8))
-        dev.write(dev.report_zones()[2].start, np.full(bs, 2, np.uint8))
-        dev.close_zone(2)                                                           # cl
-        dev.finish_zone(4)                                                          # fu (empty → full)
+        dev.write(start[2], np.full(bs, 2, np.uint8))
+        dev.close_zone(2)                                                   # cl
+        dev.write(start[3], np.full(2 * bs, 3, np.uint8))                   # oi
+        dev.finish_zone(4)                                                  # fu, empty → full
         conds = [z.cond for z in dev.report_zones()[:5]]
     finally:
         dev.close()
-    assert conds == [ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN, ZoneCond.CLOSED, ZoneCond.EMPTY, ZoneCond.FULL]
+    assert conds == [ZoneCond.FULL, ZoneCond.EXPLICIT_OPEN, ZoneCond.CLOSED, ZoneCond.IMPLICIT_OPEN, ZoneCond.FULL]
     ours = json.loads(subprocess.run([sys.executable, "-m", "zswap_host.cli", "zones", DEVICE, "--json"],
                                      check=True, capture_output=True, text=True).stdout)
     theirs = blkzone_report(DEVICE)

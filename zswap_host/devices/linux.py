@@ -185,8 +185,14 @@ class _DirectIO:
 
     def close(self) -> None:
         if getattr(self, "_fd", -1) >= 0:
+            rdev = os.fstat(self._fd).st_rdev
             os.close(self._fd)
             self._fd = -1
+            with _HELD_LOCK:
+                if _HELD.get(rdev, 0) > 1:
+                    _HELD[rdev] -= 1
+                else:
+                    _HELD.pop(rdev, None)
 
     def __enter__(self):
         return self
@@ -201,10 +207,34 @@ class _DirectIO:
             pass
 
 
+# block devices this process holds open: rdev -> number of open handles. A second handle in the same
+# process (bench opens the baseline device for more than one run) shares the claim instead of failing
+# its O_EXCL open; "open exclusively elsewhere" means by another program.
+_HELD: dict[int, int] = {}
+_HELD_LOCK = threading.Lock()
+
+
+def held_here(path: str) -> bool:
+    """True when this process already has ``path`` open through a Linux backend."""
+    try:
+        rdev = os.stat(path).st_rdev
+    except OSError:
+        return False
+    with _HELD_LOCK:
+        return _HELD.get(rdev, 0) > 0
+
+
 def _open_fd(path: str, exclusive: bool) -> int:
+    rdev = os.stat(path).st_rdev
+    with _HELD_LOCK:
+        if _HELD.get(rdev, 0) > 0:
+            exclusive = False
     flags = os.O_RDWR | os.O_DIRECT | os.O_CLOEXEC | (os.O_EXCL if exclusive else 0)
     try:
-        return os.open(path, flags)
+        fd = os.open(path, flags)
+        with _HELD_LOCK:
+            _HELD[rdev] = _HELD.get(rdev, 0) + 1
+        return fd
     except OSError as e:
         if e.errno == errno.EBUSY:
             from ..errors import UnsafeDeviceError
@@ -243,6 +273,7 @@ class LinuxZonedDevice(_DirectIO):
             raise DeviceSpecError(f"{path}: sysfs gives no zone size/count (chunk_sectors={chunk}, nr_zones={nr})")
         self._nr = nr
         self._chunk = chunk
+        self.block_size = lbs
         self._report_cap = self._report_raw(0, min(nr, 1))
         cap0 = int(self._report_cap[3][0]) * SECTOR
         max_append = int(read_sysfs(os.path.join(q, "zone_append_max_bytes"), "0") or 0)

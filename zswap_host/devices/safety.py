@@ -234,7 +234,9 @@ def check_device(path: str, force: bool | None = None) -> None:
     parts = partitions(path)
     if parts:
         raise UnsafeDeviceError(f"{path} holds partitions ({', '.join(parts)}); {_FORCE_HINT}")
-    if open_elsewhere(path):
+    from .linux import held_here
+
+    if not held_here(path) and open_elsewhere(path):
         raise UnsafeDeviceError(f"{path} is open exclusively by another program (O_EXCL open: EBUSY); {_FORCE_HINT}")
     sig = signature(path)
     if sig:
