@@ -140,19 +140,20 @@ class SwapStore:
         if srt[0] < 0:
             raise ValueError("page ids must not be negative")
         with self._lock:
-            if (srt[1:] == srt[:-1]).any():              # the last copy of an id wins
+            if np.count_nonzero(srt[1:] == srt[:-1]):    # the last copy of an id wins
                 rev = ids[::-1]
                 _, first = np.unique(rev, return_index=True)
                 keep = np.sort(ids.size - 1 - first)
                 ids, pages = ids[keep], pages[keep]
             if srt[-1] >= self._loc.size:
                 self._grow(int(srt[-1]))
-            stored = (self._loc[ids] != NONE) | (self._bufidx[ids] != 0)
-            new = int(ids.size - stored.sum())
+            b = self._bufidx[ids]
+            new = int(np.count_nonzero((self._loc[ids] == NONE) & (b == 0)))
             if self._live + new > self._capacity:
                 raise SwapFullError(
                     f"swap store full: {self._live} pages stored, {new} more do not fit in {self.capacity_pages}")
-            self._unbuffer(ids)
+            if np.count_nonzero(b):
+                self._unbuffer(ids)
             if self._pf.size:
                 self._pf.drop(self._pfpos, ids)
             if self._lost_count:
@@ -367,7 +368,7 @@ class SwapStore:
             self._flush_buffer(k, force=False, least=self._min_pages)
             while n - i >= self._min_pages:
                 m = min(chunk, n - i)
-                i += self._write(k, ids[i:i + m], pages[i:i + m])
+                i += self._write(k, ids[i:i + m], pages[i:i + m], buffered=False)
         finally:
             if i < n:
                 self._buffer(k, ids[i:], pages[i:])
@@ -382,7 +383,7 @@ class SwapStore:
             w = self._write(k, buf.ids[:m].copy(), buf.data[:m])
             buf.drop_front(w)
 
-    def _write(self, k: int, ids: np.ndarray, data: np.ndarray) -> int:
+    def _write(self, k: int, ids: np.ndarray, data: np.ndarray, buffered: bool = True) -> int:
         """Append up to len(ids) pages into stream k's zone; returns how many were written."""
         group, for_gc = self._group[k], k == self._gcb
         error: DeviceIOError | None = None
@@ -395,7 +396,7 @@ class SwapStore:
                 error = e
                 self._write_failed(group, z)
                 continue
-            self._commit(ids[:n], z, off, gc=for_gc)
+            self._commit(ids[:n], z, off, gc=for_gc, buffered=buffered)
             if self._alloc.written[z] == self._D:
                 self._seal(group, z)
             return n
@@ -413,18 +414,18 @@ class SwapStore:
             if not self._foreground_gc():
                 raise SwapFullError("no free zone and GC cannot reclaim one")
 
-    def _commit(self, ids: np.ndarray, z: int, off: int, gc: bool) -> None:
+    def _commit(self, ids: np.ndarray, z: int, off: int, gc: bool, buffered: bool = True) -> None:
         """The new copies are on the device: move the map entries, invalidate the old copies."""
         n, ps = ids.size, self.page_size
         first = off // ps
         written = int(self._alloc.written[z])
         assert first == z * self._spz + written, f"zone {z}: device wrote at slot {first}, expected +{written}"
         self._invalidate(ids)
-        slots = np.arange(first, first + n, dtype=np.int64)
-        self._loc[ids] = slots
-        self._rmap[slots] = ids + 1
+        self._loc[ids] = np.arange(first, first + n, dtype=np.int64)
+        self._rmap[first:first + n] = ids + 1
         self._valid[z] += n
-        self._bufidx[ids] = 0
+        if buffered:
+            self._bufidx[ids] = 0
         self._alloc.written[z] = written + n
         self._wclock += n * ps
         self._alloc.last_write[z] = self._wclock
@@ -435,7 +436,7 @@ class SwapStore:
     def _invalidate(self, ids: np.ndarray) -> None:
         old = self._loc[ids]
         has = old != NONE
-        if has.any():
+        if np.count_nonzero(has):
             o = old[has].astype(np.int64)
             self._rmap[o] = 0
             self._valid -= np.bincount(o // self._spz, minlength=self._valid.size)
