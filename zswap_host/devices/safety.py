@@ -97,21 +97,23 @@ def mounted_at(path: str) -> list[tuple[str, str]]:
 def active_swap(path: str) -> list[str]:
     """Entries of /proc/swaps that are this device or one of its partitions."""
     devs = related_devnums(path)
-    out = []
+    return [name for name, st in _swaps()
+            if stat.S_ISBLK(st.st_mode) and f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}" in devs]
+
+
+def _swaps():
+    """(name, stat) of every active swap area in /proc/swaps that can be stat'ed."""
     try:
         with open("/proc/swaps") as f:
-            next(f, None)
-            for line in f:
-                name = line.split()[0] if line.split() else ""
-                try:
-                    st = os.stat(name)
-                except OSError:
-                    continue
-                if stat.S_ISBLK(st.st_mode) and f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}" in devs:
-                    out.append(name)
+            lines = f.read().splitlines()[1:]
     except OSError:
-        pass
-    return out
+        return
+    for line in lines:
+        name = line.split()[0] if line.split() else ""
+        try:
+            yield name, os.stat(name)
+        except OSError:
+            continue
 
 
 def holders(path: str) -> list[str]:
@@ -251,19 +253,9 @@ def check_file(path: str, force: bool | None = None) -> None:
     if force:
         return
     st = os.stat(path)
-    try:
-        with open("/proc/swaps") as f:
-            next(f, None)
-            for line in f:
-                name = line.split()[0] if line.split() else ""
-                try:
-                    other = os.stat(name)
-                except OSError:
-                    continue
-                if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
-                    raise UnsafeDeviceError(f"{path} is in use as swap; swapoff it first, or {_FORCE_HINT}")
-    except OSError:
-        pass
+    for _, other in _swaps():
+        if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            raise UnsafeDeviceError(f"{path} is in use as swap; swapoff it first, or {_FORCE_HINT}")
     with open(path, "rb") as f:
         found = _magic_signature(f.read(128 << 10))
     if found:
