@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import InvalidIOError
+from ..errors import InvalidIOError, ZoneStateError
 from .zone import Zone, ZoneGeometry
 
 Buffer = bytes | bytearray | memoryview | np.ndarray
@@ -163,6 +163,15 @@ def as_bytes_view(data: Buffer) -> np.ndarray:
     if isinstance(data, np.ndarray):
         return data.reshape(-1).view(np.uint8) if data.flags.c_contiguous else np.ascontiguousarray(data).reshape(-1).view(np.uint8)
     return np.frombuffer(data, dtype=np.uint8)
+
+
+def check_zone_write(g: ZoneGeometry, offset: int, length: int) -> int:
+    """The zone a write lands in: aligned, inside the device, not crossing a zone's end."""
+    check_aligned(offset, length, g.block_size, g.size, "write")
+    z = g.zone_of(offset)
+    if g.zone_of(offset + length - 1) != z:
+        raise ZoneStateError(f"write at {offset} of {length} bytes crosses the end of zone {z}", zone=z)
+    return z
 
 
 def check_batch(offsets: np.ndarray, lengths: np.ndarray, block_size: int, limit: int, what: str) -> None:

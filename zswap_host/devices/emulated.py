@@ -14,9 +14,9 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
+from ..errors import DeviceIOError, InvalidIOError, ZoneStateError
 from .backing import Backing, save_sidecar
-from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view, check_aligned, check_batch
+from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view, check_aligned, check_batch, check_zone_write
 from .zone import Zone, ZoneCond, ZoneGeometry
 
 _READ, _WRITE = 0, 1
@@ -203,10 +203,7 @@ class EmulatedZonedDevice(ModelClock):
     def write(self, offset: int, data: Buffer) -> None:
         view = as_bytes_view(data)
         g = self.geometry
-        check_aligned(offset, view.size, g.block_size, g.size, "write")
-        z = g.zone_of(offset)
-        if g.zone_of(offset + view.size - 1) != z:
-            raise ZoneStateError(f"write at {offset} of {view.size} bytes crosses the end of zone {z}", zone=z)
+        z = check_zone_write(g, offset, view.size)
         with self._lock:
             self._write_at_wp(z, offset - g.zone_start(z), view, "write")
 

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, NotZonedError, ZoneStateError
-from .base import Buffer, DeviceStats, IoCounters, as_bytes_view, check_aligned, check_batch
+from .base import Buffer, DeviceStats, IoCounters, as_bytes_view, check_aligned, check_batch, check_zone_write
 from .zone import Zone, ZoneCond, ZoneGeometry
 
 SECTOR = 512
@@ -389,10 +389,7 @@ class LinuxZonedDevice(_DirectIO):
     def write(self, offset: int, data: Buffer) -> None:
         view = as_bytes_view(data)
         g = self.geometry
-        check_aligned(offset, view.size, g.block_size, g.size, "write")
-        z = g.zone_of(offset)
-        if g.zone_of(offset + view.size - 1) != z:
-            raise ZoneStateError(f"write at {offset} of {view.size} bytes crosses the end of zone {z}", zone=z)
+        z = check_zone_write(g, offset, view.size)
         rel = offset - g.zone_start(z)
         if self._max_sectors and view.size > self._max_sectors and rel + view.size > g.zone_capacity:
             # the kernel would split this write and the first parts would land: refuse it whole
