@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import shlex
 import shutil
 import subprocess
 import sys

@@ -81,10 +81,13 @@ def test_cli_json_and_plots(tmp_path):
     out = tmp_path / "bench.json"
     r = CliRunner().invoke(main, ["bench", "--model", "tiny", "--iterations", "12", "--json", str(out),
                                   "--plot", str(tmp_path / "plots"), "--no-ablation",
-                                  "--trace-out", str(tmp_path / "t.npz")])
+                                  "--trace-out", str(tmp_path / "t.npz"), "--verify"])
     assert r.exit_code == 0, r.output
     d = json.loads(out.read_text())
     assert [x["name"] for x in d["runs"]] == ["dram-only", "conventional", "zns-host-gc"]
+    for run in d["runs"][1:]:           # every page that came back was checked against its fingerprint
+        assert run["verify"]["pages_checked"] == run["paging"]["faults"] > 0
+    assert "pages verified bit-exact" in r.output
     assert set(d["ratios"]) >= {"slowdown_conventional", "slowdown_zns-host-gc", "losses_match"}
     assert len(list((tmp_path / "plots").glob("*.png"))) == 4
     from zswap_host.workloads import SwapTrace

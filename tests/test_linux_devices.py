@@ -19,7 +19,7 @@ from zswap_host import open_device
 from zswap_host.cli import main
 from zswap_host.devices import safety
 from zswap_host.devices.blockdev import FileBlockDevice
-from zswap_host.errors import NotZonedError, UnsafeDeviceError
+from zswap_host.errors import DeviceIOError, NotZonedError, UnsafeDeviceError
 
 
 def _loop_reason() -> str | None:
@@ -150,6 +150,17 @@ def test_mounted_device_is_refused_even_after_wiping_nothing(loopdev, tmp_path):
     try:
         with pytest.raises(UnsafeDeviceError, match="mounted"):
             open_device(dev_path)
+        assert safety.mounted_at(dev_path)
+        # inspecting is allowed: info opens read-only and claims nothing
+        r = CliRunner().invoke(main, ["info", dev_path, "--json"])
+        assert r.exit_code == 0, r.output
+        assert '"size": %d' % (32 << 20) in r.output
+        dev = open_device(dev_path, readonly=True)
+        try:
+            with pytest.raises(DeviceIOError, match="EBADF"):
+                dev.write(0, np.zeros(4096, np.uint8))
+        finally:
+            dev.close()
         assert safety.mounted_at(dev_path)
     finally:
         _run("umount", str(mnt))

@@ -8,10 +8,12 @@ from .backend import SwapBackend, SwapStats
 from .baseline import ConventionalSwap
 from .devices import open_device
 from .errors import (
+    DependencyMissingError,
     DeviceIOError,
     DeviceSpecError,
     InvalidIOError,
     NotZonedError,
+    PageCorruptError,
     PageLostError,
     SwapFullError,
     UnsafeDeviceError,
@@ -24,7 +26,8 @@ from .store import StoreConfig, SwapStore
 __version__ = "0.1.0"
 
 __all__ = [
-    "DeviceIOError", "DeviceSpecError", "InvalidIOError", "NotZonedError", "PageLostError", "SwapFullError",
-    "UnsafeDeviceError", "ZoneStateError", "ZswapError", "open_device",
+    "DependencyMissingError", "DeviceIOError", "DeviceSpecError", "InvalidIOError", "NotZonedError",
+    "PageCorruptError", "PageLostError", "SwapFullError", "UnsafeDeviceError", "ZoneStateError", "ZswapError",
+    "open_device",
     "ConventionalSwap", "StoreConfig", "SwapBackend", "SwapStats", "SwapStore",
 ]

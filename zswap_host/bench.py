@@ -15,6 +15,7 @@ import numpy as np
 
 from .errors import SwapFullError, ZswapError
 from .units import format_size
+from .verify import VerifyingBackend
 
 PAGE = 4096
 ZONE = 16 << 20          # zone size of the default emulated ZNS device (halved for small runs)
@@ -42,6 +43,7 @@ class BenchSpec:
     ablation: bool = True
     trace_out: str | None = None
     discard_dirty: bool = True          # a dirtied page's swap copy is dropped (Linux frees the slot on a write fault)
+    verify: bool = False                # fingerprint every swapped-out page, check it at swap-in (verify.py)
 
 
 @dataclass
@@ -165,6 +167,8 @@ def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None 
         backend = dev = None
         if make is not None:
             backend, dev = make()
+            if spec.verify:
+                backend = VerifyingBackend(backend)
         clock = dev.now if dev is not None and getattr(dev.stats(), "clock", "wall") == "modeled" else None
         written: list[tuple[int, int]] = []
 
@@ -205,6 +209,8 @@ def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None 
             s["gc_time_s"] = s.get("gc_time_s", 0.0)
             s["device"] = dev.describe().get("url")
             rec.update({k: v for k, v in s.items() if k not in rec})
+            if spec.verify:
+                rec["verify"] = backend.verify_stats()
             extras[name] = {"latencies": backend.swap_in_latencies()}
             backend.close()
             dev.close()
@@ -216,7 +222,7 @@ def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None 
     report = {"preset": pl.preset.name, "model": pl.model.name, "iterations": pl.iterations,
               "batch_size": pl.batch_size, "seed": spec.seed, "table_bytes": pl.table_bytes,
               "budget_bytes": pl.budget_bytes, "placement": spec.placement, "victim": spec.victim,
-              "discard_dirty": spec.discard_dirty,
+              "discard_dirty": spec.discard_dirty, "verify": spec.verify,
               "devices": {"baseline": pl.baseline_url, "zns": pl.zns_url},
               "runs": runs, "ratios": ratios(runs)}
     report["_extras"] = extras
@@ -289,6 +295,9 @@ def format_table(report: dict) -> str:
                      f"ZNS on top {q['zns_gain']:.2f}x")
     lines.append(f"losses {'match' if q['losses_match'] else 'DIFFER'} across runs "
                  f"(max difference {q['max_loss_difference']:.2e})")
+    checked = [f"{r['name']} {r['verify']['pages_checked']}" for r in report["runs"] if "verify" in r]
+    if checked:
+        lines.append("pages verified bit-exact at swap-in: " + ", ".join(checked))
     lines.append("train time = compute (wall) + I/O stall (the run's clock); <32K w/r: share of device writes / "
                  "reads under 32 KiB; p50/p99: per-page swap-in latency")
     return "\n".join(lines)

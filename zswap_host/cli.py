@@ -39,10 +39,10 @@ _FORCE_HELP = ("Use a real block device even if it is mounted, in use, or holds 
                "file system or swap signature (its data will be destroyed).")
 
 
-def _open(url: str, zoned: bool | None = None, force: bool | None = None):
+def _open(url: str, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
     from .devices import open_device
 
-    return open_device(url, zoned=zoned, force=force)
+    return open_device(url, zoned=zoned, force=force, readonly=readonly)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -62,8 +62,8 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @friendly_errors
 def info(device: str, as_json: bool) -> None:
-    """Show DEVICE's geometry, limits and SSD model."""
-    dev = _open(device)
+    """Show DEVICE's geometry, limits and SSD model. Read-only: works on a mounted device too."""
+    dev = _open(device, readonly=True)
     try:
         d = dev.describe()
         if d.get("preset"):
@@ -102,15 +102,14 @@ def info(device: str, as_json: bool) -> None:
 @main.command()
 @click.argument("device")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (a list of zones) instead of text.")
-@click.option("--force", is_flag=True, help=_FORCE_HELP)
 @friendly_errors
-def zones(device: str, as_json: bool, force: bool) -> None:
+def zones(device: str, as_json: bool) -> None:
     """List DEVICE's zones: index, start, length, capacity, write pointer, condition.
 
     Positions are bytes here (blkzone report prints 512-byte sectors); conditions use blkzone's
-    two-letter names (em, oi, oe, cl, fu, ro, of).
+    two-letter names (em, oi, oe, cl, fu, ro, of). Read-only: works on a device in use too.
     """
-    dev = _open(device, zoned=True, force=force)
+    dev = _open(device, zoned=True, readonly=True)
     try:
         report = dev.report_zones()
     finally:
@@ -148,6 +147,64 @@ def reset(device: str, zone: int | None, all_zones: bool, yes: bool, force: bool
         click.echo(f"reset {len(targets)} zone(s)")
     finally:
         dev.close()
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (a list of namespaces, [] if none) instead of text.")
+@friendly_errors
+def devices(as_json: bool) -> None:
+    """List NVMe controllers and their namespaces: model, serial, size, and whether each namespace is
+    zoned, with its zone geometry (zone count, size and capacity, open/active limits, zone append
+    limit). Sizes are bytes in JSON; an open or active limit of 0 means none.
+
+    Discovery uses libnvme's Python bindings, the nvme extra, which pip builds from source with swig:
+
+    \b
+        apt install swig
+        pip install 'zswap-host[nvme]'
+    """
+    from .devices.nvme_discovery import discover
+
+    found = discover()
+    if as_json:
+        click.echo(json.dumps([r.as_dict() for r in found], indent=1))
+    elif not found:
+        click.echo("No NVMe devices found.")
+    else:
+        click.echo(format_devices(found))
+
+
+_DEVICE_COLUMNS = ("namespace", "nsid", "size", "block", "zoned", "zones", "zone size", "capacity", "max open",
+                   "max active", "append")
+
+
+def format_devices(found: list) -> str:
+    """The ``devices`` table for ``NvmeNamespace`` records: a line per controller, then a row per namespace."""
+    import itertools
+
+    def limit(n: int | None) -> str:
+        return "?" if n is None else "none" if n == 0 else str(n)
+
+    out = []
+    for _, group in itertools.groupby(found, key=lambda r: r.controller):
+        group = list(group)
+        c = group[0]
+        out.append(f"{c.controller}: {c.model or '?'}, serial {c.serial or '?'}, firmware {c.firmware or '?'}, "
+                   f"{c.transport or '?'}")
+        rows = [list(_DEVICE_COLUMNS)]
+        for r in group:
+            row = [r.name, str(r.nsid), format_size(r.size), str(r.block_size), r.zoned_model if r.zoned else "no"]
+            if r.zoned:
+                row += [str(r.nr_zones), format_size(r.zone_size),
+                        format_size(r.zone_capacity) if r.zone_capacity else "?", limit(r.max_open),
+                        limit(r.max_active), format_size(r.max_append) if r.max_append else "none"]
+            rows.append(row)
+        ncols = len(_DEVICE_COLUMNS) if any(r.zoned for r in group) else 5   # zone columns only if used
+        width = [max(len(row[i]) for row in rows if i < len(row)) for i in range(ncols)]
+        for row in rows:   # names left-aligned, numbers right-aligned
+            cells = [v.ljust(w) if i in (0, 4) else v.rjust(w) for i, (v, w) in enumerate(zip(row, width))]
+            out.append("  " + "  ".join(cells).rstrip())
+    return "\n".join(out)
 
 
 @main.command()
@@ -221,6 +278,8 @@ def characterize(device: str | None, quick: bool, json_path: str | None, plot_pa
 @click.option("--keep-stale", is_flag=True, help="Keep a page's swap copy after the page is dirtied in DRAM "
               "[default: drop it, as Linux frees the swap slot on a write fault].")
 @click.option("--quick", is_flag=True, help="The quick preset (under 2 minutes).")
+@click.option("--verify", is_flag=True, help="Check every swapped-in page against a fingerprint taken at "
+              "swap-out; a page that differs stops the run (for real devices and emulators).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Write the report as JSON.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), help="Write PNG figures into this folder.")
 @click.option("--trace-out", type=click.Path(dir_okay=False, writable=True),
@@ -229,7 +288,8 @@ def characterize(device: str | None, quick: bool, json_path: str | None, plot_pa
 @click.option("--yes", is_flag=True, help="Do not ask before the run resets zones of a real ZNS device that hold data.")
 @friendly_errors
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed,
-          no_ablation, keep_stale, quick, json_path, plot_dir, trace_out, force=False, yes=False) -> None:
+          no_ablation, keep_stale, quick, verify, json_path, plot_dir, trace_out, force=False,
+          yes=False) -> None:
     """Train DLRM in DRAM only, on Linux swap over a conventional SSD, on the host-managed store over
     that SSD (ablation: aggregation without ZNS), and on the store over a ZNS device with
     host-scheduled GC; report them side by side.
@@ -244,7 +304,8 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
     spec = BenchSpec(preset=preset or ("quick" if quick else "default"), device=device,
                      baseline_device=baseline_device, placement=placement, victim=victim,
                      budget=_budget(budget), iterations=iterations, batch_size=batch_size, seed=seed,
-                     ablation=not no_ablation, trace_out=trace_out, discard_dirty=not keep_stale)
+                     ablation=not no_ablation, trace_out=trace_out, discard_dirty=not keep_stale,
+                     verify=verify)
     bars: dict = {}
 
     def progress(name: str, done: int, total: int) -> None:   # one bar per run, made when it starts

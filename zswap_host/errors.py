@@ -47,9 +47,23 @@ class InvalidIOError(ZswapError, ValueError):
     """An I/O that no device accepts: not block aligned, or outside the device (Linux: EINVAL)."""
 
 
+class DependencyMissingError(ZswapError):
+    """An optional dependency a command needs is not installed (or was built without a part it
+    needs); the message names what to install."""
+
+
 class PageLostError(ZswapError):
     """Pages whose only copy lived in a zone that went offline. ``page_ids`` names exactly them;
     a later ``swap_in`` of one of them raises this again until it is swapped out anew or discarded."""
+
+    def __init__(self, message: str, page_ids) -> None:
+        super().__init__(message)
+        self.page_ids = page_ids
+
+
+class PageCorruptError(ZswapError):
+    """A page came back from swap with other bytes than were swapped out (caught by
+    ``VerifyingBackend``). ``page_ids`` names the pages that differ."""
 
     def __init__(self, message: str, page_ids) -> None:
         super().__init__(message)

@@ -22,6 +22,8 @@ step() {
     tail -n 25 "$OUT/$name.log"
 }
 
+# NVMe discovery through libnvme (the nvme extra): the controller and both namespaces, as JSON
+step devices sh -c '"$1" -m zswap_host.cli devices --json > "$2"' sh "$PY" "$OUT/devices.json"
 PYTEST=("$PY" -m pytest -q -p no:cacheprovider --rootdir "$REPO" -c "$REPO/pyproject.toml")
 step conformance "${PYTEST[@]}" --junitxml "$OUT/conformance.xml" "$REPO/tests/qemu/guest_conformance.py"
 step blkzone "${PYTEST[@]}" --junitxml "$OUT/blkzone.xml" "$REPO/tests/qemu/guest_blkzone.py"

@@ -4,12 +4,14 @@ append limit 512 KiB), and inside it run (tests/qemu/guest_suite.sh):
 
 - the device conformance suite, unchanged, against /dev/nvme0n2 (guest_conformance.py);
 - ``zswap-host zones /dev/nvme0n2 --json`` against ``blkzone report`` (guest_blkzone.py);
+- ``zswap-host devices --json``: libnvme's view of the controller and both namespaces;
 - ``zswap-host bench --device /dev/nvme0n2 --baseline-device /dev/nvme0n1 --quick --iterations 40``
   (opt-in: ``ZSWAP_QEMU_BENCH=1``).
 
 The tests below check what the guest left in the shared results folder. They are skipped (with the
 reason) only when QEMU, a kernel in /boot, virtme-ng or a static busybox are missing; .ci/run
-installs them. ``ZSWAP_QEMU=0`` skips them on purpose; the guest log is kept in the pytest tmp folder.
+installs them (and the devices check skips without the nvme extra). ``ZSWAP_QEMU=0`` skips them on
+purpose; the guest log is kept in the pytest tmp folder.
 """
 
 from __future__ import annotations
@@ -97,6 +99,41 @@ def test_zones_json_agrees_with_blkzone(guest):
     summary = json.loads((results / "blkzone.json").read_text())
     assert summary["zones"] == summary["agree"] == ZnsVmConfig().zones
     assert {"em", "oi", "oe", "cl", "fu"} <= set(summary["conditions"])
+
+
+def _libnvme_missing() -> str | None:
+    """Why the guest cannot run `devices` (it uses this venv, so ask here), or None."""
+    from zswap_host.devices.nvme_discovery import load_libnvme
+    from zswap_host.errors import DependencyMissingError
+
+    try:
+        load_libnvme()
+    except DependencyMissingError as e:
+        return str(e)
+    return None
+
+
+def test_devices_lists_the_controller_and_both_namespaces(guest):
+    res, results = guest
+    why = _libnvme_missing()
+    if why:
+        pytest.skip(why)
+    assert _steps(res.output).get("devices") == 0, (results / "devices.log").read_text()[-3000:]
+    found = {d["name"]: d for d in json.loads((results / "devices.json").read_text())}
+    assert set(found) == {"nvme0n1", "nvme0n2"}, found
+    cfg = ZnsVmConfig()
+    for d in found.values():
+        assert d["controller"] == "nvme0" and d["serial"] == "zswapzns" and d["model"], d
+        assert d["transport"] == "pcie" and d["firmware"], d
+    conv, zns = found["nvme0n1"], found["nvme0n2"]
+    assert zns["block_size"] == cfg.block_size and conv["block_size"] == 512   # QEMU's default for nsid 1
+    assert (conv["nsid"], conv["zoned"], conv["size"], conv["zone_size"]) == (1, False, cfg.conv_size, None)
+    assert zns["nsid"] == 2 and zns["zoned"] is True and zns["zoned_model"] == "host-managed"
+    assert {k: zns[k] for k in ("nr_zones", "zone_size", "zone_capacity", "max_open", "max_active", "max_append",
+                                "size")} == {
+        "nr_zones": cfg.zones, "zone_size": cfg.zone_size, "zone_capacity": cfg.zone_capacity,
+        "max_open": cfg.max_open, "max_active": cfg.max_active, "max_append": cfg.max_append,
+        "size": cfg.zones * cfg.zone_size}
 
 
 @pytest.mark.skipif(not os.environ.get("ZSWAP_QEMU_BENCH"),

@@ -174,6 +174,13 @@ def check_zone_write(g: ZoneGeometry, offset: int, length: int) -> int:
     return z
 
 
+def check_append(g: ZoneGeometry, length: int) -> None:
+    """A zone append's size: whole blocks, at most a zone, within the device's append limit."""
+    check_aligned(0, length, g.block_size, g.zone_size, "zone append")
+    if g.max_append and length > g.max_append:
+        raise InvalidIOError(f"zone append of {length} bytes exceeds the device's append limit {g.max_append}")
+
+
 def check_batch(offsets: np.ndarray, lengths: np.ndarray, block_size: int, limit: int, what: str) -> None:
     """check_aligned for many ranges at once (the per-range check only runs to name the bad one)."""
     if offsets.size <= 4:

@@ -138,7 +138,7 @@ class FileBlockDevice:
 
     kind = "file"
 
-    def __init__(self, path: str, block_size: int = 4096) -> None:
+    def __init__(self, path: str, block_size: int = 4096, readonly: bool = False) -> None:
         if not os.path.isfile(path):
             raise DeviceSpecError(f"{path} is not a regular file")
         size = os.path.getsize(path)
@@ -148,7 +148,8 @@ class FileBlockDevice:
         self.block_size = block_size
         self.size = size - size % block_size
         self.url = path
-        self._fd = os.open(path, os.O_RDWR)
+        self.readonly = readonly
+        self._fd = os.open(path, os.O_RDONLY if readonly else os.O_RDWR)
         self._io = IoCounters()
         self._busy = 0.0
         self._t0 = time.perf_counter()

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import DeviceIOError, InvalidIOError, ZoneStateError
 from .backing import Backing, save_sidecar
-from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view, check_aligned, check_batch, check_zone_write
+from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view, check_aligned, check_append, check_batch, check_zone_write
 from .zone import Zone, ZoneCond, ZoneGeometry
 
 _READ, _WRITE = 0, 1
@@ -210,9 +210,7 @@ class EmulatedZonedDevice(ModelClock):
     def append(self, z: int, data: Buffer) -> int:
         view = as_bytes_view(data)
         g = self.geometry
-        check_aligned(0, view.size, g.block_size, g.zone_size, "zone append")
-        if g.max_append and view.size > g.max_append:
-            raise InvalidIOError(f"zone append of {view.size} bytes exceeds the device's append limit {g.max_append}")
+        check_append(g, view.size)
         with self._lock:
             z = self._zone_index(z)
             return self._write_at_wp(z, int(self._wp[z]), view, "append")

@@ -22,11 +22,13 @@ import errno
 import os
 import threading
 import time
+from typing import NamedTuple
 
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, NotZonedError, ZoneStateError
-from .base import Buffer, DeviceStats, IoCounters, as_bytes_view, check_aligned, check_batch, check_zone_write
+from .base import (Buffer, DeviceStats, IoCounters, as_bytes_view, check_aligned, check_append, check_batch,
+                   check_zone_write)
 from .zone import Zone, ZoneCond, ZoneGeometry
 
 SECTOR = 512
@@ -101,6 +103,65 @@ def zoned_model(path: str) -> str:
     return read_sysfs(os.path.join(queue_dir(path), "zoned"), "none") or "none"
 
 
+class QueueZoneLimits(NamedTuple):
+    """What a disk's ``queue`` folder says about its zones (0 where it says nothing or has no limit)."""
+
+    block_size: int        # logical_block_size, bytes
+    zone_sectors: int      # chunk_sectors: zone size in 512-byte sectors
+    nr_zones: int
+    max_open: int
+    max_active: int
+    max_append: int        # zone_append_max_bytes, rounded down to whole blocks
+
+
+def queue_zone_limits(q: str) -> QueueZoneLimits:
+    """Zone geometry from sysfs ``queue`` folder ``q`` (see :func:`queue_dir`)."""
+    def num(name: str) -> int:
+        return int(read_sysfs(os.path.join(q, name), "0") or 0)
+
+    lbs = num("logical_block_size")
+    append = num("zone_append_max_bytes")
+    return QueueZoneLimits(lbs, num("chunk_sectors"), num("nr_zones"), num("max_open_zones"),
+                           num("max_active_zones"), append - append % lbs if lbs else append)
+
+
+def first_zone_capacity(path: str, zone_sectors: int) -> int | None:
+    """Zone 0's capacity in bytes from the zone report, through a read-only open (no exclusive claim,
+    nothing written); None when the report is refused."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        cap = _report_fd(fd, path, zone_sectors, 0, 1)[3]
+        return int(cap[0]) * SECTOR if cap.size else None
+    except (DeviceIOError, DeviceSpecError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def _report_fd(fd: int, path: str, chunk: int, first: int, n: int):
+    """Zones ``first`` .. ``first + n - 1`` of the zoned device open as ``fd`` (sector units):
+    start, len, wp, capacity, condition and type arrays."""
+    ffi, lib = _lib()
+    start = np.zeros(n, np.uint64)
+    ln, wp, cap = np.zeros_like(start), np.zeros_like(start), np.zeros_like(start)
+    cond, typ = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+    flags = ffi.new("uint32_t *")
+    got = 0
+    while got < n:
+        p = lambda a: ffi.cast(f"{'uint64_t' if a.dtype == np.uint64 else 'uint8_t'} *", a[got:].ctypes.data)
+        r = lib.zd_report_zones(fd, (first + got) * chunk, n - got, p(start), p(ln), p(wp), p(cap),
+                                p(cond), p(typ), flags)
+        if r < 0:
+            raise DeviceIOError(f"{path}: zone report failed: {os.strerror(-r)} ({_errname(-r)})")
+        if r == 0:
+            break
+        got += r
+    return start[:got], ln[:got], wp[:got], cap[:got], cond[:got], typ[:got]
+
+
 def is_nvme_namespace(path: str) -> bool:
     return os.path.basename(sysfs_dir(path)).startswith("nvme")
 
@@ -116,6 +177,7 @@ class _DirectIO:
     path: str
     block_size: int
     _fd: int
+    readonly: bool = False
 
     def _init_io(self) -> None:
         self._io = IoCounters()
@@ -188,6 +250,8 @@ class _DirectIO:
             rdev = os.fstat(self._fd).st_rdev
             os.close(self._fd)
             self._fd = -1
+            if self.readonly:
+                return
             with _HELD_LOCK:
                 if _HELD.get(rdev, 0) > 1:
                     _HELD[rdev] -= 1
@@ -224,16 +288,20 @@ def held_here(path: str) -> bool:
         return _HELD.get(rdev, 0) > 0
 
 
-def _open_fd(path: str, exclusive: bool) -> int:
+def _open_fd(path: str, exclusive: bool, readonly: bool = False) -> int:
+    """Open for O_DIRECT I/O. A read-only handle (``info``, ``zones``) claims nothing: it works on a
+    device that is mounted or in use, and does not count in ``_HELD``."""
     rdev = os.stat(path).st_rdev
     with _HELD_LOCK:
-        if _HELD.get(rdev, 0) > 0:
+        if _HELD.get(rdev, 0) > 0 or readonly:
             exclusive = False
-    flags = os.O_RDWR | os.O_DIRECT | os.O_CLOEXEC | (os.O_EXCL if exclusive else 0)
+    mode = os.O_RDONLY if readonly else os.O_RDWR
+    flags = mode | os.O_DIRECT | os.O_CLOEXEC | (os.O_EXCL if exclusive else 0)
     try:
         fd = os.open(path, flags)
-        with _HELD_LOCK:
-            _HELD[rdev] = _HELD.get(rdev, 0) + 1
+        if not readonly:
+            with _HELD_LOCK:
+                _HELD[rdev] = _HELD.get(rdev, 0) + 1
         return fd
     except OSError as e:
         if e.errno == errno.EBUSY:
@@ -252,7 +320,8 @@ class LinuxZonedDevice(_DirectIO):
 
     kind = "linux-zoned"
 
-    def __init__(self, path: str, exclusive: bool = True, use_passthrough: bool | None = None) -> None:
+    def __init__(self, path: str, exclusive: bool = True, use_passthrough: bool | None = None,
+                 readonly: bool = False) -> None:
         model = zoned_model(path)
         if model == "none":
             raise NotZonedError(
@@ -261,13 +330,15 @@ class LinuxZonedDevice(_DirectIO):
         self.path = self.url = path
         self.zoned_model = model
         q = queue_dir(path)
+        self.readonly = readonly
         self._fd = -1
-        self._fd = _open_fd(path, exclusive)
+        self._fd = _open_fd(path, exclusive, readonly)
         self._init_io()
         ffi, lib = _lib()
-        lbs = int(read_sysfs(os.path.join(q, "logical_block_size"), "0") or 0) or lib.zd_logical_block_size(self._fd)
-        chunk = int(read_sysfs(os.path.join(q, "chunk_sectors"), "0") or 0)
-        nr = int(read_sysfs(os.path.join(q, "nr_zones"), "0") or 0) or lib.zd_nr_zones(self._fd)
+        lim = queue_zone_limits(q)
+        lbs = lim.block_size or lib.zd_logical_block_size(self._fd)
+        chunk = lim.zone_sectors
+        nr = lim.nr_zones or lib.zd_nr_zones(self._fd)
         if chunk <= 0 or nr <= 0:
             self.close()
             raise DeviceSpecError(f"{path}: sysfs gives no zone size/count (chunk_sectors={chunk}, nr_zones={nr})")
@@ -276,14 +347,12 @@ class LinuxZonedDevice(_DirectIO):
         self.block_size = lbs
         self._report_cap = self._report_raw(0, min(nr, 1))
         cap0 = int(self._report_cap[3][0]) * SECTOR
-        max_append = int(read_sysfs(os.path.join(q, "zone_append_max_bytes"), "0") or 0)
-        max_append -= max_append % lbs
+        max_append = lim.max_append - lim.max_append % lbs
         self._max_sectors = int(read_sysfs(os.path.join(q, "max_sectors_kb"), "0") or 0) * 1024
         try:
             self.geometry = ZoneGeometry(
                 nr_zones=nr, zone_size=chunk * SECTOR, zone_capacity=cap0, block_size=lbs,
-                max_open=int(read_sysfs(os.path.join(q, "max_open_zones"), "0") or 0),
-                max_active=int(read_sysfs(os.path.join(q, "max_active_zones"), "0") or 0),
+                max_open=lim.max_open, max_active=lim.max_active,
                 max_append=max_append)
         except Exception:
             self.close()
@@ -300,22 +369,7 @@ class LinuxZonedDevice(_DirectIO):
         return self.geometry.size
 
     def _report_raw(self, first: int, n: int):
-        ffi, lib = _lib()
-        start = np.zeros(n, np.uint64)
-        ln, wp, cap = np.zeros_like(start), np.zeros_like(start), np.zeros_like(start)
-        cond, typ = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
-        flags = ffi.new("uint32_t *")
-        got = 0
-        while got < n:
-            p = lambda a: ffi.cast(f"{'uint64_t' if a.dtype == np.uint64 else 'uint8_t'} *", a[got:].ctypes.data)
-            r = lib.zd_report_zones(self._fd, (first + got) * self._chunk, n - got, p(start), p(ln), p(wp), p(cap),
-                                    p(cond), p(typ), flags)
-            if r < 0:
-                raise DeviceIOError(f"{self.path}: zone report failed: {os.strerror(-r)} ({_errname(-r)})")
-            if r == 0:
-                break
-            got += r
-        return start[:got], ln[:got], wp[:got], cap[:got], cond[:got], typ[:got]
+        return _report_fd(self._fd, self.path, self._chunk, first, n)
 
     def report_zones(self) -> list[Zone]:
         start, ln, wp, cap, cond, _ = self._report_raw(0, self._nr)
@@ -403,9 +457,7 @@ class LinuxZonedDevice(_DirectIO):
     def append(self, z: int, data: Buffer) -> int:
         view = as_bytes_view(data)
         g = self.geometry
-        check_aligned(0, view.size, g.block_size, g.zone_size, "zone append")
-        if g.max_append and view.size > g.max_append:
-            raise InvalidIOError(f"zone append of {view.size} bytes exceeds the device's append limit {g.max_append}")
+        check_append(g, view.size)
         z = self._zone_index(z)
         if self._passthrough:
             ffi, lib = _lib()
@@ -477,10 +529,11 @@ class LinuxBlockDevice(_DirectIO):
 
     kind = "linux-block"
 
-    def __init__(self, path: str, exclusive: bool = True) -> None:
+    def __init__(self, path: str, exclusive: bool = True, readonly: bool = False) -> None:
         self.path = self.url = path
+        self.readonly = readonly
         self._fd = -1
-        self._fd = _open_fd(path, exclusive)
+        self._fd = _open_fd(path, exclusive, readonly)
         self._init_io()
         ffi, lib = _lib()
         size = int(lib.zd_size_bytes(self._fd))

@@ -142,10 +142,12 @@ def _open_emu_conv(url: str):
                                op=op, block_size=block_size, url=url)
 
 
-def open_device(url: str, zoned: bool | None = None, force: bool | None = None):
+def open_device(url: str, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
     """Open a device by URL or path. ``zoned=True`` demands a zoned device (``NotZonedError``
     otherwise), ``zoned=False`` a conventional one; None takes what the URL names. ``force`` skips
-    the safety checks on real devices (None: whatever ``safety.forced()`` set, default off)."""
+    the safety checks on real devices (None: whatever ``safety.forced()`` set, default off).
+    ``readonly`` opens a file or real device read-only, without the safety checks and without
+    claiming it (for inspection: geometry, zone reports); writes and zone changes then fail."""
     scheme = urlsplit(url).scheme if "://" in url else ""
     if scheme == "emu":
         dev = _open_emu_zns(url)
@@ -154,7 +156,7 @@ def open_device(url: str, zoned: bool | None = None, force: bool | None = None):
     elif scheme:
         raise DeviceSpecError(f"unknown device URL scheme {scheme!r} in {url!r}; use emu://, emu-conv:// or a path")
     else:
-        dev = _open_path(url, zoned, force)
+        dev = _open_path(url, zoned, force, readonly)
     is_zoned = hasattr(dev, "report_zones")
     if zoned is True and not is_zoned:
         dev.close()
@@ -167,7 +169,7 @@ def open_device(url: str, zoned: bool | None = None, force: bool | None = None):
     return dev
 
 
-def _open_path(path: str, zoned: bool | None = None, force: bool | None = None):
+def _open_path(path: str, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -177,8 +179,9 @@ def _open_path(path: str, zoned: bool | None = None, force: bool | None = None):
     from . import safety
 
     if stat.S_ISREG(st.st_mode):
-        safety.check_file(path, force)
-        return FileBlockDevice(path)
+        if not readonly:
+            safety.check_file(path, force)
+        return FileBlockDevice(path, readonly=readonly)
     if stat.S_ISBLK(st.st_mode):
         from .linux import LinuxBlockDevice, LinuxZonedDevice, zoned_model
 
@@ -191,9 +194,10 @@ def _open_path(path: str, zoned: bool | None = None, force: bool | None = None):
         if zoned is False and model != "none":
             raise DeviceSpecError(f"{path} is a zoned block device ({model}); a conventional block device "
                                   f"is needed here (use it as --device for the ZNS store)")
-        safety.check_device(path, force)
-        forced = force if force is not None else safety.is_forced()
+        if not readonly:
+            safety.check_device(path, force)
+        exclusive = not (force if force is not None else safety.is_forced())
         if model == "none":
-            return LinuxBlockDevice(path, exclusive=not forced)
-        return LinuxZonedDevice(path, exclusive=not forced)
+            return LinuxBlockDevice(path, exclusive=exclusive, readonly=readonly)
+        return LinuxZonedDevice(path, exclusive=exclusive, readonly=readonly)
     raise DeviceSpecError(f"{path} is neither a regular file nor a block device")
