@@ -27,9 +27,11 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -62,6 +64,15 @@ class ZnsVmConfig:
     conv_size: int = 256 * MiB
     memory: str = "2G"
     cpus: int = 2
+    # Not vng's TCG default ``max``: QEMU 7.2's TCG emulation of AVX2 gives wrong results for numpy's
+    # vectorised argsort/argselect (np.unique(..., return_inverse=True) and np.argpartition were wrong
+    # in most trials; docs/real-devices.md). Nehalem is x86-64-v2 without AVX: what numpy and torch
+    # need, emulated correctly.
+    cpu_model: str = "Nehalem"
+    # Host folders re-shared read-only with 9p cache=loose at the same path in the guest. vng mounts the
+    # root uncached, so every file access crosses into QEMU: `import torch` took 3.6 min (1.2 min
+    # cached). None = this interpreter's site-packages and standard library. Must not contain workdir.
+    cached_dirs: list[str] | None = None
     kernel: str | None = None
     extra_qemu: list[str] = field(default_factory=list)
 
@@ -77,8 +88,23 @@ class ZnsVmConfig:
                 f"-drive file={conv},id=c,format=raw,if=none",
                 "-device nvme-ns,drive=c,bus=nvme0,nsid=1",
                 f"-drive file={zns},id=z,format=raw,if=none",
-                f"-device {ns2}"]
+                f"-device {ns2}", f"-cpu {self.cpu_model}"]    # QEMU takes the last -cpu given
+        for i, d in enumerate(self.cache_dirs()):
+            opts.append(f"-fsdev local,id=zc{i},path={d},security_model=none,readonly=on "
+                        f"-device virtio-9p-pci,fsdev=zc{i},mount_tag=zc{i}")
         return " ".join(opts + list(self.extra_qemu))
+
+    def cache_dirs(self) -> list[str]:
+        if self.cached_dirs is not None:
+            return list(self.cached_dirs)
+        paths = sysconfig.get_paths()
+        return sorted({os.path.realpath(paths[k]) for k in ("purelib", "platlib", "stdlib") if os.path.isdir(paths[k])})
+
+    def mount_prefix(self) -> str:
+        """Guest shell commands that mount the cached shares (a failed mount only costs speed)."""
+        return "".join(f"mount -t 9p -o ro,trans=virtio,version=9p2000.L,cache=loose,msize=512000 zc{i} "
+                       f"{shlex.quote(d)} 2>/dev/null || echo 'zns_vm: {d} stays uncached'; "
+                       for i, d in enumerate(self.cache_dirs()))
 
 
 @dataclass
@@ -143,7 +169,7 @@ def vng_command(command: str, cfg: ZnsVmConfig, workdir: str) -> list[str]:
     if kernel is None:
         raise RuntimeError("no kernel in /boot: apt-get install linux-image-amd64")
     return [_vng() or "vng", "--disable-kvm", "-r", kernel, "--memory", cfg.memory, "--cpus", str(cfg.cpus),
-            f"--rwdir={workdir}", f"--qemu-opts={cfg.qemu_opts(workdir)}", "--", command]
+            f"--rwdir={workdir}", f"--qemu-opts={cfg.qemu_opts(workdir)}", "--", cfg.mount_prefix() + command]
 
 
 def run_in_guest(command: str, cfg: ZnsVmConfig | None = None, workdir: str | None = None,
@@ -200,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-append", type=_size, default=d.max_append, help="zone append limit (power of two pages)")
     ap.add_argument("--conv-size", type=_size, default=d.conv_size)
     ap.add_argument("--memory", default=d.memory)
+    ap.add_argument("--cpu-model", default=d.cpu_model, help="QEMU -cpu model [default: %(default)s; see ZnsVmConfig]")
     ap.add_argument("--kernel", default=None, help="kernel image [default: newest /boot/vmlinuz-*]")
     ap.add_argument("--workdir", default=None, help="where the images go (shared writable with the guest)")
     ap.add_argument("--keep-images", action="store_true", help="reuse existing images instead of zeroing them")
@@ -214,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if gone else 0
     cfg = ZnsVmConfig(zones=a.zones, zone_size=a.zone_size, zone_capacity=a.zone_capacity, max_open=a.max_open,
                       max_active=a.max_active, max_append=a.max_append, conv_size=a.conv_size, memory=a.memory,
-                      kernel=a.kernel)
+                      kernel=a.kernel, cpu_model=a.cpu_model)
     command = " ".join(a.command) if a.command else "blkzone report /dev/nvme0n2 | head -5"
     res = run_in_guest(command, cfg, a.workdir, timeout=a.timeout, fresh_images=not a.keep_images, echo=True)
     print(f"[zns_vm] exit {res.returncode} after {res.boot_and_run_s:.0f} s (images in {res.workdir})", file=sys.stderr)

@@ -7,12 +7,22 @@ and is written by ``swap_writepage`` → ``__swap_writepage`` (mm/page_io.c) as 
 the reclaim plug (``blk_start_plug`` in ``shrink_lruvec``) only physically adjacent slots merge into
 one request. A chunk's requests reach the device as one queue (qd = number of requests).
 
-A page swapped out again gets a new slot and its old slot is freed: in 6.1 a write fault frees the
-swap-cache slot (``do_swap_page`` → ``should_try_to_free_swap`` → ``folio_free_swap``); here the
-old slot is freed once the new copy is written, so a failed write loses nothing. Freed slots are
-reused by the allocator, so the SSD sees scattered overwrites unless page discard is on
-(``swapon --discard``: ``SWP_PAGE_DISCARD`` discards a cluster once it is wholly free,
-``discard_swap_cluster``; ``SWP_AREA_DISCARD`` discards the whole area at swapon, ``discard_swap``).
+A page swapped in keeps its slot: the read fault leaves the folio in the swap cache
+(``do_swap_page``: ``should_try_to_free_swap`` frees it only on a write fault or when
+``vm_swap_full()``, i.e. less than half the area free), the later write reuses the exclusive page
+without freeing it (``do_wp_page``), and reclaim writes the dirty swap-cache folio back to that same
+slot (``shrink_folio_list``: no ``add_to_swap`` for a folio already in the swap cache). So a page
+swapped out again is rewritten *in place* — a scattered 4 KiB write — when it was swapped in while
+the area was less than half full (``in_place=True``, measured in a 6.1 guest: see
+docs/baseline.md, "Validation against the kernel"). When the fault finds the area over half full
+the slot is freed right away and the page, now only in DRAM, gets a new slot when it is swapped out
+again (the model keeps its bytes on the side, so that a caller that drops it clean can still swap it
+in). ``discard`` of a resident page frees its slot (what a write fault does). With
+``in_place=False`` (the model before the validation) every re-swap gets a new slot and the old slot
+is freed once the new copy is written. Freed slots are reused by the allocator,
+so the SSD sees scattered overwrites unless page discard is on (``swapon --discard``:
+``SWP_PAGE_DISCARD`` discards a cluster once it is wholly free, ``discard_swap_cluster``;
+``SWP_AREA_DISCARD`` discards the whole area at swapon, ``discard_swap``).
 
 Swap-in is a page fault (``do_swap_page`` → ``swapin_readahead`` → ``swap_vma_readahead`` in
 mm/swap_state.c), one at a time (queue depth 1 per faulting thread): the faulting page plus the
@@ -48,13 +58,19 @@ class ConventionalSwap:
     Keyword-only: ``cluster_slots`` (SWAPFILE_CLUSTER: 256, or 512 with CONFIG_THP_SWAP),
     ``swap_cache_pages`` (bound on readahead pages kept), ``vma_pages`` (ids per VMA for the
     readahead clamp; None = one VMA), ``seed`` (the kernel's random scan bases),
-    ``close_device`` (close the device in :meth:`close`)."""
+    ``in_place`` (a page swapped in while the area is less than half full keeps its slot and is
+    rewritten there when swapped out again, as 6.1 does after a read fault; False: every re-swap
+    gets a new slot, as after a write fault), ``ra_lifetime`` (a readahead page not used before
+    this many more pages were swapped out is dropped, as reclaim drops an unused readahead folio
+    when it reaches the inactive LRU's tail: about half the DRAM of the swapping process; None =
+    only the ``swap_cache_pages`` bound), ``close_device`` (close the device in :meth:`close`)."""
 
     page_size = PAGE_SIZE
 
     def __init__(self, device, page_cluster: int = 3, discard: bool | str = False, cpus: int = 1, *,
                  cluster_slots: int = 256, swap_cache_pages: int = 4096, vma_pages: int | None = None,
-                 seed: int = 0, close_device: bool = False) -> None:
+                 seed: int = 0, in_place: bool = True, ra_lifetime: int | None = None,
+                 close_device: bool = False) -> None:
         if PAGE_SIZE % device.block_size:
             raise ValueError(f"device block size {device.block_size} does not divide the {PAGE_SIZE}-byte page")
         if discard not in _DISCARD_MODES:
@@ -69,9 +85,15 @@ class ConventionalSwap:
         self._alloc = ClusterAllocator(device.size // PAGE_SIZE, self.cpus, cluster_slots, seed)
         self._capacity = self._alloc.nslots - 1
         self._ra = VmaReadahead(page_cluster, vma_pages)
-        self._cache = SwapCache(swap_cache_pages)
+        self._cache = SwapCache(swap_cache_pages, ra_lifetime)
         self._slot = np.full(1024, -1, np.int64)       # page id -> slot (-1: not stored)
         self._resident = np.zeros(1024, np.bool_)      # swapped in since last swap_out (PTE present)
+        self._keep = np.zeros(1024, np.bool_)          # resident and its slot kept in the swap cache
+        self._orph = np.zeros(1024, np.bool_)          # resident, slot freed at the fault (vm_swap_full)
+        self._orphan: dict[int, np.ndarray] = {}       # ... and its bytes, for a caller that drops it clean
+        self._freed_on_fault = 0
+        self.in_place = bool(in_place)
+        self._in_place_pages = 0
         self._live = 0
         self._host_w = self._host_r = 0
         self._faults = self._ra_hits = self._ra_pages = 0
@@ -103,7 +125,11 @@ class ConventionalSwap:
             slot[:self._slot.size] = self._slot
             res = np.zeros(n, np.bool_)
             res[:self._resident.size] = self._resident
-            self._slot, self._resident = slot, res
+            keep = np.zeros(n, np.bool_)
+            keep[:self._keep.size] = self._keep
+            orph = np.zeros(n, np.bool_)
+            orph[:self._orph.size] = self._orph
+            self._slot, self._resident, self._keep, self._orph = slot, res, keep, orph
 
     def _write(self, slots: np.ndarray, pages: np.ndarray) -> None:
         first, cnt, pos = merge_runs(slots)
@@ -123,18 +149,26 @@ class ConventionalSwap:
                 self._dev.discard(lo * PAGE_SIZE, n * PAGE_SIZE)
 
     def _commit(self, ids: np.ndarray, slots: np.ndarray, old: np.ndarray) -> None:
+        orph = self._orph[ids]
         self._slot[ids] = slots
         self._resident[ids] = False
+        self._keep[ids] = False
+        if orph.any():
+            self._orph[ids] = False
+            for pid in ids[orph].tolist():
+                self._orphan.pop(pid, None)
         if len(self._cache):
             self._cache.drop(ids.tolist())
         stale = old[(old >= 0) & (old != slots)]
-        self._live += int((old < 0).sum())
+        self._live += int(((old < 0) & ~orph).sum())
         self._free_slots(stale)
 
     # -- SwapBackend ------------------------------------------------------------------------
     def swap_out(self, page_ids: np.ndarray, pages: np.ndarray, stream: int = 0) -> None:
         """Write a reclaim batch; replaces ids already stored. SwapFullError (nothing changed)
-        when the live pages would not fit; a device error leaves every stored page as it was."""
+        when the live pages would not fit; a device error leaves every stored page as it was
+        (pages rewritten in place included, on devices that fail a write before writing, as the
+        emulated ones do; a real device may leave such a page's old copy torn, as in the kernel)."""
         ids = np.asarray(page_ids, np.int64).reshape(-1)
         pages = np.asarray(pages)
         if pages.dtype != np.uint8 or pages.shape != (ids.size, PAGE_SIZE):
@@ -152,29 +186,44 @@ class ConventionalSwap:
             self._check_open()
             self._grow(int(ids.max()))
             old = self._slot[ids]
-            new = int((old < 0).sum())
+            new = int(((old < 0) & ~self._orph[ids]).sum())
             if self._live + new > self._capacity:
                 raise SwapFullError(f"swap area full: {self._live} pages stored, {new} more asked, "
                                     f"{self._capacity} slots")
             cpu = int(stream) % self.cpus
-            if self._alloc.nfree >= ids.size:
-                self._swap_out_batch(ids, pages, old, cpu)
+            keep = self._keep[ids] & (old >= 0)       # dirty swap-cache pages: rewritten in place
+            if self._alloc.nfree >= int((~keep).sum()):
+                self._swap_out_batch(ids, pages, old, keep, cpu)
             else:
+                if keep.any():
+                    self._swap_out_batch(ids[keep], pages[keep], old[keep], keep[keep], cpu)
+                    ids, pages = ids[~keep], pages[~keep]
                 self._swap_out_tight(ids, pages, cpu)
             self._host_w += n_asked * PAGE_SIZE
+            self._cache.age(n_asked)
 
-    def _swap_out_batch(self, ids, pages, old, cpu) -> None:
+    def _swap_out_batch(self, ids, pages, old, keep, cpu) -> None:
+        """Reclaim chunks of SWAP_CLUSTER_MAX pages in the order given: pages still holding their
+        swap-cache slot are written back to it, the others get slots from the allocator
+        (``add_to_swap``) in order; the chunk's bios merge when adjacent (plug)."""
         done: list[np.ndarray] = []
+        slots = old.copy()
         try:
             for c in range(0, ids.size, SWAP_CLUSTER_MAX):
-                s = self._alloc.alloc(min(SWAP_CLUSTER_MAX, ids.size - c), cpu)
-                done.append(s)
+                k = keep[c:c + SWAP_CLUSTER_MAX]
+                s = slots[c:c + SWAP_CLUSTER_MAX]
+                need = int(k.size - k.sum())
+                if need:
+                    got = self._alloc.alloc(need, cpu)
+                    done.append(got)
+                    s[~k] = got
                 self._write(s, pages[c:c + SWAP_CLUSTER_MAX])
         except BaseException:
             for s in done:                            # nothing was mapped to them yet
                 self._free_slots(s)
             raise
-        self._commit(ids, np.concatenate(done), old)
+        self._in_place_pages += int(keep.sum())
+        self._commit(ids, slots, old)
 
     def _swap_out_tight(self, ids, pages, cpu) -> None:
         """Nearly full area: write as many pages as there are free slots, commit (freeing the old
@@ -209,18 +258,26 @@ class ConventionalSwap:
                 return out
             bad = (ids < 0) | (ids >= self._slot.size)
             if not bad.any():
-                bad = self._slot[ids] < 0
+                bad = (self._slot[ids] < 0) & ~self._orph[ids]
             if bad.any():
                 raise KeyError(int(ids[np.argmax(bad)]))
             lats: list[float] = []
             seen: dict[int, int] = {}
             now = self._dev.now
+            # do_swap_page -> should_try_to_free_swap: a read fault keeps the swap-cache slot
+            # unless vm_swap_full() (fewer than half the slots free); then the slot is freed
+            keep = self.in_place and 2 * self._alloc.nfree >= self._capacity
+            freed: list[int] = []
             for i, pid in enumerate(ids.tolist()):
                 j = seen.get(pid)
                 if j is not None:                     # asked twice: already mapped
                     out[i] = out[j]
                     continue
                 seen[pid] = i
+                if self._orph[pid]:                   # never left DRAM (the caller dropped it clean)
+                    out[i] = self._orphan[pid]
+                    lats.append(0.0)
+                    continue
                 hit = self._cache.take(pid)
                 if hit is not None:                   # minor fault on a readahead page
                     out[i] = hit[0]
@@ -230,6 +287,19 @@ class ConventionalSwap:
                 else:
                     lats.append(self._fault(pid, out, i))
                 self._resident[pid] = True
+                self._keep[pid] = keep
+                if self.in_place and not keep:
+                    freed.append(i)
+            if freed:                                 # folio_free_swap(): the slots go back now
+                pos = np.array(freed, np.int64)
+                fids = ids[pos]
+                slots = self._slot[fids]
+                self._slot[fids] = -1
+                self._orph[fids] = True
+                for p, k in zip(fids.tolist(), pos.tolist()):
+                    self._orphan[p] = out[k].copy()
+                self._freed_on_fault += int(fids.size)
+                self._free_slots(slots)
             self._lat.add(np.asarray(lats))
             self._host_r += ids.size * PAGE_SIZE
             return out
@@ -277,12 +347,19 @@ class ConventionalSwap:
             self._check_open()
             ids = ids[(ids >= 0) & (ids < self._slot.size)]
             slots = self._slot[ids]
-            m = slots >= 0
+            m = (slots >= 0) | self._orph[ids]
             ids, slots = ids[m], slots[m]
             if not ids.size:
                 return
+            orph = self._orph[ids]
+            if orph.any():
+                self._orph[ids] = False
+                for pid in ids[orph].tolist():
+                    self._orphan.pop(pid, None)
+                slots = slots[~orph]
             self._slot[ids] = -1
             self._resident[ids] = False
+            self._keep[ids] = False
             if len(self._cache):
                 self._cache.drop(ids.tolist())
             self._live -= ids.size
@@ -316,7 +393,12 @@ class ConventionalSwap:
                     "readahead_wasted_bytes": self._cache.wasted * PAGE_SIZE,
                     "readahead_window": self._ra.window(),
                     "swap_cache_pages": len(self._cache),
+                    "ra_lifetime": self._cache.lifetime,
                     "write_requests": self._w_reqs,
+                    "in_place_pages": self._in_place_pages,
+                    "slots_freed_on_fault": self._freed_on_fault,
+                    "resident_without_slot": len(self._orphan),
+                    "in_place": self.in_place,
                     "read_requests": self._r_reqs,
                     "total_slots": self._capacity,
                     "free_slots": free_slots,

@@ -8,7 +8,9 @@
   around the fault, clamps it to the VMA and to the PMD (512 pages) around the fault, and resets
   the hits; a swap-cache hit on a readahead page (``lookup_swap_cache`` with ``PG_readahead``)
   counts one hit. SSDs use VMA readahead (``swap_use_vma_readahead``: no rotating swap device).
-- :class:`SwapCache` holds pages read ahead and not yet faulted, oldest evicted first.
+- :class:`SwapCache` holds pages read ahead and not yet faulted, oldest evicted first; with a
+  ``lifetime`` it also drops a page once that many pages have been swapped out since it was read
+  (an unmapped, unreferenced swap-cache folio is reclaimed when it reaches the inactive LRU's tail).
 - :func:`merge_runs` is plug merging (block/blk-merge.c ``blk_attempt_plug_merge``): a bio merges
   only with the request added just before it, when physically adjacent (back or front merge).
 """
@@ -97,11 +99,16 @@ class VmaReadahead:
 
 class SwapCache:
     """Readahead pages not yet faulted: id -> (page bytes, time the read completes). Bounded;
-    the oldest page goes first. ``wasted`` counts pages that left without being used."""
+    the oldest page goes first. ``lifetime``: a page is also dropped once :meth:`age` has been
+    told of that many swapped-out pages since it was read (None: no ageing). ``wasted`` counts
+    pages that left without being used."""
 
-    def __init__(self, capacity: int = 4096) -> None:
+    def __init__(self, capacity: int = 4096, lifetime: int | None = None) -> None:
         self.capacity = max(0, capacity)
+        self.lifetime = lifetime
         self._d: OrderedDict[int, tuple[np.ndarray, float]] = OrderedDict()
+        self._born: dict[int, int] = {}
+        self._clock = 0
         self.wasted = 0
 
     def __len__(self) -> int:
@@ -112,12 +119,30 @@ class SwapCache:
 
     def put(self, pid: int, page: np.ndarray, ready: float) -> None:
         self._d[pid] = (page, ready)
+        self._d.move_to_end(pid)
+        self._born[pid] = self._clock
         while len(self._d) > self.capacity:
-            self._d.popitem(last=False)
+            old, _ = self._d.popitem(last=False)
+            self._born.pop(old, None)
             self.wasted += 1
 
     def take(self, pid: int) -> tuple[np.ndarray, float] | None:
+        self._born.pop(pid, None)
         return self._d.pop(pid, None)
+
+    def age(self, pages: int) -> None:
+        """``pages`` more pages were reclaimed: drop the pages read more than ``lifetime`` ago."""
+        self._clock += int(pages)
+        if self.lifetime is None:
+            return
+        d, born, limit = self._d, self._born, self._clock - self.lifetime
+        while d:
+            pid = next(iter(d))
+            if born.get(pid, limit) > limit:
+                break
+            d.popitem(last=False)
+            born.pop(pid, None)
+            self.wasted += 1
 
     def drop(self, pids) -> None:
         """Invalidate pages (swapped out again or discarded): their readahead was wasted."""
@@ -126,6 +151,7 @@ class SwapCache:
             return
         for p in pids:
             if d.pop(p, None) is not None:
+                self._born.pop(p, None)
                 self.wasted += 1
 
 
