@@ -45,7 +45,9 @@ def compared(tmp_path_factory):
     out = work / "out"
     cmd = (f"{sys.executable} {REPO}/experiments/kernel_swap_guest.py --out {out} --iterations {ITERATIONS} "
            f"--runs roomy:0")
-    res = run_in_guest(cmd, ZnsVmConfig(conv_size=1 << 30, zones=8), str(work), timeout=GUEST_TIMEOUT, cwd=REPO)
+    # uncached root (cached_dirs=[]) as in the validation: see experiments/kernel_swap_validation.py
+    cfg = ZnsVmConfig(conv_size=1 << 30, zones=8, cached_dirs=[])
+    res = run_in_guest(cmd, cfg, str(work), timeout=GUEST_TIMEOUT, cwd=REPO)
     (work / "guest.log").write_text(res.output)
     print(f"\nguest log: {work / 'guest.log'} ({res.boot_and_run_s:.0f} s)")
     for img in ("conv.img", "zns.img"):
