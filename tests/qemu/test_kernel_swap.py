@@ -24,17 +24,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "experiments"))
 
-from emulator.zns_vm import ZnsVmConfig, missing, run_in_guest  # noqa: E402
+from emulator.zns_vm import ZnsVmConfig, run_in_guest  # noqa: E402
 
 ITERATIONS = 100
 GUEST_TIMEOUT = 15 * 60
-
-_missing = missing()
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(bool(_missing), reason="QEMU guest needs: " + "; ".join(_missing)),
-    pytest.mark.skipif(os.environ.get("ZSWAP_QEMU") == "0", reason="ZSWAP_QEMU=0"),
-]
 
 
 @pytest.fixture(scope="module")

@@ -30,17 +30,10 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
-from emulator.zns_vm import ZnsVmConfig, missing, run_in_guest  # noqa: E402
+from emulator.zns_vm import ZnsVmConfig, run_in_guest  # noqa: E402
 
 GUEST_TIMEOUT = 15 * 60
 BENCH = os.environ.get("ZSWAP_QEMU_BENCH", "1")
-
-_missing = missing()
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(bool(_missing), reason="QEMU ZNS suite needs: " + "; ".join(_missing)),
-    pytest.mark.skipif(os.environ.get("ZSWAP_QEMU") == "0", reason="ZSWAP_QEMU=0"),
-]
 
 
 @pytest.fixture(scope="module")
