@@ -38,6 +38,11 @@ typedef struct {
     int64_t nand_read_ops;
     int64_t nand_prog_ops;
     int64_t die_busy_ns;
+    int64_t erase_ns;
+    int64_t erase_bytes;
+    int64_t gc_bg_write_bytes;
+    int64_t gc_bg_runs;
+    int64_t suspend_count;
 } ssd_counters;
 
 typedef struct {
@@ -53,6 +58,8 @@ typedef struct {
     double host_link_mb_s;
     double cmd_overhead_us;
     int64_t write_buffer_bytes;
+    double t_suspend_us;
+    int32_t suspend;
 } ssd_params;
 
 typedef struct {
@@ -71,6 +78,8 @@ ssd_timing *conv_timing(conv_ftl *F);
 int64_t conv_free_blocks(conv_ftl *F);
 int64_t conv_valid_units(conv_ftl *F);
 int conv_check(conv_ftl *F, char *msg, int msglen);
+void conv_set_idle_gc(conv_ftl *F, int32_t bg_blocks);
+void conv_idle(conv_ftl *F, int64_t until);
 
 typedef struct zns_ftl zns_ftl;
 zns_ftl *zns_new(const ssd_params *p, int64_t nr_zones, int64_t zone_size, int64_t zone_capacity);

@@ -17,6 +17,12 @@
  * free blocks: each flash page holding valid units is read (t_read + channel), the units are
  * re-placed in the die's GC block (programs of full units: channel + t_prog), then the victim is
  * erased (t_erase).  All of that is die/channel time the host's programs queue behind.
+ *
+ * Idle-time GC (optional, conv_set_idle_gc): when the host is idle (conv_idle, the model's
+ * advance()), each die cleans greedy victims, one per die per round, while it has fewer than
+ * gc_bg free blocks and the die can start the next victim before the idle window ends (work
+ * started in the window may finish after it).  Same victim rule and costs as foreground GC;
+ * counted in gc_write_bytes/gc_runs and also in gc_bg_write_bytes/gc_bg_runs.
  */
 #include "ssd.h"
 
@@ -40,6 +46,8 @@ struct conv_ftl {
     int64_t *gc_ready;
     int cur_die;
     int32_t gc_low, gc_high;
+    int32_t gc_bg;  /* idle-time GC target, free blocks per die (0 = no idle-time GC) */
+    int bg;         /* GC running in idle time (counts background bytes) */
     int64_t valid_units;
 };
 
@@ -163,6 +171,8 @@ static void gc_place(conv_ftl *F, int d, uint32_t lpn, int64_t ready)
     F->valid_units++;
     F->T.cnt.media_write_bytes += SSD_UNIT;
     F->T.cnt.gc_write_bytes += SSD_UNIT;
+    if (F->bg)
+        F->T.cnt.gc_bg_write_bytes += SSD_UNIT;
     if (ready > F->gc_ready[d])
         F->gc_ready[d] = ready;
     F->gc_wp[d]++;
@@ -172,48 +182,58 @@ static void gc_place(conv_ftl *F, int d, uint32_t lpn, int64_t ready)
     }
 }
 
+/* Clean the greedy victim of die d, its work issued at t.  Returns 0 if there is none worth
+   cleaning (nothing to gain, or its valid units have nowhere to go). */
+static int gc_victim(conv_ftl *F, int d, int64_t t)
+{
+    int32_t b = bucket_pop_min(F, d);
+    if (b < 0)
+        return 0;
+    int32_t room = (F->gc_blk[d] >= 0) ? F->upb - F->gc_wp[d] : 0;
+    if ((int32_t)F->vcnt[b] >= F->upb || ((int32_t)F->vcnt[b] > room && F->free_cnt[d] == 0)) {
+        bucket_insert(F, b); /* nothing to gain / nowhere to put it */
+        return 0;
+    }
+    F->bstate[b] = B_VICTIM;
+    F->T.cnt.gc_runs++;
+    if (F->bg)
+        F->T.cnt.gc_bg_runs++;
+    int64_t base = (int64_t)b * F->upb;
+    for (int32_t pg = 0; pg < F->ppb && F->vcnt[b] > 0; pg++) {
+        int64_t pb = base + (int64_t)pg * F->upp;
+        if (pg + 2 < F->ppb) { /* the relocation rewrites l2p[lpn]: random, fetch ahead */
+            const uint32_t *nx = F->p2l + pb + 2 * F->upp;
+            for (int32_t k = 0; k < F->upp; k++)
+                if (nx[k] != SSD_NONE)
+                    __builtin_prefetch(&F->l2p[nx[k]], 1, 1);
+        }
+        int32_t c = 0;
+        for (int32_t k = 0; k < F->upp; k++)
+            c += (F->p2l[pb + k] != SSD_NONE);
+        if (!c)
+            continue;
+        int64_t ready = ssd_nand_read(&F->T, d, t, (int64_t)c * SSD_UNIT);
+        for (int32_t k = 0; k < F->upp; k++) {
+            uint32_t lpn = F->p2l[pb + k];
+            if (lpn == SSD_NONE)
+                continue;
+            F->p2l[pb + k] = SSD_NONE;
+            F->vcnt[b]--;
+            F->valid_units--;
+            gc_place(F, d, lpn, ready);
+        }
+    }
+    ssd_nand_erase(&F->T, d, t);
+    release_block(F, b);
+    return 1;
+}
+
 static void gc_die(conv_ftl *F, int d, int64_t t)
 {
     int32_t guard = F->bpd;
-    while (F->free_cnt[d] < F->gc_high && guard-- > 0) {
-        int32_t b = bucket_pop_min(F, d);
-        if (b < 0)
+    while (F->free_cnt[d] < F->gc_high && guard-- > 0)
+        if (!gc_victim(F, d, t))
             break;
-        int32_t room = (F->gc_blk[d] >= 0) ? F->upb - F->gc_wp[d] : 0;
-        if ((int32_t)F->vcnt[b] >= F->upb || ((int32_t)F->vcnt[b] > room && F->free_cnt[d] == 0)) {
-            bucket_insert(F, b); /* nothing to gain / nowhere to put it */
-            break;
-        }
-        F->bstate[b] = B_VICTIM;
-        F->T.cnt.gc_runs++;
-        int64_t base = (int64_t)b * F->upb;
-        for (int32_t pg = 0; pg < F->ppb && F->vcnt[b] > 0; pg++) {
-            int64_t pb = base + (int64_t)pg * F->upp;
-            if (pg + 2 < F->ppb) { /* the relocation rewrites l2p[lpn]: random, fetch ahead */
-                const uint32_t *nx = F->p2l + pb + 2 * F->upp;
-                for (int32_t k = 0; k < F->upp; k++)
-                    if (nx[k] != SSD_NONE)
-                        __builtin_prefetch(&F->l2p[nx[k]], 1, 1);
-            }
-            int32_t c = 0;
-            for (int32_t k = 0; k < F->upp; k++)
-                c += (F->p2l[pb + k] != SSD_NONE);
-            if (!c)
-                continue;
-            int64_t ready = ssd_nand_read(&F->T, d, t, (int64_t)c * SSD_UNIT);
-            for (int32_t k = 0; k < F->upp; k++) {
-                uint32_t lpn = F->p2l[pb + k];
-                if (lpn == SSD_NONE)
-                    continue;
-                F->p2l[pb + k] = SSD_NONE;
-                F->vcnt[b]--;
-                F->valid_units--;
-                gc_place(F, d, lpn, ready);
-            }
-        }
-        ssd_nand_erase(&F->T, d, t);
-        release_block(F, b);
-    }
 }
 
 /* ---------- host path ---------- */
@@ -267,7 +287,7 @@ static int host_place(conv_ftl *F, uint32_t lpn, int64_t t)
     F->host_wp[d]++;
     if (F->host_wp[d] % F->upu == 0) {
         int64_t done = ssd_nand_prog(&F->T, d, t, (int64_t)F->upu * SSD_UNIT);
-        ssd_wb_program(&F->T, done, F->upu);
+        ssd_wb_program(&F->T, d, done, F->upu);
         F->cur_die = next_die(F, d);
     }
     return 0;
@@ -336,7 +356,7 @@ static int64_t conv_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_i
                 j++;
             }
             int die = (int)(ppn / ((uint32_t)F->upb * (uint32_t)F->bpd));
-            ready = ssd_nand_read(T, die, t, (j - i) * SSD_UNIT);
+            ready = ssd_host_read(T, die, t, (j - i) * SSD_UNIT);
         }
         int64_t le = ssd_link_out(T, ready, (j - i) * SSD_UNIT);
         if (le > end)
@@ -473,6 +493,44 @@ int64_t conv_free_blocks(conv_ftl *F)
 }
 
 int64_t conv_valid_units(conv_ftl *F) { return F->valid_units; }
+
+/* Idle-time GC target in free blocks per die; 0 turns idle-time GC off.  A target at or below
+   the foreground stop point gc_high would never run, so it is raised to gc_high + 1. */
+void conv_set_idle_gc(conv_ftl *F, int32_t bg_blocks)
+{
+    if (bg_blocks > 0 && bg_blocks <= F->gc_high)
+        bg_blocks = F->gc_high + 1;
+    if (bg_blocks > F->bpd)
+        bg_blocks = F->bpd;
+    F->gc_bg = bg_blocks > 0 ? bg_blocks : 0;
+}
+
+/* The host is idle from now until `until`: background GC (if on), then now = until.  Dies take
+   turns, one victim each per round, so they share their channels as foreground GC does. */
+void conv_idle(conv_ftl *F, int64_t until)
+{
+    ssd_timing *T = &F->T;
+    if (until <= T->now)
+        return;
+    if (F->gc_bg > 0) {
+        T->floor = T->now;
+        F->bg = 1;
+        int64_t guard = (int64_t)F->n_dies * F->bpd; /* rounds; each cleans >= 1 victim */
+        for (int progress = 1; progress && guard-- > 0;) {
+            progress = 0;
+            for (int d = 0; d < F->n_dies; d++) {
+                if (F->free_cnt[d] >= F->gc_bg)
+                    continue;
+                int64_t s = T->die_free[d] > T->now ? T->die_free[d] : T->now;
+                if (s >= until)
+                    continue;
+                progress |= gc_victim(F, d, s);
+            }
+        }
+        F->bg = 0;
+    }
+    T->now = until;
+}
 
 /* Mapping invariants: every mapped LPN points at a distinct in-range PPN whose reverse entry
    names it; every reverse entry is backed by the forward map; per-block valid counts match;

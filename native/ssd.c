@@ -10,7 +10,9 @@
  *  NAND read:    die busy t_read, then the requested bytes cross the die's channel.
  *  NAND program: the program unit crosses the channel into the die, then the die is busy
  *                t_prog.  (Channel and die both wait for each other.)
- *  erase:        die busy t_erase.
+ *  erase:        die busy t_erase for a block of the preset's size; an erase of n pages (a
+ *                scaled-down block or a ZNS zone slice) costs t_erase * n / pages_per_block,
+ *                so erasing costs the same per byte whatever the block size.
  *  host link:    one busy-until per direction, bytes / host_link bandwidth.
  *  command:      a fixed controller latency t_cmd before any work starts (not a shared
  *                resource: controllers process commands on several cores).
@@ -19,6 +21,13 @@
  * held from acceptance until the NAND program carrying the data completes.  When the buffer is
  * full, the write waits for the earliest completing program; so the steady-state write
  * bandwidth is the rate at which the FTL drains the buffer, GC included.
+ *
+ * Program/erase suspend (optional, `suspend`): a host read arriving at a die with queued
+ * program/erase work does not queue behind it.  It starts after at most the suspend latency
+ * t_sus (or when the die's work ends, if sooner), or right after host reads already ahead of it
+ * on that die (reads stay in FIFO order among themselves, the suspended work stays suspended).
+ * All of the die's queued work, and the write-buffer release of its programs, moves back by
+ * the read's die time t_read.  With suspend off nothing here changes any result.
  */
 #include "ssd.h"
 
@@ -128,12 +137,17 @@ int ssd_timing_init(ssd_timing *T, const ssd_params *p)
     T->t_prog = ns_of_us(p->t_prog_us);
     T->t_erase = ns_of_us(p->t_erase_us);
     T->t_cmd = ns_of_us(p->cmd_overhead_us);
+    T->ppb = p->pages_per_block > 0 ? p->pages_per_block : 1;
+    T->page_size = p->page_size;
+    T->suspend = p->suspend != 0;
+    T->t_sus = ns_of_us(p->t_suspend_us);
+    T->rd_end = (int64_t *)calloc((size_t)T->n_dies, sizeof(int64_t));
     T->wb_cap = p->write_buffer_bytes / SSD_UNIT;
     if (T->wb_cap < 1)
         T->wb_cap = 1;
     T->wb_size = T->wb_cap + 64;
     T->wb_heap = (ssd_wb_ent *)malloc((size_t)T->wb_size * sizeof(ssd_wb_ent));
-    if (!T->ch || !T->die_free || !T->wb_heap) {
+    if (!T->ch || !T->die_free || !T->wb_heap || !T->rd_end) {
         ssd_timing_free(T);
         return -1;
     }
@@ -149,10 +163,12 @@ void ssd_timing_free(ssd_timing *T)
     tl_free(&T->link_out);
     free(T->ch);
     free(T->die_free);
+    free(T->rd_end);
     free(T->wb_heap);
     free(T->qheap);
     T->ch = NULL;
     T->die_free = NULL;
+    T->rd_end = NULL;
     T->wb_heap = NULL;
     T->qheap = NULL;
 }
@@ -178,6 +194,45 @@ int64_t ssd_nand_read(ssd_timing *T, int die, int64_t t, int64_t bytes)
     return ce;
 }
 
+static void wb_push_back(ssd_timing *T, int die, int64_t after, int64_t dt);
+
+/* A host read of `bytes` on `die` at t.  Without suspend (or on an idle die) it is a plain NAND
+   read.  With suspend, queued program/erase work on the die is suspended for it (see the top). */
+int64_t ssd_host_read(ssd_timing *T, int die, int64_t t, int64_t bytes)
+{
+    if (!T->suspend)
+        return ssd_nand_read(T, die, t, bytes);
+    int64_t busy = T->die_free[die];
+    if (busy <= t) {
+        int64_t ce = ssd_nand_read(T, die, t, bytes);
+        T->rd_end[die] = T->die_free[die];
+        return ce;
+    }
+    int64_t s;
+    if (T->rd_end[die] > t) {
+        s = T->rd_end[die]; /* behind host reads already in front of the suspended work */
+    } else {
+        s = t + T->t_sus;   /* suspend the die's work, or wait for it if it ends sooner */
+        if (s > busy)
+            s = busy;
+    }
+    int64_t sensed = s + T->t_read;
+    if (busy > s) {
+        T->die_free[die] = busy + T->t_read; /* the suspended work resumes after the read */
+        wb_push_back(T, die, s, T->t_read);
+        T->cnt.suspend_count++;
+    } else {
+        T->die_free[die] = sensed;
+    }
+    T->rd_end[die] = sensed;
+    int64_t x = xfer(T->ch_ns_per_byte, bytes);
+    int64_t ce = tl_reserve(&T->ch[die % T->n_ch], sensed, x, T->floor) + x;
+    T->cnt.media_read_bytes += bytes;
+    T->cnt.nand_read_ops++;
+    T->cnt.die_busy_ns += T->t_read;
+    return ce;
+}
+
 int64_t ssd_nand_prog(ssd_timing *T, int die, int64_t t, int64_t bytes)
 {
     int ch = die % T->n_ch;
@@ -191,13 +246,28 @@ int64_t ssd_nand_prog(ssd_timing *T, int die, int64_t t, int64_t bytes)
     return done;
 }
 
-int64_t ssd_nand_erase(ssd_timing *T, int die, int64_t t)
+static int64_t erase_for(ssd_timing *T, int die, int64_t t, int64_t dur, int64_t pages)
 {
     int64_t s = max64(t, T->die_free[die]);
-    T->die_free[die] = s + T->t_erase;
+    T->die_free[die] = s + dur;
     T->cnt.erase_count++;
-    T->cnt.die_busy_ns += T->t_erase;
+    T->cnt.die_busy_ns += dur;
+    T->cnt.erase_ns += dur;
+    T->cnt.erase_bytes += pages * T->page_size;
     return T->die_free[die];
+}
+
+/* Erase of one block of the configured size (pages_per_block): t_erase. */
+int64_t ssd_nand_erase(ssd_timing *T, int die, int64_t t)
+{
+    return erase_for(T, die, t, T->t_erase, T->ppb);
+}
+
+/* Erase of a block of `pages` pages: t_erase scaled to its size (same cost per erased byte). */
+int64_t ssd_nand_erase_pages(ssd_timing *T, int die, int64_t t, int64_t pages)
+{
+    int64_t dur = (T->t_erase * pages + T->ppb / 2) / T->ppb;
+    return erase_for(T, die, t, dur, pages);
 }
 
 int64_t ssd_link_in(ssd_timing *T, int64_t t, int64_t bytes)
@@ -214,15 +284,9 @@ int64_t ssd_link_out(ssd_timing *T, int64_t t, int64_t bytes)
 
 /* ---- write buffer: min-heap of in-flight programs keyed by completion time ---- */
 
-static void wb_pop(ssd_timing *T)
+static void wb_sift_down(ssd_wb_ent *h, int64_t n, int64_t i)
 {
-    ssd_wb_ent *h = T->wb_heap;
-    T->wb_inflight -= h[0].units;
-    int64_t n = --T->wb_n;
-    if (n == 0)
-        return;
-    ssd_wb_ent x = h[n];
-    int64_t i = 0;
+    ssd_wb_ent x = h[i];
     for (;;) {
         int64_t c = 2 * i + 1;
         if (c >= n)
@@ -237,7 +301,33 @@ static void wb_pop(ssd_timing *T)
     h[i] = x;
 }
 
-static void wb_push(ssd_timing *T, int64_t t, int64_t units)
+static void wb_pop(ssd_timing *T)
+{
+    ssd_wb_ent *h = T->wb_heap;
+    T->wb_inflight -= h[0].units;
+    int64_t n = --T->wb_n;
+    if (n == 0)
+        return;
+    h[0] = h[n];
+    wb_sift_down(h, n, 0);
+}
+
+/* A suspend on `die` at `after` delays the die's programs completing after it by dt: their
+   buffer space is released later.  The heap is small (a few programs per die); rebuild it. */
+static void wb_push_back(ssd_timing *T, int die, int64_t after, int64_t dt)
+{
+    int changed = 0;
+    for (int64_t i = 0; i < T->wb_n; i++)
+        if (T->wb_heap[i].die == die && T->wb_heap[i].t > after) {
+            T->wb_heap[i].t += dt;
+            changed = 1;
+        }
+    if (changed)
+        for (int64_t i = T->wb_n / 2 - 1; i >= 0; i--)
+            wb_sift_down(T->wb_heap, T->wb_n, i);
+}
+
+static void wb_push(ssd_timing *T, int die, int64_t t, int64_t units)
 {
     if (T->wb_n >= T->wb_size) {
         /* more programs in flight than expected (only when programs are tiny): merge into
@@ -261,6 +351,7 @@ static void wb_push(ssd_timing *T, int64_t t, int64_t units)
     }
     h[i].t = t;
     h[i].units = units;
+    h[i].die = die;
     T->wb_inflight += units;
 }
 
@@ -279,14 +370,14 @@ int64_t ssd_wb_reserve(ssd_timing *T, int64_t t, int64_t units)
     return t;
 }
 
-void ssd_wb_program(ssd_timing *T, int64_t done, int64_t units)
+void ssd_wb_program(ssd_timing *T, int die, int64_t done, int64_t units)
 {
     if (units > T->wb_pending)
         units = T->wb_pending;
     if (units <= 0)
         return;
     T->wb_pending -= units;
-    wb_push(T, done, units);
+    wb_push(T, die, done, units);
 }
 
 void ssd_wb_drop(ssd_timing *T, int64_t units)

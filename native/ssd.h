@@ -3,11 +3,13 @@
  *
  *   ssd.c      one timing model: per-channel and per-die busy-until accounting, host link
  *              (one busy-until per direction), per-command controller overhead, a bounded
- *              DRAM write buffer, and the queue-depth issue loop.
+ *              DRAM write buffer, the queue-depth issue loop, and (optional) program/erase
+ *              suspend for host reads.
  *   conv_ftl.c page-mapped conventional FTL (4 KiB mapping unit), hidden over-provisioning,
- *              TRIM, greedy per-die GC (bucket lists) triggered by a free-block low watermark.
+ *              TRIM, greedy per-die GC (bucket lists) triggered by a free-block low watermark,
+ *              and (optional) background GC in host idle time.
  *   zns_ftl.c  zoned mapping: a zone is a fixed set of erase blocks striped across dies,
- *              reset = erase, no device-side GC.
+ *              reset = erase (same cost per erased byte as the conventional FTL), no device GC.
  *
  * All times are int64 nanoseconds of modeled device time.  Sizes in bytes unless named *_units
  * (4 KiB mapping units).  Nothing here allocates per request.
@@ -34,10 +36,15 @@ typedef struct {
     int64_t pad_bytes;          /* padding programmed to close partial program units */
     int64_t erase_count;        /* erase-block erases */
     int64_t gc_runs;            /* victim blocks cleaned by device GC */
-    int64_t buffer_read_bytes;
+    int64_t buffer_read_bytes;  /* host reads served from the write buffer */
     int64_t nand_read_ops;
     int64_t nand_prog_ops;
-    int64_t die_busy_ns;  /* host reads served from the write buffer */
+    int64_t die_busy_ns;        /* die time of reads, programs (with their transfer) and erases */
+    int64_t erase_ns;           /* die time spent erasing */
+    int64_t erase_bytes;        /* flash bytes erased (erase block or zone slice sizes) */
+    int64_t gc_bg_write_bytes;  /* part of gc_write_bytes relocated by idle-time (background) GC */
+    int64_t gc_bg_runs;         /* part of gc_runs cleaned by idle-time GC */
+    int64_t suspend_count;      /* host reads that suspended a die's program/erase work */
 } ssd_counters;
 
 typedef struct {
@@ -53,11 +60,14 @@ typedef struct {
     double host_link_mb_s;
     double cmd_overhead_us;
     int64_t write_buffer_bytes; /* DRAM write buffer */
+    double t_suspend_us;        /* program/erase suspend latency (a read waits at most this) */
+    int32_t suspend;            /* 1 = host reads suspend programs/erases on their die */
 } ssd_params;
 
 typedef struct {
     int64_t t;
     int64_t units;
+    int32_t die; /* die of the program (a suspend on that die pushes t back) */
 } ssd_wb_ent;
 
 /* Timeline of a shared transfer resource (channel, link direction): sorted, merged busy
@@ -79,6 +89,10 @@ typedef struct {
     int64_t floor;              /* no reservation starts before this (current issue time) */
     double ch_ns_per_byte, link_ns_per_byte;
     int64_t t_read, t_prog, t_erase, t_cmd;
+    int32_t ppb, page_size;     /* the erase block t_erase is for (erase_pages scales from it) */
+    int suspend;                /* program/erase suspend for host reads */
+    int64_t t_sus;              /* suspend latency */
+    int64_t *rd_end;            /* per die: end of the last host-read sense (reads keep FIFO order) */
     /* write buffer, in 4 KiB units: pending = accepted, not yet handed to a program;
        inflight = in a program that completes at heap[].t */
     int64_t wb_cap, wb_pending, wb_inflight;
@@ -96,10 +110,12 @@ void ssd_timing_free(ssd_timing *T);
 int64_t ssd_nand_read(ssd_timing *T, int die, int64_t t, int64_t bytes);
 int64_t ssd_nand_prog(ssd_timing *T, int die, int64_t t, int64_t bytes);
 int64_t ssd_nand_erase(ssd_timing *T, int die, int64_t t);
+int64_t ssd_nand_erase_pages(ssd_timing *T, int die, int64_t t, int64_t pages);
+int64_t ssd_host_read(ssd_timing *T, int die, int64_t t, int64_t bytes);
 int64_t ssd_link_in(ssd_timing *T, int64_t t, int64_t bytes);
 int64_t ssd_link_out(ssd_timing *T, int64_t t, int64_t bytes);
 int64_t ssd_wb_reserve(ssd_timing *T, int64_t t, int64_t units);
-void ssd_wb_program(ssd_timing *T, int64_t done, int64_t units);
+void ssd_wb_program(ssd_timing *T, int die, int64_t done, int64_t units);
 void ssd_wb_drop(ssd_timing *T, int64_t units);
 
 /* one request: returns its completion time, or < 0 on error */
@@ -121,6 +137,8 @@ ssd_timing *conv_timing(conv_ftl *F);
 int64_t conv_free_blocks(conv_ftl *F);
 int64_t conv_valid_units(conv_ftl *F);
 int conv_check(conv_ftl *F, char *msg, int msglen);
+void conv_set_idle_gc(conv_ftl *F, int32_t bg_blocks);
+void conv_idle(conv_ftl *F, int64_t until);
 
 /* ---- zoned FTL (zns_ftl.c) ---- */
 typedef struct zns_ftl zns_ftl;

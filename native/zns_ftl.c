@@ -9,7 +9,9 @@
  * ceil(units / dpz) program units; if that is larger than one preset erase block it takes several
  * blocks (erased one after another on that die), otherwise the zone geometry defines the block
  * (as NVMeVirt does: BLK_SIZE = ZONE_SIZE / DIES_PER_ZONE).  Reset = erase of the slices that
- * were programmed, in parallel over the zone's dies.
+ * were programmed, in parallel over the zone's dies.  An erase costs t_erase scaled by the
+ * erased block's size over the preset's erase block, as the conventional FTL's scaled-down
+ * blocks do, so erasing costs the same per byte on both FTLs.
  *
  * Writes are acknowledged from the shared write buffer; a program unit is programmed when it is
  * full or reaches the zone capacity; finish pads and programs a partial unit.  The caller (the
@@ -43,8 +45,9 @@ static inline int zdie(const zns_ftl *Z, int64_t z, int64_t pu)
 static void zns_program_pu(zns_ftl *Z, int64_t z, int64_t pu, int64_t units, int64_t t)
 {
     int64_t pad = (int64_t)Z->upu - units;
-    int64_t done = ssd_nand_prog(&Z->T, zdie(Z, z, pu), t, (int64_t)Z->upu * SSD_UNIT);
-    ssd_wb_program(&Z->T, done, units);
+    int die = zdie(Z, z, pu);
+    int64_t done = ssd_nand_prog(&Z->T, die, t, (int64_t)Z->upu * SSD_UNIT);
+    ssd_wb_program(&Z->T, die, done, units);
     if (pad > 0) {
         Z->T.cnt.pad_bytes += pad * SSD_UNIT;
         Z->T.cnt.media_write_bytes += pad * SSD_UNIT;
@@ -116,7 +119,7 @@ static int64_t zns_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_is
                 cnt = left;
             if (u + cnt > Z->prog[z])
                 cnt = Z->prog[z] - u;
-            ready = ssd_nand_read(T, zdie(Z, z, u / Z->upu), t, cnt * SSD_UNIT);
+            ready = ssd_host_read(T, zdie(Z, z, u / Z->upu), t, cnt * SSD_UNIT);
         }
         int64_t le = ssd_link_out(T, ready, cnt * SSD_UNIT);
         if (le > end)
@@ -192,10 +195,14 @@ int64_t zns_reset(zns_ftl *Z, int64_t z)
         for (int32_t s = 0; s < Z->dpz && s < npu; s++) {
             int64_t pus_here = (npu - s + Z->dpz - 1) / Z->dpz;
             int64_t pages = pus_here * Z->oneshot;
+            /* the die's slice: blocks of ppb pages, the last one (or a slice smaller than a
+               block) scaled down; only the blocks holding programmed pages are erased */
+            int64_t slice = (Z->pus_per_zone - s + Z->dpz - 1) / Z->dpz * Z->oneshot;
             int64_t blocks = (pages + Z->ppb - 1) / Z->ppb;
             int die = zdie(Z, z, s);
             for (int64_t b = 0; b < blocks; b++) {
-                int64_t e = ssd_nand_erase(T, die, t);
+                int64_t bp = slice - b * Z->ppb;
+                int64_t e = ssd_nand_erase_pages(T, die, t, bp < Z->ppb ? bp : Z->ppb);
                 if (e > end)
                     end = e;
             }

@@ -24,12 +24,14 @@ READ, WRITE, TRIM = 0, 1, 2
 
 _COUNTERS = ("host_write_bytes", "host_read_bytes", "host_trim_bytes", "media_write_bytes",
              "media_read_bytes", "gc_write_bytes", "pad_bytes", "erase_count", "gc_runs",
-             "buffer_read_bytes", "nand_read_ops", "nand_prog_ops", "die_busy_ns")
+             "buffer_read_bytes", "nand_read_ops", "nand_prog_ops", "die_busy_ns",
+             "erase_ns", "erase_bytes", "gc_bg_write_bytes", "gc_bg_runs", "suspend_count")
 
 
-def _params(preset: NandPreset, pages_per_block: int | None = None):
+def _params(preset: NandPreset, pages_per_block: int | None = None, suspend: bool = False):
     """C parameters.  A scaled-down erase block (small emulated devices) gets a proportionally
-    shorter erase time, so erasing costs the same per byte as on the real block."""
+    shorter erase time, so erasing costs the same per byte as on the real block (the ZNS model
+    scales its zone slices from the preset's block the same way, in C)."""
     p = ffi.new("ssd_params *")
     p.channels = preset.channels
     p.dies_per_channel = preset.dies_per_channel
@@ -43,6 +45,8 @@ def _params(preset: NandPreset, pages_per_block: int | None = None):
     p.host_link_mb_s = preset.host_link_mb_s
     p.cmd_overhead_us = preset.cmd_overhead_us
     p.write_buffer_bytes = preset.buffer_bytes
+    p.t_suspend_us = preset.t_suspend_us
+    p.suspend = int(bool(suspend))
     return p
 
 
@@ -90,10 +94,19 @@ class _Model:
         return ""
 
     def advance(self, seconds: float) -> None:
-        """Host idle time passes (the model does no background work in it)."""
+        """Host idle time passes.  Queued device work completes during it; a conventional SSD with
+        ``idle_gc`` also cleans blocks in it (background GC), otherwise nothing else happens."""
         if seconds < 0:
             raise ValueError("cannot advance by a negative time")
-        self._T.now += int(round(seconds * 1e9))
+        self._idle(self._T.now + int(round(seconds * 1e9)))
+
+    def _idle(self, until_ns: int) -> None:
+        self._T.now = until_ns
+
+    @property
+    def options(self) -> dict:
+        """The optional behaviours of this model and whether they are on."""
+        return {"suspend": self.suspend}
 
     @property
     def now(self) -> float:
@@ -115,6 +128,11 @@ class _Model:
     pad_bytes = property(lambda self: int(self._T.cnt.pad_bytes))
     erase_count = property(lambda self: int(self._T.cnt.erase_count))
     gc_runs = property(lambda self: int(self._T.cnt.gc_runs))
+    gc_bg_write_bytes = property(lambda self: int(self._T.cnt.gc_bg_write_bytes))
+    gc_bg_runs = property(lambda self: int(self._T.cnt.gc_bg_runs))
+    erase_ns = property(lambda self: int(self._T.cnt.erase_ns))
+    erase_bytes = property(lambda self: int(self._T.cnt.erase_bytes))
+    suspend_count = property(lambda self: int(self._T.cnt.suspend_count))
 
     @property
     def write_amplification(self) -> float:
@@ -130,9 +148,16 @@ class ConvSSD(_Model):
     Raw flash = logical / (1 - op), rounded up to whole erase blocks on every die.  Small devices
     scale the erase block down (in whole program units) so that every die keeps at least
     ``preset.min_blocks_per_die`` blocks: GC behaviour depends on blocks being small against the
-    capacity, and the emulated devices are much smaller than the real drive."""
+    capacity, and the emulated devices are much smaller than the real drive.
 
-    def __init__(self, preset: NandPreset, logical_bytes: int, op: float | None = None):
+    ``idle_gc`` (default off): in host idle time (``advance``) the FTL cleans greedy victims in
+    the background, per die, until ``idle_gc_blocks`` blocks are free (``preset.idle_gc_spare_fraction``
+    of the die's spare blocks), starting a victim only while the idle window lasts.
+    ``suspend`` (default off): host reads suspend a die's program/erase work (at most
+    ``preset.t_suspend_us`` of waiting); see docs/ssd-model.md."""
+
+    def __init__(self, preset: NandPreset, logical_bytes: int, op: float | None = None,
+                 idle_gc: bool = False, suspend: bool = False):
         logical_bytes = int(logical_bytes)
         if logical_bytes <= 0 or logical_bytes % UNIT:
             raise ValueError(f"logical size {logical_bytes} is not a positive multiple of {UNIT}")
@@ -158,12 +183,26 @@ class ConvSSD(_Model):
         self.pages_per_block = ppb
         self.blocks_per_die = bpd
         self.raw_bytes = bpd * n_dies * upb * UNIT
-        h = lib.conv_new(_params(preset, ppb), logical_units, bpd, preset.gc_low_blocks, preset.gc_high_blocks)
+        h = lib.conv_new(_params(preset, ppb, suspend), logical_units, bpd, preset.gc_low_blocks,
+                         preset.gc_high_blocks)
         if h == ffi.NULL:
             raise MemoryError(f"cannot build a {logical_bytes}-byte conventional SSD model")
         self._h = ffi.gc(h, lib.conv_free)
+        self.idle_gc, self.suspend = bool(idle_gc), bool(suspend)
+        # idle-time GC target: a fraction of the blocks per die beyond what the live data fills,
+        # and always above the foreground stop point
+        spare = bpd - math.ceil(logical_units / n_dies / upb)
+        self.idle_gc_blocks = max(preset.gc_high_blocks + 1, math.ceil(preset.idle_gc_spare_fraction * spare))
+        lib.conv_set_idle_gc(self._h, self.idle_gc_blocks if self.idle_gc else 0)
         self._T = lib.conv_timing(self._h)
         self._submit_fn = lib.conv_submit
+
+    def _idle(self, until_ns: int) -> None:
+        lib.conv_idle(self._h, until_ns)
+
+    @property
+    def options(self) -> dict:
+        return {"idle_gc": self.idle_gc, "suspend": self.suspend}
 
     @property
     def effective_op(self) -> float:
@@ -195,9 +234,11 @@ class ConvSSD(_Model):
 class ZNSSSD(_Model):
     """ZNS mapping on the same timing model: a zone is a fixed set of erase blocks striped across
     dies (program unit p of a zone on die p mod dies_per_zone), reset is an erase, no device GC.
-    Raw flash = nr_zones x zone_capacity; offsets are absolute device bytes."""
+    Raw flash = nr_zones x zone_capacity; offsets are absolute device bytes.  A reset costs the
+    same per erased byte as the conventional FTL's erases.  ``suspend`` as for ``ConvSSD``."""
 
-    def __init__(self, preset: NandPreset, nr_zones: int, zone_size: int, zone_capacity: int):
+    def __init__(self, preset: NandPreset, nr_zones: int, zone_size: int, zone_capacity: int,
+                 suspend: bool = False):
         nr_zones, zone_size, zone_capacity = int(nr_zones), int(zone_size), int(zone_capacity)
         if nr_zones < 1 or zone_capacity < UNIT or zone_capacity % UNIT or zone_size < zone_capacity \
                 or zone_size % UNIT:
@@ -206,7 +247,8 @@ class ZNSSSD(_Model):
         self.nr_zones, self.zone_size, self.zone_capacity = nr_zones, zone_size, zone_capacity
         self.capacity = nr_zones * zone_size
         self.raw_bytes = nr_zones * zone_capacity
-        h = lib.zns_new(_params(preset), nr_zones, zone_size, zone_capacity)
+        self.suspend = bool(suspend)
+        h = lib.zns_new(_params(preset, suspend=suspend), nr_zones, zone_size, zone_capacity)
         if h == ffi.NULL:
             raise MemoryError("cannot build the ZNS model")
         self._h = ffi.gc(h, lib.zns_free)

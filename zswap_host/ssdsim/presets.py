@@ -35,6 +35,13 @@ class NandPreset:
     gc_low_blocks: int = 2      # per die: GC starts when free blocks <= this
     gc_high_blocks: int = 4     # per die: GC stops at this many free blocks
     min_blocks_per_die: int = 256  # small emulated devices scale the erase block down to keep this many
+    # idle-time GC (conventional FTL, off unless asked for): per die, clean until this fraction of
+    # the spare blocks (blocks beyond those the live data fills) is free
+    idle_gc_spare_fraction: float = 0.25
+    # program/erase suspend (both FTLs, off unless asked for): the longest a host read waits for
+    # the die's program or erase to suspend.  Flash datasheets give a maximum suspend latency of
+    # 15-20 us (e.g. Spansion/AMD: program suspend <= 15 us, erase suspend <= 20 us).
+    t_suspend_us: float = 20.0
 
     @property
     def n_dies(self) -> int:
