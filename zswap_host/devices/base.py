@@ -107,9 +107,13 @@ class ModelClock:
         return float(self.model.now) if self.model is not None else 0.0
 
     def advance(self, seconds: float) -> None:
-        """Let host idle time pass on the modeled clock."""
+        """Let host idle time pass on the modeled clock (a model with idle-time GC works in it)."""
         if self.model is not None and seconds > 0:
             self.model.advance(seconds)
+
+    def timing_options(self) -> dict:
+        """The SSD model's optional behaviours (``suspend``, ``idle_gc``) for ``describe()``."""
+        return dict(self.model.options) if self.model is not None else {}
 
 
 def _count(hist: Counter, lengths: np.ndarray) -> None:

@@ -119,7 +119,7 @@ class EmulatedBlockDevice(ModelClock):
     def describe(self) -> dict:
         return {"url": self.url, "kind": self.kind, "zoned": False, "path": self.path,
                 "size": self.size, "block_size": self.block_size, "preset": self.preset,
-                "op": self.op, "clock": "modeled" if self.model is not None else "none"}
+                "op": self.op, "clock": "modeled" if self.model is not None else "none", **self.timing_options()}
 
     def close(self) -> None:
         with self._lock:

@@ -309,7 +309,7 @@ class EmulatedZonedDevice(ModelClock):
         d = {"url": self.url, "kind": self.kind, "zoned": True, "path": self.path,
              "geometry": self.geometry.as_dict(), "preset": self.preset,
              "clock": "modeled" if self.model is not None else "none",
-             "open_zones": self._nr_open, "active_zones": self._nr_active}
+             "open_zones": self._nr_open, "active_zones": self._nr_active, **self.timing_options()}
         return d
 
     def flush(self) -> None:

@@ -3,6 +3,8 @@
 - ``emu://PATH?zones=N&zone_size=16MiB&zone_capacity=…&max_open=…&max_active=…&max_append=…&preset=…``
   emulated ZNS device; PATH empty = in memory. ``preset=none`` turns the timing model off.
 - ``emu-conv://PATH?size=…&op=0.07&preset=…`` emulated conventional SSD.
+- timing-model options (0/1, default 0, docs/ssd-model.md): ``suspend=1`` on both (host reads
+  suspend programs/erases), ``idle_gc=1`` on ``emu-conv://`` (background GC in idle time).
 - a regular file: conventional block device with real I/O.
 - a block device (``/dev/nvme0n2``, ``/dev/sdb``, a loop device): zoned → ``LinuxZonedDevice``,
   not zoned → ``LinuxBlockDevice`` (``devices/linux.py``), after the safety checks of
@@ -25,8 +27,10 @@ from .zone import ZoneGeometry
 DEFAULT_PRESET = "thesis-ssd"
 DEFAULT_ZONES = 16
 DEFAULT_CONV_SIZE = 1 << 30
-_ZNS_KEYS = {"zones", "zone_size", "zone_capacity", "max_open", "max_active", "max_append", "preset", "block_size"}
-_CONV_KEYS = {"size", "op", "preset", "block_size"}
+_ZNS_KEYS = {"zones", "zone_size", "zone_capacity", "max_open", "max_active", "max_append", "preset", "block_size",
+             "suspend"}
+_CONV_KEYS = {"size", "op", "preset", "block_size", "suspend", "idle_gc"}
+_FLAG_KEYS = {"suspend", "idle_gc"}
 _SIZE_KEYS = {"zone_size", "zone_capacity", "max_append", "size", "block_size"}
 
 
@@ -46,6 +50,10 @@ def _query(url: str, allowed: set[str]) -> tuple[str | None, dict]:
                     raise ValueError("op must be in [0, 1)")
             elif key == "preset":
                 params[key] = value
+            elif key in _FLAG_KEYS:
+                if value not in ("0", "1"):
+                    raise ValueError("must be 0 or 1")
+                params[key] = value == "1"
             else:
                 params[key] = int(value)
                 if params[key] < 0:
@@ -109,7 +117,8 @@ def _open_emu_zns(url: str):
     if preset is not None:
         from ..ssdsim import ZNSSSD
 
-        model = ZNSSSD(preset, geometry.nr_zones, geometry.zone_size, geometry.zone_capacity)
+        model = ZNSSSD(preset, geometry.nr_zones, geometry.zone_size, geometry.zone_capacity,
+                       suspend=p.get("suspend", False))
     return EmulatedZonedDevice(geometry, path=path, model=model,
                                preset=preset.name if preset else None, url=url)
 
@@ -137,7 +146,7 @@ def _open_emu_conv(url: str):
         from ..ssdsim import ConvSSD
 
         op = preset.conv_op if op is None else op
-        model = ConvSSD(preset, size, op)
+        model = ConvSSD(preset, size, op, idle_gc=p.get("idle_gc", False), suspend=p.get("suspend", False))
     return EmulatedBlockDevice(size, path=path, model=model, preset=preset.name if preset else None,
                                op=op, block_size=block_size, url=url)
 
