@@ -211,18 +211,49 @@ def format_devices(found: list) -> str:
 @click.option("--device", default=None, metavar="URL",
               help=f"Emulated conventional SSD to characterize [default: {DEFAULT_CHARACTERIZE_DEVICE}; "
                    f"with --quick {QUICK_CHARACTERIZE_DEVICE}].")
+@click.option("--study", type=click.Choice(["thesis", "zns"]), default="thesis", show_default=True,
+              help="thesis: the thesis's fio study on a conventional SSD; zns: Doekemeijer et al. 2023's ZN540 "
+                   "characterisation on the ZNS model, model next to paper per point.")
+@click.option("--preset", default=None, metavar="PRESET",
+              help="SSD preset [default: thesis-ssd for --study thesis (its --device), zn540 for --study zns].")
 @click.option("--quick", is_flag=True, help="Smaller device and shorter jobs (under a minute).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Write results as JSON here.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, writable=True),
-              help="PNG of bandwidth against written volume [default: next to --json, else none].")
+              help="PNG of bandwidth against written volume (zns: model vs paper) [default: next to --json, else none].")
 @friendly_errors
-def characterize(device: str | None, quick: bool, json_path: str | None, plot_path: str | None) -> None:
-    """Reproduce the thesis's fio study on an emulated SSD.
+def characterize(device: str | None, study: str, preset: str | None, quick: bool, json_path: str | None,
+                 plot_path: str | None) -> None:
+    """Reproduce the thesis's fio study on an emulated SSD, or (--study zns) a published ZNS study.
 
     Runs fio-equivalent jobs on the SSD timing model and reports the two ratios the thesis measured
     (128 KiB vs small requests: 1.75x; sequential vs random writes in steady state: 4.37x) and the
-    write bandwidth as written volume grows. All times are modeled device time.
+    write bandwidth as written volume grows. --study zns runs the write/append, read, interference,
+    reset and finish experiments of Doekemeijer et al. (2023) on the ZN540 and prints the model's value
+    next to the paper's for every point. All times are modeled device time.
     """
+    if study == "zns":
+        from .characterize_zns import format_table as zns_table, run as run_zns
+        from .ssdsim import get_preset
+
+        if device:
+            _fail("--device applies to --study thesis; --study zns builds the ZNS model from --preset")
+        preset = get_preset(preset or "zn540").name
+        if plot_path is None and json_path:
+            plot_path = json_path.rsplit(".", 1)[0] + ".png"
+        result = run_zns(preset, quick=quick, plot_path=plot_path)
+        click.echo(zns_table(result))
+        if json_path:
+            with open(json_path, "w") as f:
+                json.dump(result, f, indent=2)
+            click.echo(f"wrote {json_path}")
+        return
+    if preset and not device:
+        from .ssdsim import get_preset
+
+        device = f"emu-conv://?size={'1GiB' if quick else '4GiB'}&preset={get_preset(preset).name}"
+    elif preset:
+        _fail("give --device or --preset, not both")
+
     from tqdm import tqdm
 
     from .characterize import characterize as run, format_table

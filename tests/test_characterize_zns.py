@@ -1,0 +1,104 @@
+"""The published-ZNS-study reproduction (zswap-host characterize --study zns)."""
+import csv
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from zswap_host.characterize_zns import PUBLISHED_CSV, _Study, format_table, load_published, run
+from zswap_host.cli import main
+from zswap_host.ssdsim import get_preset
+
+EXPERIMENTS = {"size_sweep", "qd_sweep", "zone_sweep", "zone_sweep_bw", "read_qd", "read_under_writes", "reset",
+               "finish"}
+
+
+@pytest.fixture(scope="module")
+def quick_result():
+    return run("zn540", quick=True)
+
+
+def test_published_data_has_a_source_for_every_point():
+    rows = load_published()
+    assert {r["experiment"] for r in rows} == EXPERIMENTS
+    for r in rows:
+        assert r["value"] >= 0 and r["unit"] and r["metric"]
+        assert r["source"].startswith("github.com/stonet-research/NVMeBenchmarks@") and r["field"]
+        assert "Doekemeijer" in r["paper"]
+    with open(PUBLISHED_CSV, newline="") as f:
+        assert len(list(csv.DictReader(f))) == len(rows)
+
+
+def test_every_point_has_paper_and_model_values(quick_result):
+    pts = quick_result["points"]
+    assert len(pts) == len(load_published()) == quick_result["n_points"]
+    for p in pts:
+        assert isinstance(p["paper"], float) and isinstance(p["model"], float)
+        assert p["model"] >= 0
+        assert p["error"] == pytest.approx(p["model"] / p["paper"] - 1)
+        assert p["within_tolerance"] == (abs(p["error"]) <= 0.15)
+    assert quick_result["clock"] == "modeled"
+    table = format_table(quick_result)
+    assert table.count("\n") >= len(pts) and "within ±15%" in table
+
+
+def test_modeled_values_follow_the_model(quick_result):
+    """Deterministic modeled-clock facts, from the preset's parameters."""
+    p = get_preset("zn540")
+    by = {(q["experiment"], q["op"], q["bs_kib"], q["qd"], q["zones"], q["write_rate_mib_s"], q["occupancy_pct"]): q
+          for q in quick_result["points"]}
+    # one 4 KiB write at QD 1 is acknowledged after the command overhead and the link transfer
+    w4 = by[("size_sweep", "write", 4, 1, 1, 0, None)]["model"]
+    ack = p.cmd_overhead_us * 1e-6 + 4096 / (p.host_link_mb_s * 1e6)
+    assert w4 == pytest.approx(4096 / ack / (1 << 20), rel=0.02)
+    # an append is the same model request as a write
+    assert by[("size_sweep", "append", 4, 1, 1, 0, None)]["model"] == w4
+    # an idle 4 KiB random read: command + tR + channel + link
+    lat = by[("read_under_writes", "randread", 4, 1, 1, 0, None)]["model"]
+    expect = p.cmd_overhead_us + p.t_read_us + 4096 / p.channel_mb_s + 4096 / p.host_link_mb_s
+    assert lat == pytest.approx(expect, rel=0.05)
+    # concurrent writes make reads wait behind programs
+    assert by[("read_under_writes", "randread", 4, 1, 1, 1000, None)]["model"] > lat
+    # reset of a full zone erases the zone's blocks on all its dies in parallel: at least one erase
+    assert by[("reset", "reset", None, None, None, None, 100.0)]["model"] >= p.t_erase_us / 1e3 * 0.99
+    # resetting an empty zone costs only the command
+    assert by[("reset", "reset", None, None, None, None, 0.0)]["model"] == pytest.approx(p.cmd_overhead_us / 1e3)
+
+
+def test_run_is_deterministic():
+    a = run("zn540", quick=True)
+    b = run("zn540", quick=True)
+    assert [p["model"] for p in a["points"]] == [p["model"] for p in b["points"]]
+
+
+def test_study_recycles_zones():
+    st = _Study("zn540", quick=True)
+    first = st.zones(st.model.nr_zones)
+    assert first[0] == 0
+    assert st.zones(2) == [0, 1]
+
+
+def test_cli_zns_study_writes_json_and_plot(tmp_path):
+    out = tmp_path / "zns.json"
+    r = CliRunner().invoke(main, ["characterize", "--study", "zns", "--preset", "zn540", "--quick", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "paper" in r.output and "model" in r.output and "within ±15%" in r.output
+    data = json.loads(out.read_text())
+    assert data["study"] == "zns" and data["preset"] == "zn540"
+    assert all({"paper", "model", "error"} <= set(p) for p in data["points"])
+    assert (tmp_path / "zns.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--study", "zns", "--preset", "nope"], "unknown SSD preset"),
+    (["--study", "zns", "--device", "emu://"], "--device applies to --study thesis"),
+    (["--study", "bogus"], "bogus"),
+])
+def test_cli_bad_input_exits_2_with_one_line(args, msg):
+    r = CliRunner().invoke(main, ["characterize", *args])
+    assert r.exit_code == 2
+    err = r.output.strip().splitlines()
+    assert msg in r.output
+    assert "Traceback" not in r.output
+    if args[1] != "bogus":            # click's own usage error prints usage lines; ours print exactly one
+        assert len(err) == 1
