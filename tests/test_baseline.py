@@ -526,3 +526,60 @@ class SwapMachine(RuleBasedStateMachine):
 TestSwapMachine = SwapMachine.TestCase
 TestSwapMachine.settings = settings(max_examples=150, stateful_step_count=40, deadline=None,
                                     suppress_health_check=[HealthCheck.too_slow])
+
+
+# -- faults="batched": MADV_WILLNEED before the accesses ----------------------------------------
+def _scattered(sw, n=400, seed=1):
+    rng = np.random.default_rng(seed)
+    ids = np.arange(4 * n, dtype=np.int64)
+    sw.swap_out(ids, content(ids))
+    return np.sort(rng.choice(ids, n, replace=False))
+
+
+def test_batched_faults_read_the_same_bytes_in_one_queue_faster():
+    ds, db = dev("64MiB", "thesis-ssd"), dev("64MiB", "thesis-ssd")
+    serial = ConventionalSwap(ds, page_cluster=0)
+    batched = ConventionalSwap(db, page_cluster=0, faults="batched", batch_qd=32)
+    want = _scattered(serial)
+    assert (_scattered(batched) == want).all()
+    t = [ds.now(), db.now()]
+    got_s, got_b = serial.swap_in(want), batched.swap_in(want)
+    assert (got_s == content(want)).all() and (got_b == content(want)).all()
+    stall_s, stall_b = ds.now() - t[0], db.now() - t[1]
+    assert stall_b < stall_s / 4                       # one queue of depth 32 against depth 1
+    s, b = serial.stats().extra, batched.stats().extra
+    assert s["major_faults"] == want.size and b["major_faults"] == 0
+    assert b["batched_read_pages"] == want.size and b["faults"] == "batched"
+    assert b["readahead_pages"] == 0                   # minor faults after WILLNEED: no readahead
+    # slot allocation and writes are the kernel's either way: re-swapping gives the same writes
+    for sw in (serial, batched):
+        sw.swap_out(want, content(want, 1))
+    assert serial.stats().write_size_histogram == batched.stats().write_size_histogram
+    assert serial.stats().extra["in_place_pages"] == batched.stats().extra["in_place_pages"] == want.size
+
+
+def test_page_waits_run_from_the_start_of_the_call():
+    d = dev("64MiB", "thesis-ssd")
+    sw = ConventionalSwap(d, page_cluster=0)
+    want = _scattered(sw, 50)
+    t0 = d.now()
+    sw.swap_in(want)
+    waits, faults = sw.swap_in_latencies(), sw.fault_latencies()
+    assert waits.size == faults.size == want.size
+    # serial faults: page k waits for the k faults before it and its own
+    assert np.all(np.diff(waits) > 0) and waits[-1] == pytest.approx(d.now() - t0)
+    assert waits[-1] == pytest.approx(faults.sum(), rel=1e-6)
+    db = dev("64MiB", "thesis-ssd")
+    b = ConventionalSwap(db, page_cluster=0, faults="batched")
+    _scattered(b, 50)
+    t0 = db.now()
+    b.swap_in(want)
+    w = b.swap_in_latencies()
+    assert w.size == want.size and w.max() == pytest.approx(db.now() - t0) and w.min() < w.max()
+
+
+def test_bad_fault_mode_is_refused():
+    with pytest.raises(ValueError, match="faults"):
+        ConventionalSwap(dev(), faults="async")
+    with pytest.raises(ValueError, match="batch_qd"):
+        ConventionalSwap(dev(), faults="batched", batch_qd=0)

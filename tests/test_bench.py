@@ -1,62 +1,111 @@
-"""``zswap-host bench`` on the tiny preset: the report's shape, equal losses, and bad input refused
-before any training starts."""
+"""``zswap-host bench`` on the tiny preset: the five runs, the attribution chain, a deterministic
+compute basis, the two sizing modes, and bad input refused before any training starts."""
 
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 pytest.importorskip("torch")
 
 from zswap_host import NotZonedError  # noqa: E402
-from zswap_host.bench import BenchError, BenchSpec, plan, run_bench  # noqa: E402
+from zswap_host.bench import RUNS, BenchError, BenchSpec, ComputeBasis, plan, run_bench  # noqa: E402
 from zswap_host.cli import main  # noqa: E402
 
-RUNS = ["dram-only", "conventional", "store-on-conventional", "zns-host-gc"]
+SPEC = dict(preset="tiny", iterations=30)
 
 
 @pytest.fixture(scope="module")
 def report():
-    return run_bench(BenchSpec(preset="tiny", iterations=30))
+    return run_bench(BenchSpec(**SPEC))
 
 
 def test_runs_and_metrics(report):
-    assert [r["name"] for r in report["runs"]] == RUNS
+    assert tuple(r["name"] for r in report["runs"]) == RUNS
     dram = report["runs"][0]
-    assert dram["clock"] == "wall" and dram["io_stall_time_s"] == 0
+    assert dram["clock"] == "charged" and dram["io_stall_time_s"] == 0
+    charged = dram["compute_time_s"]
+    assert report["compute"]["kind"] == "pinned"
+    assert charged == pytest.approx(report["compute"]["us_per_sample"] * 1e-6 * 64 * 30)
     for r in report["runs"][1:]:
         assert r["clock"] == "modeled"
-        assert r["train_time_s"] == pytest.approx(r["compute_time_s"] + r["io_stall_time_s"])
+        assert r["compute_time_s"] == charged                        # every run charged the same compute
+        assert r["train_time_s"] == pytest.approx(charged + r["io_stall_time_s"])
+        assert r["measured_compute_s"] > 0 and 0 <= r["paging_bookkeeping_s"] <= r["measured_compute_s"]
         assert r["io_stall_time_s"] > 0 and r["swap_in_bytes"] > 0 and r["swap_out_bytes"] > 0
         for key in ("host_write_bytes", "device_write_bytes", "media_write_bytes", "write_amplification",
                     "write_size_histogram", "read_size_histogram", "device_time_s", "gc_write_bytes",
-                    "swap_in_latency_p50_s", "swap_in_latency_p99_s", "requests_under_32k_share"):
+                    "page_wait_p50_s", "page_wait_p99_s", "page_wait_p999_s", "step_stall_p50_s",
+                    "step_stall_p99_s", "requests_under_32k_share"):
             assert key in r, key
+        assert r["page_wait_p50_s"] <= r["page_wait_p99_s"] <= r["page_wait_p999_s"]
+        assert r["page_waits"] == r["paging"]["faults"]
         assert len(r["per_iteration_s"]) == 30 and len(r["loss"]) == 30
-    conv, zns = report["runs"][1], report["runs"][3]
+    by = {r["name"]: r for r in report["runs"]}
+    lin, bat, zns = by["linux-swap"], by["linux-swap-batched"], by["zns-host-gc"]
     # the store writes whole units; Linux swap writes what adjacent slots give
     mean = lambda h: sum(int(k) * v for k, v in h.items()) / sum(h.values())  # noqa: E731
-    assert mean(zns["write_size_histogram"]) > mean(conv["write_size_histogram"])
-    assert conv["device_gc_write_bytes"] >= 0 and zns["device_gc_write_bytes"] == 0
+    assert mean(zns["write_size_histogram"]) > mean(lin["write_size_histogram"])
+    assert lin["device_gc_write_bytes"] >= 0 and zns["device_gc_write_bytes"] == 0
+    # batching changes reads only: same pages out, same write requests, one deep queue instead of faults
+    assert bat["write_size_histogram"] == lin["write_size_histogram"]
+    assert bat["major_faults"] == 0 < lin["major_faults"] and bat["io_stall_time_s"] < lin["io_stall_time_s"]
 
 
-def test_ratios_and_equal_losses(report):
-    q = report["ratios"]
-    assert q["losses_match"] and q["max_loss_difference"] <= 1e-6
+def test_chain_and_equal_losses(report):
+    q, steps = report["ratios"], report["chain"]
+    assert q["losses_match"] and q["max_loss_difference"] == 0
+    assert [s["step"] for s in steps] == ["batching", "aggregation", "zns"]
     t = {r["name"]: r["train_time_s"] for r in report["runs"]}
-    assert q["slowdown_conventional"] == pytest.approx(t["conventional"] / t["dram-only"])
-    assert q["speedup_zns_host_gc_vs_conventional"] == pytest.approx(t["conventional"] / t["zns-host-gc"])
-    assert q["aggregation_gain"] * q["zns_gain"] == pytest.approx(q["speedup_zns_host_gc_vs_conventional"])
+    assert q["slowdown_linux-swap"] == pytest.approx(t["linux-swap"] / t["dram-only"])
+    assert np.prod([s["train_time_ratio"] for s in steps]) == pytest.approx(q["speedup_zns_host_gc_vs_linux_swap"])
+    assert np.prod([s["stall_ratio"] for s in steps]) == pytest.approx(q["stall_ratio_linux_swap_vs_zns_host_gc"])
 
 
-def test_default_devices_share_the_flash():
-    pl = plan(BenchSpec(preset="quick"))
+def test_pinned_compute_makes_the_report_deterministic(report, monkeypatch):
+    """The same command gives the same training times and ratios however long the compute took: a
+    second run with every step's measured compute inflated agrees to the last bit."""
+    import importlib
+
+    train_mod = importlib.import_module("zswap_host.workloads.train")
+    step = train_mod.Trainer.step
+
+    def slow(self, b):
+        loss, comp, pag, stall, iow = step(self, b)
+        return loss, comp * 3 + 0.01, pag, stall, iow          # a loaded machine
+    monkeypatch.setattr(train_mod.Trainer, "step", slow)
+    again = run_bench(BenchSpec(**SPEC))
+    for a, b in zip(report["runs"], again["runs"]):
+        assert a["train_time_s"] == b["train_time_s"] and a["io_stall_time_s"] == b["io_stall_time_s"]
+        assert b["measured_compute_s"] > a["measured_compute_s"]
+    assert again["ratios"] == report["ratios"] and again["chain"] == report["chain"]
+
+
+def test_measured_compute_is_the_median_of_interleaved_replicas():
+    r = run_bench(BenchSpec(preset="tiny", iterations=8, runs=("zns-host-gc",),
+                            compute=ComputeBasis("measured", repeats=3)))
+    dram = r["runs"][0]
+    assert r["compute"]["kind"] == "measured" and dram["replicas"]["replicas"] == 3
+    sums = dram["replicas"]["replica_compute_s"]
+    assert min(sums) <= dram["compute_time_s"] * (1 + 1e-9) and dram["compute_time_s"] <= max(sums) * (1 + 1e-9)
+    assert r["runs"][1]["compute_time_s"] == dram["compute_time_s"]
+
+
+def test_sizing_modes():
     from zswap_host import open_device
 
-    conv, zns = open_device(pl.baseline_url), open_device(pl.zns_url)
-    raw_conv = conv.model.raw_bytes
+    flash = plan(BenchSpec(preset="quick"))
+    conv, zns = open_device(flash.baseline_url), open_device(flash.zns_url)
     raw_zns = zns.geometry.nr_zones * zns.geometry.zone_capacity
-    assert abs(raw_conv - raw_zns) / raw_conv < 0.02
+    assert abs(conv.model.raw_bytes - raw_zns) / conv.model.raw_bytes < 0.02       # same flash
+    assert raw_zns > conv.size                                                      # ZNS exposes the OP
+    cap = plan(BenchSpec(preset="quick", sizing="same-capacity"))
+    zc = open_device(cap.zns_url)
+    assert cap.baseline_url == flash.baseline_url
+    assert conv.size - cap.zone_size < zc.geometry.nr_zones * zc.geometry.zone_size <= conv.size   # equal usable
+    u = plan(BenchSpec(preset="quick", utilisation=0.9))
+    assert u.devices["tables_over_conventional_usable"] == pytest.approx(0.9, abs=0.01)
 
 
 @pytest.mark.parametrize("spec,error,words", [
@@ -64,15 +113,18 @@ def test_default_devices_share_the_flash():
     (BenchSpec(preset="tiny", budget=1.0), BenchError, "nothing would swap"),
     (BenchSpec(preset="tiny", budget=0.01), BenchError, "smaller than one batch"),
     (BenchSpec(preset="nope"), BenchError, "unknown training preset"),
+    (BenchSpec(preset="tiny", sizing="same-price"), BenchError, "unknown sizing"),
+    (BenchSpec(preset="tiny", runs=("linux-swap", "zfs")), BenchError, "unknown run"),
+    (BenchSpec(preset="tiny", utilisation=1.5), BenchError, "utilisation"),
+    (BenchSpec(preset="tiny", iterations=0), BenchError, "positive"),
     (BenchSpec(preset="tiny", device="emu-conv://?size=64MiB&preset=none"), NotZonedError, "not a zoned device"),
     (BenchSpec(preset="tiny", device="emu://?zones=4&zone_size=1MiB&preset=none"), BenchError, "too small"),
     (BenchSpec(preset="tiny", baseline_device="emu-conv://?size=1MiB&preset=none"), BenchError, "too small"),
 ])
 def test_bad_input_fails_before_training(spec, error, words, monkeypatch):
-    import importlib
+    from zswap_host.bench import runs as runs_mod
 
-    train_mod = importlib.import_module("zswap_host.workloads.train")
-    monkeypatch.setattr(train_mod, "train", lambda *a, **k: pytest.fail("training started"))
+    monkeypatch.setattr(runs_mod, "measure_compute", lambda *a, **k: pytest.fail("training started"))
     with pytest.raises(error, match=words):
         run_bench(spec)
 
@@ -80,18 +132,31 @@ def test_bad_input_fails_before_training(spec, error, words, monkeypatch):
 def test_cli_json_and_plots(tmp_path):
     out = tmp_path / "bench.json"
     r = CliRunner().invoke(main, ["bench", "--model", "tiny", "--iterations", "12", "--json", str(out),
-                                  "--plot", str(tmp_path / "plots"), "--no-ablation",
-                                  "--trace-out", str(tmp_path / "t.npz"), "--verify"])
+                                  "--plot", str(tmp_path / "plots"), "--runs", "linux-swap,zns-host-gc",
+                                  "--trace-out", str(tmp_path / "t.npz"), "--verify", "--compute-us-per-sample", "40"])
     assert r.exit_code == 0, r.output
     d = json.loads(out.read_text())
-    assert [x["name"] for x in d["runs"]] == ["dram-only", "conventional", "zns-host-gc"]
+    assert [x["name"] for x in d["runs"]] == ["dram-only", "linux-swap", "zns-host-gc"]
+    assert d["compute"] == {"kind": "pinned", "us_per_sample": 40.0, "repeats": 1, "source": "--compute-us-per-sample"}
+    assert d["runs"][0]["train_time_s"] == pytest.approx(40e-6 * 64 * 12)
     for run in d["runs"][1:]:           # every page that came back was checked against its fingerprint
         assert run["verify"]["pages_checked"] == run["paging"]["faults"] > 0
-    assert "pages verified bit-exact" in r.output
-    assert set(d["ratios"]) >= {"slowdown_conventional", "slowdown_zns-host-gc", "losses_match"}
+    assert "pages verified bit-exact" in r.output and "pinned at 40 us/sample" in r.output
+    assert set(d["ratios"]) >= {"slowdown_linux-swap", "slowdown_zns-host-gc", "losses_match"}
     assert len(list((tmp_path / "plots").glob("*.png"))) == 4
     from zswap_host.workloads import SwapTrace
 
     assert SwapTrace.load(str(tmp_path / "t.npz")).counts()["swap_out_pages"] > 0
-    bad = CliRunner().invoke(main, ["bench", "--model", "tiny", "--budget", "150%"])
-    assert bad.exit_code == 2 and "budget" in bad.output and "Traceback" not in bad.output
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--budget", "150%"], "budget"),
+    (["--runs", "linux-swap,zfs"], "unknown run"),
+    (["--compute", "measured", "--compute-us-per-sample", "10"], "not both"),
+    (["--compute-us-per-sample", "-1"], "compute-us-per-sample"),
+    (["--sizing", "same-price"], "sizing"),
+    (["--iterations", "0"], "iterations"),
+])
+def test_cli_bad_input_is_one_line_exit_2(args, words):
+    bad = CliRunner().invoke(main, ["bench", "--model", "tiny", *args])
+    assert bad.exit_code == 2 and words in bad.output and "Traceback" not in bad.output

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from .bench.plan import SWAP_RUNS as SWAP_RUN_NAMES
 from .errors import ZswapError
 from .units import format_size
 
@@ -292,8 +293,8 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 @main.command()
 @click.option("--device", metavar="URL|PATH", help="ZNS device for the host-managed store "
               "[default: emulated, built from the same thesis-ssd flash as the baseline].")
-@click.option("--baseline-device", metavar="URL|PATH", help="Conventional device for Linux-swap runs "
-              "[default: emulated thesis-ssd sized for the run].")
+@click.option("--baseline-device", metavar="URL|PATH", help="Conventional device for the Linux-swap runs and "
+              "the store-on-conventional run [default: emulated thesis-ssd sized for the run].")
 @click.option("--model", "preset", default=None, metavar="PRESET",
               help="Training preset: tiny, quick, default, kaggle, mlperf [default: default; --quick: quick].")
 @click.option("--budget", default=None, help="DRAM for the embedding tables: a fraction (0.25), a percentage "
@@ -302,41 +303,69 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
               show_default=True, help="Store placement policy.")
 @click.option("--victim", default="greedy", show_default=True,
               help="GC victim policy: greedy, cost-benefit, fifo or a registered name.")
-@click.option("--iterations", type=int, help="Training iterations [default: the preset's].")
-@click.option("--batch-size", type=int, help="Samples per batch [default: the preset's].")
+@click.option("--iterations", type=click.IntRange(min=1), help="Training iterations [default: the preset's].")
+@click.option("--batch-size", type=click.IntRange(min=1), help="Samples per batch [default: the preset's].")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--no-ablation", is_flag=True, help="Skip the store-on-conventional-SSD run.")
-@click.option("--keep-stale", is_flag=True, help="Keep a page's swap copy after the page is dirtied in DRAM "
-              "[default: drop it, as Linux frees the swap slot on a write fault].")
-@click.option("--quick", is_flag=True, help="The quick preset (under 2 minutes).")
+@click.option("--runs", "runs_csv", default=",".join(SWAP_RUN_NAMES), show_default=True, metavar="RUN,...",
+              help="Swap runs to train besides dram-only, comma-separated.")
+@click.option("--sizing", type=click.Choice(["same-flash", "same-capacity"]), default="same-flash", show_default=True,
+              help="same-flash: both emulated devices built from the same raw flash (ZNS exposes what the "
+              "conventional SSD hides as over-provisioning); same-capacity: equal usable bytes.")
+@click.option("--utilisation", type=float, default=None, metavar="FRACTION",
+              help="Tables as a fraction of the conventional device's usable bytes [default: 1/1.3].")
+@click.option("--compute", "compute_kind", type=click.Choice(["pinned", "measured"]), default="pinned",
+              show_default=True, help="Compute charged to every run: pinned per-sample cost (deterministic; the "
+              "preset's calibration unless --compute-us-per-sample) or the median of interleaved DRAM-only "
+              "replicas measured now (moves with machine load).")
+@click.option("--compute-us-per-sample", type=click.FloatRange(min=0, min_open=True), default=None, metavar="US",
+              help="Pin compute at US microseconds per sample (e.g. a faster accelerator).")
+@click.option("--compute-repeats", type=click.IntRange(min=1), default=3, show_default=True,
+              help="DRAM-only replicas for --compute measured.")
+@click.option("--idle-gc/--no-idle-gc", default=True, show_default=True,
+              help="Give each iteration's compute time to both GCs as an idle window (the store's GC and the "
+              "conventional SSD's FTL), or to neither.")
+@click.option("--quick", is_flag=True, help="The quick preset (about a minute).")
 @click.option("--verify", is_flag=True, help="Check every swapped-in page against a fingerprint taken at "
               "swap-out; a page that differs stops the run (for real devices and emulators).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Write the report as JSON.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), help="Write PNG figures into this folder.")
 @click.option("--trace-out", type=click.Path(dir_okay=False, writable=True),
-              help="Record the page fault/eviction trace (.npz) for replay without torch.")
+              help="Record the zns-host-gc run's page fault/eviction trace (.npz) for replay without torch.")
 @click.option("--force", is_flag=True, help=_FORCE_HELP)
 @click.option("--yes", is_flag=True, help="Do not ask before the run resets zones of a real ZNS device that hold data.")
 @friendly_errors
-def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed,
-          no_ablation, keep_stale, quick, verify, json_path, plot_dir, trace_out, force=False,
-          yes=False) -> None:
-    """Train DLRM in DRAM only, on Linux swap over a conventional SSD, on the host-managed store over
-    that SSD (ablation: aggregation without ZNS), and on the store over a ZNS device with
-    host-scheduled GC; report them side by side.
+def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed, runs_csv,
+          sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, quick, verify,
+          json_path, plot_dir, trace_out, force=False, yes=False) -> None:
+    """Train DLRM in DRAM only and over four swap configurations, side by side: Linux swap (one fault at
+    a time, as the kernel does), Linux swap with each step's pages announced (MADV_WILLNEED: one deep
+    read queue), the host-managed store on the conventional SSD (zoned view), and the store on a ZNS
+    device. Prints the attribution chain: what batching, aggregation and ZNS each buy.
 
-    Training time = compute wall time + I/O stall (modeled device time on emulated devices, wall
-    time on real ones). The runs train the same model on the same batches; their losses must match.
+    Training time = charged compute (the same for every run: deterministic unless --compute measured)
+    + I/O stall (modeled device time on emulated devices, wall time on real ones). The runs train the
+    same model on the same batches; their losses must match.
     """
     from tqdm import tqdm
 
-    from .bench import BenchSpec, format_table, run_bench
+    from .bench import BenchSpec, ComputeBasis, format_table, run_bench
 
+    runs = tuple(r.strip() for r in runs_csv.split(",") if r.strip())
+    bad = [r for r in runs if r not in SWAP_RUN_NAMES]
+    if bad or not runs:
+        _fail(f"--runs: unknown run {bad[0] if bad else '(none)'!r}; known: {', '.join(SWAP_RUN_NAMES)}")
+    if compute_us_per_sample is not None and compute_kind == "measured":
+        _fail("give --compute measured or --compute-us-per-sample, not both")
+    basis = None
+    if compute_us_per_sample is not None:
+        basis = ComputeBasis("pinned", compute_us_per_sample, 1, "--compute-us-per-sample")
+    elif compute_kind == "measured":
+        basis = ComputeBasis("measured", None, compute_repeats)
     spec = BenchSpec(preset=preset or ("quick" if quick else "default"), device=device,
                      baseline_device=baseline_device, placement=placement, victim=victim,
                      budget=_budget(budget), iterations=iterations, batch_size=batch_size, seed=seed,
-                     ablation=not no_ablation, trace_out=trace_out, discard_dirty=not keep_stale,
-                     verify=verify)
+                     runs=runs, sizing=sizing, utilisation=utilisation, compute=basis, trace_out=trace_out,
+                     verify=verify, idle_gc=idle_gc)
     bars: dict = {}
 
     def progress(name: str, done: int, total: int) -> None:   # one bar per run, made when it starts

@@ -6,8 +6,8 @@ import os
 
 import numpy as np
 
-COLORS = {"dram-only": "#555555", "conventional": "#d62728", "store-on-conventional": "#ff7f0e",
-          "zns-host-gc": "#2ca02c"}
+COLORS = {"dram-only": "#555555", "linux-swap": "#d62728", "linux-swap-batched": "#9467bd",
+          "store-on-conventional": "#ff7f0e", "zns-host-gc": "#2ca02c"}
 
 
 def plot_bench(report: dict, outdir: str) -> list[str]:
@@ -20,7 +20,7 @@ def plot_bench(report: dict, outdir: str) -> list[str]:
 
     os.makedirs(outdir, exist_ok=True)
     runs, extras = report["runs"], report.get("_extras", {})
-    clock = "modeled I/O + wall compute"
+    clock = "charged compute + modeled I/O stall"
     paths = []
 
     def save(fig, name):
@@ -77,8 +77,8 @@ def plot_bench(report: dict, outdir: str) -> list[str]:
         lat = np.sort(e["latencies"])
         if lat.size:
             ax.plot(lat * 1e6, np.arange(1, lat.size + 1) / lat.size, label=name, color=COLORS.get(name))
-    ax.set(xscale="log", xlabel="swap-in latency per page (us, modeled)", ylabel="CDF",
-           title="swap-in latency (a batched store call: from the call's start)")
+    ax.set(xscale="log", xlabel="page wait (us, modeled): from the step needing the page to the page in DRAM",
+           ylabel="CDF", title="swap-in page waits")
     ax.legend()
     ax.grid(alpha=0.3)
     save(fig, "latency_cdf.png")

@@ -28,6 +28,19 @@ Swap-in is a page fault (``do_swap_page`` → ``swapin_readahead`` → ``swap_vm
 mm/swap_state.c), one at a time (queue depth 1 per faulting thread): the faulting page plus the
 readahead window around it (see :mod:`.readahead`), pages already in the swap cache or not swapped
 out skipped, adjacent slots merged, all issued as one queue; the fault waits for its own page.
+
+``faults="batched"`` is the same kernel when the application announces the pages it is about to
+touch (``madvise(MADV_WILLNEED)`` / ``process_madvise``: ``madvise_willneed`` →
+``force_swapin_readahead`` → ``read_swap_cache_async`` for every swap PTE in the range, under one
+plug): every asked page not already in the swap cache is read at once, adjacent slots merged, as one
+queue of depth up to ``batch_qd``; the accesses that follow are minor faults on swap-cache pages, so
+VMA readahead does not fire (it runs only on a major fault). Slot allocation, in-place rewrites and
+writes are unchanged.
+
+``swap_in_latencies()`` are page waits: for each page asked, the time from the start of the
+``swap_in`` call (the moment the caller needed it) to the moment its data was in memory, so a
+page's wait includes the faults served before it. ``fault_latencies()`` are the major faults' own
+latencies (serial mode).
 """
 
 from __future__ import annotations
@@ -44,6 +57,7 @@ from .slots import ClusterAllocator
 
 SWAP_CLUSTER_MAX = 32       # include/linux/swap.h: pages per reclaim batch
 PAGE_SIZE = 4096
+FAULT_MODES = ("serial", "batched")
 
 _DISCARD_MODES = {False: (False, False), None: (False, False), "none": (False, False),
                   True: (True, True), "both": (True, True), "once": (True, False), "pages": (False, True)}
@@ -63,18 +77,26 @@ class ConventionalSwap:
     gets a new slot, as after a write fault), ``ra_lifetime`` (a readahead page not used before
     this many more pages were swapped out is dropped, as reclaim drops an unused readahead folio
     when it reaches the inactive LRU's tail: about half the DRAM of the swapping process; None =
-    only the ``swap_cache_pages`` bound), ``close_device`` (close the device in :meth:`close`)."""
+    only the ``swap_cache_pages`` bound), ``close_device`` (close the device in :meth:`close`),
+    ``faults`` (``"serial"``: one fault at a time; ``"batched"``: the asked pages announced first and
+    read as one queue, see the module doc), ``batch_qd`` (queue depth of a batched read)."""
 
     page_size = PAGE_SIZE
 
     def __init__(self, device, page_cluster: int = 3, discard: bool | str = False, cpus: int = 1, *,
                  cluster_slots: int = 256, swap_cache_pages: int = 4096, vma_pages: int | None = None,
                  seed: int = 0, in_place: bool = True, ra_lifetime: int | None = None,
-                 close_device: bool = False) -> None:
+                 close_device: bool = False, faults: str = "serial", batch_qd: int = 32) -> None:
         if PAGE_SIZE % device.block_size:
             raise ValueError(f"device block size {device.block_size} does not divide the {PAGE_SIZE}-byte page")
         if discard not in _DISCARD_MODES:
             raise ValueError(f"discard must be True/False or 'once', 'pages', 'both'; not {discard!r}")
+        if faults not in FAULT_MODES:
+            raise ValueError(f"faults must be one of {', '.join(FAULT_MODES)}; not {faults!r}")
+        if int(batch_qd) < 1:
+            raise ValueError(f"batch_qd must be >= 1, not {batch_qd}")
+        self.faults = faults
+        self.batch_qd = int(batch_qd)
         self._dev = device
         self.cpus = int(cpus)
         self.page_cluster = int(page_cluster)
@@ -98,15 +120,23 @@ class ConventionalSwap:
         self._host_w = self._host_r = 0
         self._faults = self._ra_hits = self._ra_pages = 0
         self._w_reqs = self._r_reqs = 0
-        self._lat = LatencyLog()
+        self._lat = LatencyLog()                       # page waits from the start of swap_in
+        self._fault_lat = LatencyLog()                 # major faults' own latencies
+        self._batched_pages = 0
         self._closed = False
         if self._area_discard and self._capacity:                 # discard_swap(): all but the header
             device.discard(PAGE_SIZE, self._capacity * PAGE_SIZE)
 
     def swap_in_latencies(self) -> np.ndarray:
-        """Every fault's latency so far (seconds, the device's clock)."""
+        """Every swapped-in page's wait so far: seconds (the device's clock) from the start of its
+        ``swap_in`` call to its data being in memory."""
         with self._lock:
             return self._lat.values().copy()
+
+    def fault_latencies(self) -> np.ndarray:
+        """Every major fault's own latency so far (seconds, the device's clock)."""
+        with self._lock:
+            return self._fault_lat.values().copy()
 
     @property
     def capacity_pages(self) -> int:
@@ -264,6 +294,8 @@ class ConventionalSwap:
             lats: list[float] = []
             seen: dict[int, int] = {}
             now = self._dev.now
+            t0 = now()
+            pre = self._willneed(ids) if self.faults == "batched" else {}
             # do_swap_page -> should_try_to_free_swap: a read fault keeps the swap-cache slot
             # unless vm_swap_full() (fewer than half the slots free); then the slot is freed
             keep = self.in_place and 2 * self._alloc.nfree >= self._capacity
@@ -278,14 +310,20 @@ class ConventionalSwap:
                     out[i] = self._orphan[pid]
                     lats.append(0.0)
                     continue
-                hit = self._cache.take(pid)
-                if hit is not None:                   # minor fault on a readahead page
-                    out[i] = hit[0]
-                    lats.append(max(0.0, hit[1] - now()))
-                    self._ra.on_hit(pid)
-                    self._ra_hits += 1
+                got = pre.get(pid)
+                if got is not None:                   # announced: read by the batch
+                    out[i] = got[0]
+                    lats.append(max(0.0, got[1] - t0))
                 else:
-                    lats.append(self._fault(pid, out, i))
+                    hit = self._cache.take(pid)
+                    if hit is not None:               # minor fault on a readahead page
+                        out[i] = hit[0]
+                        lats.append(max(0.0, hit[1], now()) - t0)
+                        self._ra.on_hit(pid)
+                        self._ra_hits += 1
+                    else:
+                        self._fault_lat.add(self._fault(pid, out, i))
+                        lats.append(now() - t0)
                 self._resident[pid] = True
                 self._keep[pid] = keep
                 if self.in_place and not keep:
@@ -303,6 +341,26 @@ class ConventionalSwap:
             self._lat.add(np.asarray(lats))
             self._host_r += ids.size * PAGE_SIZE
             return out
+
+    def _willneed(self, ids: np.ndarray) -> dict[int, tuple[np.ndarray, float]]:
+        """``MADV_WILLNEED`` over the asked pages: the ones with a slot, not resident and not in the
+        swap cache are read as one queue (adjacent slots merged). Returns page id -> (bytes, time
+        the read completed)."""
+        u = np.unique(ids)
+        m = (self._slot[u] >= 0) & ~self._resident[u]
+        sel = u[m]
+        if len(self._cache) and sel.size:
+            sel = np.array([p for p in sel.tolist() if p not in self._cache], np.int64)
+        if not sel.size:
+            return {}
+        first, cnt, pos = merge_runs(self._slot[sel])      # the range is walked in address order
+        buf, done = self._dev.read_batch(first * PAGE_SIZE, cnt * PAGE_SIZE, qd=min(self.batch_qd, int(first.size)))
+        self._r_reqs += int(first.size)
+        self._batched_pages += int(sel.size)
+        pages = np.asarray(buf).reshape(-1, PAGE_SIZE)
+        done = np.asarray(done, np.float64)
+        t = done[np.searchsorted(np.cumsum(cnt), pos, side="right")] if done.size else np.zeros(sel.size)
+        return {p: (pages[pos[j]], float(t[j])) for j, p in enumerate(sel.tolist())}
 
     def _fault(self, pid: int, out: np.ndarray, i: int) -> float:
         """One major fault: the window's requests as one queue; returns the fault's latency."""
@@ -388,6 +446,8 @@ class ConventionalSwap:
                 read_size_histogram=dict(Counter(ds.read_size_histogram) - Counter(b.read_size_histogram)),
                 extra={
                     "major_faults": self._faults,
+                    "faults": self.faults,
+                    "batched_read_pages": self._batched_pages,
                     "readahead_hits": self._ra_hits,
                     "readahead_pages": self._ra_pages,
                     "readahead_wasted_bytes": self._cache.wasted * PAGE_SIZE,

@@ -1,9 +1,16 @@
-"""DLRM training with paged embedding tables over a swap backend, timed the way ``bench`` reports it:
-training time = compute wall time (torch forward/backward/update plus the embedding gather/scatter in
-DRAM, measured with ``perf_counter``, excluding the time inside backend calls) + I/O stall time (the
-change of the caller's ``clock()`` — the device's modeled clock — across each backend call; wall time
-inside the calls when ``clock`` is None). Batch generation is timed separately (``data_s``) and not
+"""DLRM training with paged embedding tables over a swap backend, timed the way ``bench`` reports it.
+
+Per iteration a run measures: ``compute_s`` (wall time of the step — torch forward/backward/update
+plus the embedding gather/scatter in DRAM — excluding the time inside backend calls), ``paging_s``
+(the part of it spent in the page cache's own bookkeeping: gather/apply outside backend calls),
+``io_stall_s`` (the change of the caller's ``clock()`` — the device's modeled clock — across each
+backend call; wall time inside the calls when ``clock`` is None) and ``io_wall_s`` (wall time inside
+backend calls: the simulator's cost when the clock is modeled). Batch generation (``data_s``) is not
 counted: a real input pipeline overlaps it with training.
+
+Training time = charged compute + I/O stall. The charged compute is the run's own measured compute,
+unless the caller passes ``charged_compute_s`` (what ``bench`` does: every run is charged the same,
+deterministic compute, see :mod:`zswap_host.bench.compute`).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ class BenchPreset:
     batch_size: int
     budget: float | int | str = 0.25
     note: str = ""
+    compute_us_per_sample: float | None = None   # charged compute, calibrated (experiments/calibrate_compute.py)
 
     def model_config(self):
         from .dlrm import model_preset
@@ -40,11 +48,11 @@ class BenchPreset:
 
 
 PRESETS: dict[str, BenchPreset] = {
-    "tiny": BenchPreset("tiny", "tiny", "tiny", 1.0, 20, 64, 0.25, "tests"),
+    "tiny": BenchPreset("tiny", "tiny", "tiny", 1.0, 20, 64, 0.25, "tests", 55.5),
     "quick": BenchPreset("quick", "small", "kaggle", 0.05, 400, 256, 0.25,
-                         "bench --quick: three trainings in under 2 minutes"),
+                         "bench --quick: five trainings in about a minute", 38.5),
     "default": BenchPreset("default", "small", "kaggle", 0.2, 1000, 1024, 0.25,
-                           "bench default: three trainings in under 10 minutes"),
+                           "bench default: five trainings in under 10 minutes"),
     "kaggle": BenchPreset("kaggle", "kaggle", "kaggle", 1.0, 2000, 2048, 0.25,
                           "full Criteo Kaggle tables (2.01 GiB), dlrm's kaggle MLPs"),
     "mlperf": BenchPreset("mlperf", "mlperf", "mlperf", 1.0, 1000, 2048, 0.25,
@@ -73,7 +81,7 @@ class TrainResult:
     table_bytes: int                # paged bytes (weights, plus Adagrad state pages)
     budget_pages: int
     total_pages: int
-    compute_s: np.ndarray           # compute wall time, backend calls excluded
+    compute_s: np.ndarray           # measured compute wall time, backend calls excluded
     io_stall_s: np.ndarray          # clock change across backend calls
     io_wall_s: np.ndarray           # wall time inside backend calls (simulation cost when modeled)
     data_s: np.ndarray              # batch generation (not counted in training time)
@@ -81,12 +89,14 @@ class TrainResult:
     pages_in: np.ndarray            # pages faulted in (swap_in) per iteration
     pages_out: np.ndarray           # pages written (swap_out) per iteration
     first_touch: np.ndarray         # pages created on first touch per iteration
+    paging_s: np.ndarray            # page-cache bookkeeping inside compute_s (backend calls excluded)
+    charged_s: np.ndarray           # compute charged to the run (compute_s unless the caller fixed it)
     paging: dict = field(default_factory=dict)
     wall_s: float = 0.0             # whole run, wall clock
 
     @property
     def iteration_s(self) -> np.ndarray:
-        return self.compute_s + self.io_stall_s
+        return self.charged_s + self.io_stall_s
 
     @property
     def train_time_s(self) -> float:
@@ -94,6 +104,11 @@ class TrainResult:
 
     @property
     def compute_time_s(self) -> float:
+        """Charged compute (seconds)."""
+        return float(self.charged_s.sum())
+
+    @property
+    def measured_compute_s(self) -> float:
         return float(self.compute_s.sum())
 
     @property
@@ -149,45 +164,85 @@ def footprint(model_cfg, data_cfg, budget=1.0, batch_size: int | None = None, se
     return out
 
 
+class Trainer:
+    """One DLRM training: the model, its optimizer and its paged embedding tables. ``step(batch)``
+    runs one iteration and returns its loss and timings; several trainers can be stepped in turn
+    (interleaved repeats, :func:`zswap_host.bench.compute.measure_compute`)."""
+
+    def __init__(self, model_cfg, data_cfg, backend, budget, seed: int, *, clock=None, trace=None,
+                 discard_dirty: bool = False) -> None:
+        import torch
+
+        from .dlrm import DLRM
+
+        self.mc, self.dc = _resolve(model_cfg, data_cfg)
+        self.model = DLRM(self.mc, self.dc.num_tables, seed=seed)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=self.mc.lr)
+        self.emb = PagedEmbedding(self.dc.tables, self.mc.dim, backend=backend, budget=budget, seed=seed,
+                                  optimizer=self.mc.emb_optimizer, lr=self.mc.emb_lr, trace=trace, clock=clock,
+                                  discard_dirty=discard_dirty)
+
+    def step(self, b) -> tuple[float, float, float, float, float]:
+        """One iteration on batch ``b``: returns (loss, compute wall s excluding backend calls, paging
+        bookkeeping s, I/O stall s, wall s inside backend calls)."""
+        import torch
+
+        from .dlrm import bce, embed
+
+        emb = self.emb
+        w0, s0 = emb.io_wall_s, emb.io_stall_s
+        t0 = time.perf_counter()
+        rows, inv = emb.gather(b.sparse)
+        t1 = time.perf_counter()
+        W = torch.from_numpy(rows).requires_grad_(True)
+        pooled = embed(W, torch.from_numpy(inv), self.dc.num_tables, b.size, self.dc.hot)
+        prob = self.model(torch.from_numpy(b.dense), pooled)
+        loss = bce(prob, torch.from_numpy(b.labels))
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+        t2 = time.perf_counter()
+        emb.apply(W.grad.numpy())
+        t3 = time.perf_counter()
+        iowall = emb.io_wall_s - w0
+        return (float(loss.detach()), (t3 - t0) - iowall, (t1 - t0) + (t3 - t2) - iowall,
+                emb.io_stall_s - s0, iowall)
+
+
 def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int, seed: int,
           on_idle=None, clock=None, progress=None, trace=None, *, threads: int | None = 1,
-          discard_dirty: bool = False) -> TrainResult:
+          discard_dirty: bool = False, charged_compute_s=None) -> TrainResult:
     """Train DLRM for ``iterations`` batches of ``batch_size`` with its embedding tables in a
     ``PagedEmbedding`` of ``budget`` (bytes, fraction of table bytes, or "25%"/"64MiB") over
     ``backend`` (None: DRAM only). ``seed`` fixes the MLP init, first-touch embedding init and the
     batch stream (the dataset itself is fixed by ``data_cfg.seed``).
 
     ``clock()``: the device's clock (modeled seconds) for I/O stall time; None = wall time in the
-    backend calls. ``on_idle(compute_seconds)`` is called after each iteration (hand it to
-    ``SwapStore.idle`` or advance the conventional device's clock). ``progress(done, total)`` after
-    each iteration. ``trace``: a ``TraceBuilder``; it gets every swap_in/swap_out/discard and an
-    IDLE event with each iteration's compute seconds. ``threads``: torch threads (None: leave as is).
+    backend calls. ``charged_compute_s``: per-iteration compute to charge (array of ``iterations``
+    seconds) instead of the measured one. ``on_idle(seconds)`` is called after each iteration with the
+    charged compute (hand it to ``SwapStore.idle`` or advance the conventional device's clock).
+    ``progress(done, total)`` after each iteration. ``trace``: a ``TraceBuilder``; it gets every
+    swap_in/swap_out/discard and an IDLE event with each iteration's charged compute. ``threads``:
+    torch threads (None: leave as is).
     """
     import torch
 
-    from .dlrm import DLRM, bce, embed
-
     if threads is not None:
         torch.set_num_threads(int(threads))
-    mc, dc = _resolve(model_cfg, data_cfg)
     iterations, batch_size = int(iterations), int(batch_size)
+    if charged_compute_s is not None:
+        charged_compute_s = np.asarray(charged_compute_s, np.float64)
+        if charged_compute_s.shape != (iterations,) or (charged_compute_s < 0).any():
+            raise ValueError(f"charged_compute_s must be {iterations} non-negative seconds")
     t_start = time.perf_counter()
-    model = DLRM(mc, dc.num_tables, seed=seed)
-    opt = torch.optim.SGD(model.parameters(), lr=mc.lr)
-    emb = PagedEmbedding(dc.tables, mc.dim, backend=backend, budget=budget, seed=seed,
-                         optimizer=mc.emb_optimizer, lr=mc.emb_lr, trace=trace, clock=clock,
-                         discard_dirty=discard_dirty)
+    tr = Trainer(model_cfg, data_cfg, backend, budget, seed, clock=clock, trace=trace, discard_dirty=discard_dirty)
+    mc, dc, emb = tr.mc, tr.dc, tr.emb
     if trace is not None:
         trace.meta.update(kind="dlrm", model=asdict(mc), data={**asdict(dc), "tables": list(dc.tables)},
                           iterations=iterations, batch_size=batch_size, seed=seed,
                           budget_bytes=emb.budget_bytes, page_size=emb.page_size)
-    T, k = dc.num_tables, dc.hot
     n = iterations
-    compute = np.zeros(n)
-    stall = np.zeros(n)
-    iowall = np.zeros(n)
-    data_s = np.zeros(n)
-    losses = np.zeros(n)
+    compute, paging, stall, iowall, data_s, losses = (np.zeros(n) for _ in range(6))
     pin = np.zeros(n, np.int64)
     pout = np.zeros(n, np.int64)
     ftouch = np.zeros(n, np.int64)
@@ -196,29 +251,15 @@ def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int
     for i in range(n):
         t0 = time.perf_counter()
         b = next(gen)
-        t1 = time.perf_counter()
-        data_s[i] = t1 - t0
-        w0, s0 = emb.io_wall_s, emb.io_stall_s
+        data_s[i] = time.perf_counter() - t0
         f0, o0, n0 = c.faults, c.pages_written, c.first_touch
-        rows, inv = emb.gather(b.sparse)
-        W = torch.from_numpy(rows).requires_grad_(True)
-        pooled = embed(W, torch.from_numpy(inv), T, b.size, k)
-        prob = model(torch.from_numpy(b.dense), pooled)
-        loss = bce(prob, torch.from_numpy(b.labels))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        emb.apply(W.grad.numpy())
-        t2 = time.perf_counter()
-        iowall[i] = emb.io_wall_s - w0
-        stall[i] = emb.io_stall_s - s0
-        compute[i] = (t2 - t1) - iowall[i]
-        losses[i] = float(loss.detach())
+        losses[i], compute[i], paging[i], stall[i], iowall[i] = tr.step(b)
         pin[i], pout[i], ftouch[i] = c.faults - f0, c.pages_written - o0, c.first_touch - n0
+        idle = float(compute[i] if charged_compute_s is None else charged_compute_s[i])
         if trace is not None:
-            trace.add(IDLE, idle_s=float(compute[i]))
+            trace.add(IDLE, idle_s=idle)
         if on_idle is not None:
-            on_idle(float(compute[i]))
+            on_idle(idle)
         if progress is not None:
             progress(i + 1, n)
     return TrainResult(
@@ -227,5 +268,6 @@ def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int
         clock="modeled" if clock is not None else ("wall" if backend is not None else "none"),
         budget_bytes=emb.nframes * emb.page_size, table_bytes=emb.total_bytes, budget_pages=emb.nframes,
         total_pages=emb.total_pages, compute_s=compute, io_stall_s=stall, io_wall_s=iowall, data_s=data_s,
-        loss=losses, pages_in=pin, pages_out=pout, first_touch=ftouch, paging=emb.stats(),
-        wall_s=time.perf_counter() - t_start)
+        loss=losses, pages_in=pin, pages_out=pout, first_touch=ftouch, paging_s=paging,
+        charged_s=compute.copy() if charged_compute_s is None else charged_compute_s.copy(),
+        paging=emb.stats(), wall_s=time.perf_counter() - t_start)

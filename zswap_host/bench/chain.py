@@ -1,0 +1,72 @@
+"""What each step of the bench buys: the attribution chain, slowdowns, and latency summaries.
+
+The chain compares neighbouring runs, each step changing one thing:
+batching (``linux-swap`` -> ``linux-swap-batched``: the step's faults read as one queue),
+aggregation and host placement (-> ``store-on-conventional``: large appends, the store's slot map and
+GC, on the same SSD), ZNS (-> ``zns-host-gc``: the same store on a zoned device, no FTL). Each step is
+a ratio of modeled I/O stall and of training time (before / after: > 1 means the step helped).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+STEPS = (("batching", "linux-swap", "linux-swap-batched"),
+         ("aggregation", "linux-swap-batched", "store-on-conventional"),
+         ("zns", "store-on-conventional", "zns-host-gc"))
+
+
+def share_under(hist: dict, limit: int = 32 << 10) -> float:
+    n = sum(hist.values())
+    return sum(v for k, v in hist.items() if int(k) < limit) / n if n else 0.0
+
+
+def merge_hist(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+
+def latency_summary(waits: np.ndarray) -> dict:
+    """Page waits (seconds from the moment the step needed the page to the moment it was in DRAM):
+    p50, p99, p99.9 and the count."""
+    w = np.asarray(waits, np.float64)
+    if not w.size:
+        return {"page_wait_p50_s": 0.0, "page_wait_p99_s": 0.0, "page_wait_p999_s": 0.0, "page_waits": 0}
+    p = np.percentile(w, [50, 99, 99.9])
+    return {"page_wait_p50_s": float(p[0]), "page_wait_p99_s": float(p[1]), "page_wait_p999_s": float(p[2]),
+            "page_waits": int(w.size)}
+
+
+def _gc_bytes(r: dict) -> int:
+    return int(r.get("gc_write_bytes", 0)) + int(r.get("device_gc_write_bytes", 0))
+
+
+def chain(runs: list[dict]) -> dict:
+    """``chain`` (one entry per step whose two runs ran), ``ratios`` (slowdowns vs DRAM-only, the
+    end-to-end speedup, losses)."""
+    by = {r["name"]: r for r in runs}
+    dram = by["dram-only"]["train_time_s"]
+    steps = []
+    for step, a, b in STEPS:
+        if a in by and b in by:
+            ra, rb = by[a], by[b]
+            steps.append({"step": step, "from": a, "to": b,
+                          "stall_ratio": ra["io_stall_time_s"] / max(rb["io_stall_time_s"], 1e-12),
+                          "train_time_ratio": ra["train_time_s"] / rb["train_time_s"],
+                          "write_amplification": [ra["write_amplification"], rb["write_amplification"]],
+                          "gc_write_bytes": [_gc_bytes(ra), _gc_bytes(rb)]})
+    ratios: dict = {}
+    for r in runs:
+        if r["name"] != "dram-only":
+            ratios[f"slowdown_{r['name']}"] = r["train_time_s"] / dram
+    if "linux-swap" in by and "zns-host-gc" in by:
+        ratios["speedup_zns_host_gc_vs_linux_swap"] = by["linux-swap"]["train_time_s"] / by["zns-host-gc"]["train_time_s"]
+        ratios["stall_ratio_linux_swap_vs_zns_host_gc"] = (by["linux-swap"]["io_stall_time_s"] /
+                                                           max(by["zns-host-gc"]["io_stall_time_s"], 1e-12))
+    base = np.array(by["dram-only"]["loss"])
+    diffs = [float(np.max(np.abs(np.array(r["loss"]) - base))) for r in runs]
+    ratios["max_loss_difference"] = max(diffs)
+    ratios["losses_match"] = bool(max(diffs) <= 1e-5 * max(1.0, float(np.abs(base).max())))
+    return {"chain": steps, "ratios": ratios}

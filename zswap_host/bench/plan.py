@@ -1,0 +1,197 @@
+"""What a bench runs on: the training preset resolved, the DRAM budget checked, the two devices sized
+(``same-flash`` or ``same-capacity``), and one factory per swap run, each opened and checked before
+any training starts so that bad input fails fast."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import SwapFullError, ZswapError
+from ..units import format_size
+from .compute import ComputeBasis
+
+PAGE = 4096
+ZONE = 16 << 20          # zone size of the default emulated ZNS device (halved for small runs)
+MIN_ZONES = 64
+HEADROOM = 1.3           # swap space beyond the pages a run can swap out (tables at 77% of it)
+SIZINGS = ("same-flash", "same-capacity")
+RUNS = ("dram-only", "linux-swap", "linux-swap-batched", "store-on-conventional", "zns-host-gc")
+SWAP_RUNS = RUNS[1:]
+READ_QD = 32             # queue depth of a batched read, the store's and Linux-batched's alike
+
+
+class BenchError(ZswapError):
+    """A bench run that cannot start as asked (bad budget, wrong or too small device)."""
+
+
+@dataclass
+class BenchSpec:
+    """What to run. None fields come from the training preset.
+
+    ``sizing``: ``same-flash`` builds both emulated devices from the same raw flash (the ZNS device
+    exposes as capacity what the conventional SSD hides as over-provisioning: a real gain of ZNS,
+    named as such); ``same-capacity`` gives the ZNS device the conventional SSD's usable bytes.
+    ``utilisation``: tables / usable bytes of the conventional device (default 1 / 1.3).
+    ``compute``: the basis of the compute charged to every run (see :mod:`.compute`); None = pinned at
+    the preset's calibrated per-sample cost. ``idle_gc``: the conventional SSD's FTL collects in the
+    idle windows the store's GC gets (both GCs get the same idle time)."""
+
+    preset: str = "default"
+    device: str | None = None           # ZNS device URL or path (default: emulated, same flash as the baseline)
+    baseline_device: str | None = None  # conventional device (default: emulated thesis-ssd)
+    placement: str = "temporal"
+    victim: str = "greedy"
+    budget: float | str | None = None
+    iterations: int | None = None
+    batch_size: int | None = None
+    seed: int = 0
+    runs: tuple[str, ...] = SWAP_RUNS
+    sizing: str = "same-flash"
+    utilisation: float | None = None
+    compute: ComputeBasis | None = None
+    trace_out: str | None = None
+    verify: bool = False                # fingerprint every swapped-out page, check it at swap-in (verify.py)
+    idle_gc: bool = True
+
+
+@dataclass
+class Plan:
+    preset: object
+    model: object
+    data: object
+    iterations: int
+    batch_size: int
+    budget: float | str | int
+    budget_bytes: int
+    budget_pages: int
+    table_bytes: int
+    table_pages: int
+    baseline_url: str
+    zns_url: str
+    zone_size: int                      # of the zoned view in the store-on-conventional run
+    sizing: str
+    compute: ComputeBasis
+    devices: dict = field(default_factory=dict)   # what the emulated devices are, for the report
+
+
+def _compute_basis(spec: BenchSpec, p) -> ComputeBasis:
+    if spec.compute is not None:
+        return spec.compute
+    if p.compute_us_per_sample is None:
+        raise BenchError(f"preset {p.name!r} has no calibrated compute cost: give --compute-us-per-sample "
+                         f"or --compute measured")
+    return ComputeBasis("pinned", p.compute_us_per_sample, 1,
+                        f"preset {p.name} calibration (experiments/results/compute_calibration.json)")
+
+
+def plan(spec: BenchSpec) -> Plan:
+    """Resolve the preset, check the budget, size the default devices. Raises BenchError."""
+    from ..ssdsim import ConvSSD, get_preset
+    from ..workloads.train import footprint
+    from ..workloads.train import preset as train_preset
+
+    try:
+        p = train_preset(spec.preset)
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    if spec.sizing not in SIZINGS:
+        raise BenchError(f"unknown sizing {spec.sizing!r}; known: {', '.join(SIZINGS)}")
+    bad = [r for r in spec.runs if r not in SWAP_RUNS]
+    if bad or not spec.runs:
+        raise BenchError(f"unknown run {bad[0] if bad else '(none)'!r}; known: {', '.join(SWAP_RUNS)}")
+    u = spec.utilisation
+    if u is not None and not 0.05 <= u <= 0.99:
+        raise BenchError(f"utilisation must be within 0.05..0.99 of the usable capacity, not {u}")
+    mc, dc = p.model_config(), p.data_config()
+    budget = p.budget if spec.budget is None else spec.budget
+    batch_size = p.batch_size if spec.batch_size is None else int(spec.batch_size)
+    iterations = p.iterations if spec.iterations is None else int(spec.iterations)
+    if batch_size < 1 or iterations < 1:
+        raise BenchError(f"iterations and batch size must be positive, not {iterations} and {batch_size}")
+    try:
+        fp = footprint(mc, dc, budget, batch_size, spec.seed)
+    except ValueError as e:
+        raise BenchError(f"bad DRAM budget {budget!r}: {e}") from None
+    pages, budget_bytes = fp["total_pages"], fp["budget_bytes"]
+    if budget_bytes >= pages * PAGE:
+        raise BenchError(f"the DRAM budget ({format_size(budget_bytes)}) holds all {format_size(pages * PAGE)} of "
+                         f"embedding tables: nothing would swap; give a budget below 100%")
+    if not fp["fits"]:
+        raise BenchError(f"the DRAM budget ({format_size(budget_bytes)}, {fp['budget_pages']} pages) is smaller "
+                         f"than one batch's embedding pages ({fp['batch_pages_max']}): raise --budget or lower "
+                         f"--batch-size")
+    # the swap area: the tables at `u` of it, plus the one header page and a few zones' slack that
+    # the store keeps for its summaries and GC headroom
+    slack = 8 << 20
+    conv = math.ceil((pages * PAGE / u if u else pages * PAGE * HEADROOM + slack) / (1 << 20)) << 20
+    ssd = ConvSSD(get_preset("thesis-ssd"), conv)
+    raw = ssd.raw_bytes
+    zone = ZONE
+    while raw // zone < MIN_ZONES and zone > 1 << 20:     # small runs: smaller zones, enough of them
+        zone //= 2
+    usable = raw if spec.sizing == "same-flash" else conv
+    zones = round(usable / zone) if spec.sizing == "same-flash" else usable // zone
+    idle = "&idle_gc=1" if spec.idle_gc else ""
+    devices = {"sizing": spec.sizing, "conventional_usable_bytes": conv, "conventional_raw_bytes": raw,
+               "conventional_op": ssd.effective_op, "zns_usable_bytes": zones * zone, "zone_size": zone,
+               "tables_over_conventional_usable": pages * PAGE / conv,
+               "tables_over_zns_usable": pages * PAGE / (zones * zone)}
+    return Plan(p, mc, dc, iterations, batch_size, budget, budget_bytes, fp["budget_pages"], pages * PAGE, pages,
+                spec.baseline_device or f"emu-conv://?size={conv}&preset=thesis-ssd{idle}",
+                spec.device or f"emu://?zones={zones}&zone_size={zone}&preset=thesis-ssd", zone,
+                spec.sizing, _compute_basis(spec, p), devices)
+
+
+def _too_small(what: str, url: str, holds: int, need: int) -> BenchError:
+    return BenchError(f"{url} is too small for this run: its {what} holds {holds} pages "
+                      f"({format_size(holds * PAGE)}), the run can swap out {need} pages ({format_size(need * PAGE)})")
+
+
+def open_backends(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:
+    """One factory per swap run, returning (backend, device), in ``RUNS`` order. Every device is
+    opened and checked here, before any training."""
+    from ..baseline import ConventionalSwap
+    from ..devices import ZonedBlockView, open_device
+    from ..store import StoreConfig, SwapStore
+
+    cfg = StoreConfig(placement=spec.placement, victim=spec.victim, read_qd=READ_QD)
+
+    def linux(faults: str):
+        def make():
+            dev = open_device(pl.baseline_url, zoned=False)
+            # the configuration validated against the 6.1 kernel (docs/baseline.md): THP-swap clusters,
+            # in-place rewrite of swap-cache pages, readahead pages aged out within the DRAM budget
+            b = ConventionalSwap(dev, cluster_slots=512, in_place=True, ra_lifetime=max(1, pl.budget_pages // 2),
+                                 faults=faults, batch_qd=READ_QD)
+            if b.capacity_pages < pl.table_pages:
+                raise _too_small("swap area", pl.baseline_url, b.capacity_pages, pl.table_pages)
+            return b, dev
+        return make
+
+    def store_on_conventional():
+        dev = ZonedBlockView(open_device(pl.baseline_url, zoned=False), pl.zone_size)
+        b = SwapStore(dev, cfg)
+        if b.capacity_pages < pl.table_pages:
+            raise _too_small("zoned view", pl.baseline_url, b.capacity_pages, pl.table_pages)
+        return b, dev
+
+    def zns():
+        dev = open_device(pl.zns_url, zoned=True)
+        try:
+            b = SwapStore(dev, cfg)
+        except SwapFullError as e:
+            raise BenchError(f"{pl.zns_url}: {e}") from None
+        if b.capacity_pages < pl.table_pages:
+            raise _too_small("swap store", pl.zns_url, b.capacity_pages, pl.table_pages)
+        return b, dev
+
+    every = {"linux-swap": linux("serial"), "linux-swap-batched": linux("batched"),
+             "store-on-conventional": store_on_conventional, "zns-host-gc": zns}
+    runs = {name: every[name] for name in SWAP_RUNS if name in spec.runs}
+    for make in runs.values():          # fail before training if a device is wrong or too small
+        b, dev = make()
+        b.close()
+        dev.close()
+    return runs

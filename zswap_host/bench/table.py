@@ -1,0 +1,73 @@
+"""The terminal report of a bench: the runs side by side, then the attribution chain."""
+
+from __future__ import annotations
+
+from ..units import format_size
+
+LEGEND = ("train = charged compute + I/O stall; stall: modeled device time (wall on real devices); "
+          "step p50/p99: stall per training step; page wait: from the moment the step needed a page to the "
+          "moment it was in DRAM; <32K w/r: share of device writes / reads under 32 KiB; WAF: flash writes / "
+          "swapped-out bytes; GC: bytes moved by the store's GC + the SSD's own; own: the run's measured "
+          "compute (wall, not charged), of which paging bookkeeping")
+
+
+def _basis(c: dict) -> str:
+    if c["kind"] == "pinned":
+        return f"pinned at {c['us_per_sample']:g} us/sample ({c['source'] or 'given'})"
+    return f"measured: median of {c['repeats']} interleaved DRAM-only replicas"
+
+
+def _sizing(s: dict) -> str:
+    if s["sizing"] == "same-flash":
+        return (f"same flash ({format_size(s['conventional_raw_bytes'])} raw; conventional SSD exports "
+                f"{format_size(s['conventional_usable_bytes'])} and hides {s['conventional_op']:.0%} as OP, ZNS exposes "
+                f"{format_size(s['zns_usable_bytes'])}: tables at {s['tables_over_conventional_usable']:.0%} / "
+                f"{s['tables_over_zns_usable']:.0%} of usable)")
+    return (f"same capacity ({format_size(s['zns_usable_bytes'])} usable on both; tables at "
+            f"{s['tables_over_zns_usable']:.0%})")
+
+
+def format_table(report: dict) -> str:
+    runs = report["runs"]
+    head = (f"{'run':22} {'train s':>8} {'slowdown':>8} {'stall s':>8} {'step p50/p99 ms':>16} "
+            f"{'page wait p50/p99/p99.9 us':>27} {'in/out MiB':>13} {'<32K w/r':>9} {'WAF':>5} {'GC MiB':>7} "
+            f"{'own/paging s':>13}")
+    lines = [f"DLRM bench: preset {report['preset']}, {report['iterations']} iterations of {report['batch_size']}, "
+             f"tables {format_size(report['table_bytes'])}, DRAM budget {format_size(report['budget_bytes'])}, "
+             f"store {report['placement']}/{report['victim']}",
+             f"devices: {_sizing(report['sizing'])}; idle windows to {'both GCs' if report['idle_gc'] else 'neither GC'}",
+             f"compute: {_basis(report['compute'])}", "", head, "-" * len(head)]
+    t0 = runs[0]["train_time_s"]
+    for r in runs:
+        own = f"{r['measured_compute_s']:6.1f}/{r['paging_bookkeeping_s']:5.1f}"
+        if r["name"] == "dram-only":
+            lines.append(f"{r['name']:22} {r['train_time_s']:8.2f} {1.0:7.2f}x {'':8} {'':16} {'':27} {'':13} "
+                         f"{'':9} {'':5} {'':7} {own:>13}")
+            continue
+        gc = (r.get("gc_write_bytes", 0) + r.get("device_gc_write_bytes", 0)) / 2**20
+        step = f"{r['step_stall_p50_s'] * 1e3:.1f}/{r['step_stall_p99_s'] * 1e3:.1f}"
+        wait = (f"{r['page_wait_p50_s'] * 1e6:.0f}/{r['page_wait_p99_s'] * 1e6:.0f}/"
+                f"{r['page_wait_p999_s'] * 1e6:.0f}")
+        io = f"{r['swap_in_bytes'] / 2**20:.0f}/{r['swap_out_bytes'] / 2**20:.0f}"
+        lines.append(
+            f"{r['name']:22} {r['train_time_s']:8.2f} {r['train_time_s'] / t0:7.2f}x {r['io_stall_time_s']:8.2f} "
+            f"{step:>16} {wait:>27} {io:>13} "
+            f"{r['write_requests_under_32k_share']:4.0%}/{r['read_requests_under_32k_share']:4.0%} "
+            f"{r['write_amplification']:5.2f} {gc:7.0f} {own:>13}")
+    lines += ["", "attribution chain (before / after; > 1: the step helped):"]
+    for s in report["chain"]:
+        lines.append(f"  {s['step']:12} {s['from']} -> {s['to']}: stall {s['stall_ratio']:.2f}x, "
+                     f"training time {s['train_time_ratio']:.2f}x; WAF {s['write_amplification'][0]:.2f} -> "
+                     f"{s['write_amplification'][1]:.2f}; GC {s['gc_write_bytes'][0] / 2**20:.0f} -> "
+                     f"{s['gc_write_bytes'][1] / 2**20:.0f} MiB")
+    q = report["ratios"]
+    if "speedup_zns_host_gc_vs_linux_swap" in q:
+        lines.append(f"  end to end: zns-host-gc trains {q['speedup_zns_host_gc_vs_linux_swap']:.2f}x faster than "
+                     f"linux-swap (stall {q['stall_ratio_linux_swap_vs_zns_host_gc']:.2f}x)")
+    lines.append(f"losses {'match' if q['losses_match'] else 'DIFFER'} across runs "
+                 f"(max difference {q['max_loss_difference']:.2e})")
+    checked = [f"{r['name']} {r['verify']['pages_checked']}" for r in runs if "verify" in r]
+    if checked:
+        lines.append("pages verified bit-exact at swap-in: " + ", ".join(checked))
+    lines.append(LEGEND)
+    return "\n".join(lines)
