@@ -8,7 +8,22 @@ class ZswapError(Exception):
 
 
 class SwapFullError(ZswapError):
-    """Live data does not fit in the swap store."""
+    """Live data does not fit in the swap store. ``page_ids`` (when the backend says) names exactly
+    the pages of the call that were *not* stored: the whole batch when the call was refused before
+    anything changed, none when the batch was accepted and only its write to the device is pending."""
+
+    def __init__(self, message: str, page_ids=None) -> None:
+        super().__init__(message)
+        self.page_ids = page_ids
+
+
+class StoreClosedError(ZswapError):
+    """A swap backend was used after ``close()`` (a second ``close()`` is a no-op)."""
+
+
+class StoreInvariantError(ZswapError):
+    """The swap store found its own bookkeeping inconsistent (a bug, or a device that wrote
+    somewhere else than it said). The store refuses the step that would have damaged data."""
 
 
 class ZoneStateError(ZswapError):

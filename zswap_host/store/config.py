@@ -34,6 +34,7 @@ class StoreConfig:
     read_qd: int = 32                  # queue depth of a batched swap_in
     max_read_bytes: int = 512 << 10    # a coalesced read is split beyond this
     write_retries: int = 3             # a failed write is retried in this many other zones
+    idle_gc_bandwidth: float = 1e9     # idle(): bytes of GC per second of window on a device without a clock
 
     def __post_init__(self) -> None:
         if self.page_size <= 0 or self.page_size & (self.page_size - 1):
@@ -46,6 +47,20 @@ class StoreConfig:
             raise ValueError("write_size must be a multiple of page_size and at least 128 KiB")
         if self.max_streams < 1:
             raise ValueError("max_streams must be at least 1")
+        if self.read_qd < 1:
+            raise ValueError(f"read_qd must be at least 1, not {self.read_qd}")
+        if self.max_read_bytes < self.page_size:
+            raise ValueError(f"max_read_bytes must be at least one page ({self.page_size}), not {self.max_read_bytes}")
+        if self.prefetch_bytes < self.page_size:
+            raise ValueError(f"prefetch_bytes must be at least one page ({self.page_size}), not {self.prefetch_bytes}")
+        if self.prefetch_buffer_pages < 0 or self.write_retries < 0:
+            raise ValueError("prefetch_buffer_pages and write_retries must not be negative")
+        if self.hot_threshold < 1:
+            raise ValueError(f"hot_threshold must be at least 1, not {self.hot_threshold}")
+        if self.gc_rate_limit is not None and not 0 < self.gc_rate_limit < float("inf"):
+            raise ValueError(f"gc_rate_limit must be a positive number of bytes per second or None, not {self.gc_rate_limit}")
+        if not 0 < self.idle_gc_bandwidth < float("inf"):
+            raise ValueError(f"idle_gc_bandwidth must be positive and finite, not {self.idle_gc_bandwidth}")
 
     def as_dict(self) -> dict:
         return asdict(self)

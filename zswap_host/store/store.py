@@ -4,25 +4,36 @@ Swap-outs collect in per-stream write buffers and reach the device as large zone
 map (page id -> device slot) and its reverse map live in numpy arrays; the GC scheduler reclaims
 zones by relocating their valid pages to a GC stream. Invariants (DESIGN.md): a page's map entry
 moves only after its new copy is written; a zone is reset only when no entry points into it.
+
+Per-page state lives in arrays indexed by a *handle* (``idmap.IdMap``: page id -> handle), so memory
+follows the pages stored, not the largest page id. The slot map, the reverse map and the buffers all
+speak handles; page ids appear only at the API and in zone summaries.
+
+Errors (docs/store.md): a call refused before its commit point changes nothing; after it, what
+the call committed is stated by the error (see ``swap_out``).
 """
 
 from __future__ import annotations
 
+import math
+import operator
 import threading
 
 import numpy as np
 
 from ..backend import LatencyLog, SwapStats
 from ..devices.zone import ZoneCond
-from ..errors import DeviceIOError, PageLostError, SwapFullError, ZswapError
+from ..errors import (DeviceIOError, PageLostError, StoreClosedError, StoreInvariantError, SwapFullError,
+                      ZswapError)
 from ..gc.policies import ZoneTable, get_victim_policy, greedy
 from ..gc.scheduler import GcScheduler
 from . import placement as placement_mod
 from .buffers import PrefetchBuffer, WriteBuffer
 from .config import StoreConfig
+from .idmap import IdMap, as_page_ids
 from .readpath import plan_reads
 from .summary import data_slots, encode, footer_pages
-from .zones import FULL, ZoneAllocator
+from .zones import FULL, RETIRED, ZoneAllocator
 
 NONE = np.uint32(0xFFFFFFFF)
 
@@ -34,6 +45,10 @@ class SwapStore:
     On construction the store takes the device over: zones holding data are reset, read-only and
     offline zones are never used. ``capacity_pages`` is how many pages it guarantees to hold: the
     usable zones minus one open zone per write stream and one zone of GC headroom.
+
+    Thread-safe: every public method holds one lock, so concurrent callers are serialised (the
+    device sees one caller at a time). After ``close()`` every call but ``close()`` (a no-op),
+    ``stats()``, ``check()`` and ``swap_in_latencies()`` raises ``StoreClosedError``.
     """
 
     def __init__(self, device, config: StoreConfig | None = None) -> None:
@@ -71,12 +86,14 @@ class SwapStore:
                 f"the device is too small for this configuration: {self._alloc.usable()} usable zones, "
                 f"{n_groups} write streams + 1 zone of GC headroom need more")
         self._lock = threading.RLock()
-        self._loc = np.full(0, NONE, np.uint32)             # page id -> slot
-        self._bufidx = np.zeros(0, np.uint8)                # page id -> write buffer + 1 (0: none)
-        self._pfpos = np.zeros(0, np.int32)                 # page id -> prefetch ring slot + 1
-        self._count = np.zeros(0, np.uint16)                # page id -> times swapped out
+        self._closed = False
+        self._ids = IdMap()                                 # page id -> handle
+        self._loc = np.full(0, NONE, np.uint32)             # handle -> slot
+        self._bufidx = np.zeros(0, np.uint8)                # handle -> write buffer + 1 (0: none)
+        self._pfpos = np.zeros(0, np.int32)                 # handle -> prefetch ring slot + 1
+        self._count = np.zeros(0, np.uint16)                # handle -> times swapped out
         self._lost = np.zeros(0, bool)
-        self._rmap = np.zeros(g.nr_zones * self._spz, np.int64)  # slot -> page id + 1 (0: invalid)
+        self._rmap = np.zeros(g.nr_zones * self._spz, np.int64)  # slot -> handle + 1 (0: invalid)
         self._valid = np.zeros(g.nr_zones, np.int64)
         self._zone_ids: dict[int, list[np.ndarray]] = {}
         self._pf = PrefetchBuffer(cfg.prefetch_buffer_pages if cfg.prefetch else 0, ps)
@@ -88,8 +105,10 @@ class SwapStore:
         self._vdrain = False
         self._vmoved = 0
         self._drain: list[int] = []
-        self._lost_pending: list[np.ndarray] = []
+        self._lost_pending: list[np.ndarray] = []          # page ids lost, not reported yet
         self._lost_count = 0
+        self._lost_total = 0
+        self._clocked = hasattr(device, "now") and device.stats().clock != "none"
         self.host_write_bytes = 0
         self.host_read_bytes = 0
         self.gc_write_bytes = 0
@@ -114,168 +133,250 @@ class SwapStore:
     def _now(self) -> float:
         return float(self.device.now()) if hasattr(self.device, "now") else 0.0
 
-    def _grow(self, max_id: int) -> None:
+    def _grow(self, handles: int) -> None:
+        """Make the handle-indexed arrays hold ``handles`` entries (they double)."""
         n = self._loc.size
-        if max_id < n:
+        if handles <= n:
             return
-        new = max(max_id + 1, 2 * n, 1024)
+        new = max(handles, 2 * n, 1024)
         self._loc = np.concatenate([self._loc, np.full(new - n, NONE, np.uint32)])
         for name in ("_bufidx", "_pfpos", "_count", "_lost"):
             a = getattr(self, name)
             setattr(self, name, np.concatenate([a, np.zeros(new - n, a.dtype)]))
 
     # -- public API ------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError("the swap store is closed")
+
+    def _stream_arg(self, stream) -> int:
+        try:
+            if isinstance(stream, bool):
+                raise TypeError
+            return operator.index(stream)
+        except TypeError:
+            raise ValueError(f"stream must be an integer, not {stream!r}") from None
+
     def swap_out(self, page_ids, pages, stream: int = 0) -> None:
-        """Store pages (replacing ids already stored). Raises SwapFullError, before anything
-        changes, when the live pages would not fit. A DeviceIOError that survives the retries
-        leaves the batch accepted in host buffers: every page reads back its newest bytes."""
-        ids = np.asarray(page_ids, np.int64).reshape(-1)
+        """Store pages (replacing ids already stored).
+
+        Refused before anything changes: ValueError (bad ids, pages or stream), StoreClosedError,
+        and SwapFullError when the live pages would not fit (``page_ids``: the whole batch). Past
+        that point the batch is *accepted*: every page of it reads back its new bytes. A
+        DeviceIOError that survives the retries, or a SwapFullError with empty ``page_ids`` (the
+        device ran out of zones after zones were retired), then only says the batch still waits
+        in host buffers."""
+        ids = as_page_ids(page_ids)
         pages = np.asarray(pages)
         ps = self.page_size
         if pages.dtype != np.uint8 or pages.shape != (ids.size, ps):
             raise ValueError(f"pages must be uint8 of shape ({ids.size}, {ps}), not {pages.dtype} {pages.shape}")
-        if ids.size == 0:
-            return
-        srt = np.sort(ids)
-        if srt[0] < 0:
-            raise ValueError("page ids must not be negative")
+        stream = self._stream_arg(stream)
         with self._lock:
+            self._check_open()
+            if ids.size == 0:
+                return
+            srt = np.sort(ids)
             if np.count_nonzero(srt[1:] == srt[:-1]):    # the last copy of an id wins
                 rev = ids[::-1]
                 _, first = np.unique(rev, return_index=True)
                 keep = np.sort(ids.size - 1 - first)
                 ids, pages = ids[keep], pages[keep]
-            if srt[-1] >= self._loc.size:
-                self._grow(int(srt[-1]))
-            b = self._bufidx[ids]
-            new = int(np.count_nonzero((self._loc[ids] == NONE) & (b == 0)))
+            h = self._ids.lookup(ids)
+            fresh = h < 0
+            hk = h[~fresh]
+            new = int(np.count_nonzero(fresh)) + \
+                int(np.count_nonzero((self._loc[hk] == NONE) & (self._bufidx[hk] == 0)))
             if self._live + new > self._capacity:
                 raise SwapFullError(
-                    f"swap store full: {self._live} pages stored, {new} more do not fit in {self.capacity_pages}")
+                    f"swap store full: {self._live} pages stored, {new} more do not fit in "
+                    f"{self.capacity_pages}; nothing of this batch was stored", ids.copy())
+            # -- commit point: from here on the batch is accepted
+            if fresh.any():
+                h[fresh] = self._ids.insert(ids[fresh])
+                self._grow(self._ids.handles)
+            b = self._bufidx[h]
             if np.count_nonzero(b):
-                self._unbuffer(ids)
+                self._unbuffer(h)
             if self._pf.size:
-                self._pf.drop(self._pfpos, ids)
+                self._pf.drop(self._pfpos, h)
             if self._lost_count:
-                self._lost_count -= int(self._lost[ids].sum())
-                self._lost[ids] = False
+                self._lost_count -= int(self._lost[h].sum())
+                self._lost[h] = False
             self._live += new
             counts = None
             if self.config.placement == "hotness":     # only hotness looks at how often a page came back
-                counts = self._count[ids]
+                counts = self._count[h]
                 counts += counts < 65535
-                self._count[ids] = counts
+                self._count[h] = counts
             self.host_write_bytes += ids.size * ps
-            streams = placement_mod.assign(self.config.placement, ids, stream, counts,
+            streams = placement_mod.assign(self.config.placement, h, stream, counts,
                                            self._n_user, self.config.hot_threshold)
             error = None
-            groups = [(int(streams), ids, pages)] if np.isscalar(streams) else \
-                [(int(s), ids[streams == s], pages[streams == s]) for s in np.unique(streams)]
-            for s, sids, spages in groups:
+            groups = [(int(streams), h, pages)] if np.isscalar(streams) else \
+                [(int(s), h[streams == s], pages[streams == s]) for s in np.unique(streams)]
+            for s, sh, spages in groups:
                 try:
-                    self._stream_write(s, sids, spages)
-                except DeviceIOError as e:
+                    self._stream_write(s, sh, spages)
+                except (DeviceIOError, SwapFullError) as e:
                     error = e
             self._after_op()
+            if isinstance(error, SwapFullError):
+                raise SwapFullError(
+                    f"{error}: the batch was stored and waits in host buffers until GC frees a zone",
+                    np.zeros(0, np.int64)) from error
             if error is not None:
                 raise error
 
     def swap_in(self, page_ids) -> np.ndarray:
         """Pages for ids, in the order asked. KeyError for an id never stored (or discarded);
-        PageLostError for one whose only copy was in a zone that went offline."""
-        ids = np.asarray(page_ids, np.int64).reshape(-1)
+        PageLostError for ids whose only copy was in a zone that went offline (``page_ids``: the
+        requested lost ids, plus any other loss not reported yet). Changes no stored page."""
+        ids = as_page_ids(page_ids)
         ps = self.page_size
-        if ids.size == 0:
-            return np.zeros((0, ps), np.uint8)
         with self._lock:
-            if ids.min() < 0 or ids.max() >= self._loc.size:
-                bad = ids[(ids < 0) | (ids >= self._loc.size)]
-                raise KeyError(int(bad[0]))
-            uids, inv = np.unique(ids, return_inverse=True)
-            b = self._bufidx[uids]
-            loc = self._loc[uids]
+            self._check_open()
+            if ids.size == 0:
+                return np.zeros((0, ps), np.uint8)
+            uids, inv = np.unique(ids, return_index=False, return_inverse=True)
+            uh = self._ids.lookup(uids)
+            if (uh < 0).any():
+                raise KeyError(int(uids[uh < 0][0]))
+            b = self._bufidx[uh]
+            loc = self._loc[uh]
             known = (b != 0) | (loc != NONE)
             if not known.all():
-                bad = uids[~known]
-                lost = bad[self._lost[bad]]
-                if lost.size:
-                    raise PageLostError(f"{lost.size} requested page(s) were lost with an offline zone", lost)
-                raise KeyError(int(bad[0]))
+                self._raise_if_lost(uids, uh)
+                raise KeyError(int(uids[~known][0]))
             t0 = self._now()
             out = np.empty((uids.size, ps), np.uint8)
             lat = np.zeros(uids.size)
             for k in np.unique(b[b != 0]):
                 m = b == k
-                out[m] = self._bufs[int(k) - 1].lookup(uids[m])
-            mp = (b == 0) & (self._pfpos[uids] != 0)
+                out[m] = self._bufs[int(k) - 1].lookup(uh[m])
+            mp = (b == 0) & (self._pfpos[uh] != 0)
             if mp.any():
-                out[mp] = self._pf.take(self._pfpos, uids[mp])
+                out[mp] = self._pf.take(self._pfpos, uh[mp])
             md = (b == 0) & ~mp
             if md.any():
                 try:
                     data, done = self._read_slots(loc[md].astype(np.int64))
                 except DeviceIOError:
-                    self._raise_lost()
+                    self._raise_if_lost(uids, uh)
                     raise
                 out[md] = data
                 lat[md] = done - t0
             self._latency.add(lat[inv])
             self.host_read_bytes += ids.size * ps
-            self._raise_lost()
             return out[inv]
+
+    def _raise_if_lost(self, uids: np.ndarray, uh: np.ndarray) -> None:
+        lost = uids[self._lost[uh]]
+        if lost.size:
+            pending = self.take_lost()
+            every = np.union1d(lost, pending)
+            raise PageLostError(f"{every.size} page(s) lost with an offline zone "
+                                f"({lost.size} of them asked for here)", every)
+
+    def take_lost(self) -> np.ndarray:
+        """Page ids lost (their only copy was in a zone that went offline) since the last report,
+        sorted; the report is then cleared. A ``swap_in`` of a lost id reports them too."""
+        with self._lock:
+            if not self._lost_pending:
+                return np.zeros(0, np.int64)
+            lost = np.unique(np.concatenate(self._lost_pending))
+            self._lost_pending.clear()
+            return lost
 
     def discard(self, page_ids) -> None:
         """Forget pages (their space becomes garbage for GC). Unknown ids are ignored."""
-        ids = np.unique(np.asarray(page_ids, np.int64).reshape(-1))
+        ids = np.unique(as_page_ids(page_ids))
         with self._lock:
-            ids = ids[(ids >= 0) & (ids < self._loc.size)]
+            self._check_open()
+            h = self._ids.lookup(ids)
+            ids, h = ids[h >= 0], h[h >= 0]
             if ids.size == 0:
                 return
-            stored = (self._loc[ids] != NONE) | (self._bufidx[ids] != 0)
-            self._unbuffer(ids)
-            self._pf.drop(self._pfpos, ids)
-            self._invalidate(ids)
-            self._lost_count -= int(self._lost[ids].sum())
-            self._lost[ids] = False
+            stored = (self._loc[h] != NONE) | (self._bufidx[h] != 0)
+            self._unbuffer(h)
+            self._pf.drop(self._pfpos, h)
+            self._invalidate(h)
+            self._lost_count -= int(self._lost[h].sum())
+            self._lost[h] = False
             self._live -= int(stored.sum())
+            if self.config.placement != "hotness":       # hotness remembers how often an id came back
+                self._ids.remove(ids)
+                self._count[h] = 0
 
     def flush(self) -> None:
         """Write every buffered page now (the only way, with idle and GC tails, to get writes
-        smaller than the write unit)."""
+        smaller than the write unit). A DeviceIOError leaves the pages not written in the buffers."""
         with self._lock:
-            error = None
-            for k in list(range(self._n_user)) + [self._gcb]:
-                try:
-                    self._flush_buffer(k, force=True)
-                except DeviceIOError as e:
-                    error = e
+            self._check_open()
+            error = self._flush_all()
             self._after_op()
             if error is not None:
                 raise error
 
+    def _flush_all(self) -> Exception | None:
+        error = None
+        for k in list(range(self._n_user)) + [self._gcb]:
+            try:
+                self._flush_buffer(k, force=True)
+            except (DeviceIOError, SwapFullError) as e:
+                error = e
+        return error
+
     def gc_step(self, max_bytes: int | None = None) -> int:
         """Run GC now: finish the current victim or pick one, relocating at most ``max_bytes``
         (None: the whole victim). Returns the bytes relocated (0: nothing to reclaim)."""
+        if max_bytes is not None:
+            max_bytes = operator.index(max_bytes)
+            if max_bytes < 0:
+                raise ValueError("max_bytes must not be negative")
         with self._lock:
+            self._check_open()
+            if max_bytes == 0:
+                return 0
             moved = self._gc_step(max_bytes, "manual")
-            self._raise_lost()
             return max(moved, 0)
 
     def idle(self, seconds: float) -> None:
-        """A window the caller hands over (e.g. between training iterations): GC runs in it,
-        up to the idle watermark, then the device clock moves on by what is left of the window."""
+        """A window the caller hands over (e.g. between training iterations): GC runs in it, up to
+        the idle watermark, then the device clock moves on by what is left of the window. The
+        window bounds the work: modeled (or wall) time where the device has a clock, else
+        ``seconds * config.idle_gc_bandwidth`` bytes relocated; 0 does nothing. Each GC step moves
+        at most one write unit, so the window is overrun by at most one step."""
+        try:
+            seconds = float(seconds)
+        except (TypeError, ValueError):
+            raise ValueError(f"idle window must be a number of seconds, not {seconds!r}") from None
+        if not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"idle window must be finite and not negative, not {seconds}")
         with self._lock:
+            self._check_open()
+            if seconds == 0:
+                return
             t0 = self._now()
+            step = self._chunk * self.page_size
+            budget = math.inf if self._clocked else seconds * self.config.idle_gc_bandwidth
+            moved = 0
             target = self._sched.idle_target
             while self._alloc.free_count() < target or self._victim is not None:
-                if seconds > 0 and self._now() - t0 >= seconds and self._now() > 0:
+                if self._clocked and self._now() - t0 >= seconds:
                     break
-                if self._gc_step(self._chunk * self.page_size, "idle") < 0:
+                if moved >= budget:
                     break
+                try:
+                    m = self._gc_step(int(max(self.page_size, min(step, budget - moved))), "idle")
+                except (DeviceIOError, SwapFullError):
+                    break
+                if m < 0:
+                    break
+                moved += max(m, self.page_size)
             left = seconds - (self._now() - t0)
             if left > 0 and hasattr(self.device, "advance"):
                 self.device.advance(left)
-            self._raise_lost()
 
     def stats(self) -> SwapStats:
         with self._lock:
@@ -297,22 +398,31 @@ class SwapStore:
                        "capacity_pages": self.capacity_pages, "placement": self.config.placement,
                        "victim_policy": self.config.victim,
                        "prefetch_hits": self._pf.hits, "prefetch_pages": self._pf.inserted,
-                       "prefetch_wasted_bytes": self._pf.wasted_pages * self.page_size}
+                       "prefetch_wasted_bytes": self._pf.wasted_pages * self.page_size,
+                       "pages_lost": self._lost_total}
             return s
 
     def close(self) -> None:
-        """Flush, and leave a summary footer in every partly written zone. The device stays open."""
+        """Flush, and leave a summary footer in every partly written zone. The device stays open.
+        A second ``close()`` does nothing. If the flush fails the store stays open (and raises)."""
         with self._lock:
-            self.flush()
+            if self._closed:
+                return
+            error = self._flush_all()
+            if error is not None:
+                raise error
             cap = self.device.geometry.zone_capacity // self.page_size
+            g = self.device.geometry
             for z in list(self._alloc.owner.values()):
                 ids = self._zone_ids.pop(z, [])
                 n = sum(a.size for a in ids)
                 if n and self._alloc.written[z] + footer_pages(n, self.page_size) <= cap:
                     try:
-                        self._append_all(z, encode(int(self._alloc.seq[z]), np.concatenate(ids), self.page_size))
+                        self._append_all(z, encode(int(self._alloc.seq[z]), np.concatenate(ids),
+                                                   self.page_size, g.zone_start(z)))
                     except ZswapError:
                         pass
+            self._closed = True
 
     def swap_in_latencies(self) -> np.ndarray:
         """Every swapped-in page's latency so far (seconds, the device's clock)."""
@@ -320,19 +430,32 @@ class SwapStore:
             return self._latency.values().copy()
 
     def check(self) -> None:
-        """Assert the map invariants (tests call this): every mapped page's slot maps back to it,
-        valid counts match the reverse map, no page is both lost and stored, live count is right."""
+        """Check the map invariants (tests call this; real errors, not asserts): every mapped page's
+        slot maps back to it, valid counts match the reverse map, no page is both lost and stored,
+        the live count is right. Raises StoreInvariantError naming the first one broken."""
         with self._lock:
-            ids = np.flatnonzero(self._loc != NONE)
-            slots = self._loc[ids].astype(np.int64)
-            assert np.array_equal(self._rmap[slots], ids + 1), "slot map and reverse map disagree"
-            assert np.count_nonzero(self._rmap) == ids.size, "reverse map holds stale entries"
+            def need(ok, what: str) -> None:
+                if not ok:
+                    raise StoreInvariantError(f"swap store invariant broken: {what}")
+            hs = np.flatnonzero(self._loc != NONE)
+            slots = self._loc[hs].astype(np.int64)
+            need(np.array_equal(self._rmap[slots], hs + 1), "slot map and reverse map disagree")
+            need(np.count_nonzero(self._rmap) == hs.size, "reverse map holds stale entries")
             per_zone = np.bincount(np.flatnonzero(self._rmap) // self._spz, minlength=self._valid.size)
-            assert np.array_equal(per_zone, self._valid), "valid counts are off"
+            need(np.array_equal(per_zone, self._valid), "valid counts are off")
+            need(((self._valid >= 0) & (self._valid <= self._alloc.written)).all(), "a zone holds more valid pages than written")
             buffered = np.flatnonzero(self._bufidx)
-            assert sum(b.n for b in self._bufs) == buffered.size, "buffer index is off"
-            assert np.union1d(ids, buffered).size == self._live, "live page count is off"
-            assert not (self._lost & ((self._loc != NONE) | (self._bufidx != 0))).any()
+            need(sum(b.n for b in self._bufs) == buffered.size, "buffer index is off")
+            need(np.union1d(hs, buffered).size == self._live, "live page count is off")
+            need(not (self._lost & ((self._loc != NONE) | (self._bufidx != 0))).any(), "a page is both lost and stored")
+            need(int(self._lost.sum()) == self._lost_count, "lost page count is off")
+            keys, vals = self._ids.items()
+            need(np.array_equal(self._ids.ids[vals], keys), "id map and handle table disagree")
+            if self.config.placement != "hotness":
+                held = np.zeros(self._loc.size, bool)
+                held[vals] = True
+                stored = (self._loc != NONE) | (self._bufidx != 0) | self._lost
+                need(np.array_equal(held, stored), "id map holds ids not stored, or misses some")
 
     def __enter__(self):
         return self
@@ -419,7 +542,13 @@ class SwapStore:
         n, ps = ids.size, self.page_size
         first = off // ps
         written = int(self._alloc.written[z])
-        assert first == z * self._spz + written, f"zone {z}: device wrote at slot {first}, expected +{written}"
+        if first != z * self._spz + written:
+            for group, oz in list(self._alloc.owner.items()):
+                if oz == z:
+                    self._alloc.close_group(group)
+            self._zone_ids.pop(z, None)
+            raise StoreInvariantError(f"zone {z}: the device wrote at slot {first - z * self._spz}, "
+                                      f"the store expected +{written}; the zone is abandoned")
         self._invalidate(ids)
         self._loc[ids] = np.arange(first, first + n, dtype=np.int64)
         self._rmap[first:first + n] = ids + 1
@@ -429,7 +558,7 @@ class SwapStore:
         self._alloc.written[z] = written + n
         self._wclock += n * ps
         self._alloc.last_write[z] = self._wclock
-        self._zone_ids.setdefault(z, []).append(ids.copy())
+        self._zone_ids.setdefault(z, []).append(self._ids.ids[ids])
         if gc:
             self.gc_write_bytes += n * ps
 
@@ -450,7 +579,7 @@ class SwapStore:
     def _seal(self, group: int, z: int) -> None:
         """The zone's data area is full: write its summary footer, ending at zone capacity."""
         ids = np.concatenate(self._zone_ids.pop(z, [np.zeros(0, np.int64)]))
-        foot = encode(int(self._alloc.seq[z]), ids, self.page_size)
+        foot = encode(int(self._alloc.seq[z]), ids, self.page_size, self.device.geometry.zone_start(z))
         tail = self.device.geometry.zone_capacity - self._D * self.page_size
         buf = np.zeros(tail, np.uint8)
         buf[tail - foot.size:] = foot
@@ -474,13 +603,17 @@ class SwapStore:
         """Retire z if the device says it went read-only (drain it) or offline (its pages are lost)."""
         cond = self.device.report_zones()[z].cond
         if cond == ZoneCond.READ_ONLY:
-            self._alloc.retire(z)
-            self._update_capacity()
-            self._drain.append(z)
+            if self._alloc.state[z] != RETIRED:          # queued for draining once, not per failure
+                self._alloc.retire(z)
+                self._update_capacity()
+                self._drain.append(z)
             return True
         if cond == ZoneCond.OFFLINE:
-            self._alloc.retire(z)
-            self._update_capacity()
+            if self._alloc.state[z] != RETIRED:
+                self._alloc.retire(z)
+                self._update_capacity()
+            if z in self._drain:
+                self._drain.remove(z)
             self._lose_zone(z)
             return True
         return False
@@ -488,23 +621,24 @@ class SwapStore:
     def _lose_zone(self, z: int) -> None:
         s0 = z * self._spz
         r = self._rmap[s0:s0 + self._spz]
-        lost = r[r != 0] - 1
+        gone = r[r != 0] - 1
+        self._loc[gone] = NONE
+        # a page whose newer copy waits in a write buffer (a swap-out, or GC that already read it)
+        # is not lost: only the old copy was there
+        lost = gone[self._bufidx[gone] == 0]
         if lost.size:
-            self._loc[lost] = NONE
             self._lost[lost] = True
             self._lost_count += lost.size
+            self._lost_total += lost.size
             self._live -= lost.size
-            self._lost_pending.append(lost)
+            self._lost_pending.append(self._ids.ids[lost].copy())
+            if self._pf.size:
+                self._pf.drop(self._pfpos, lost)
         r[:] = 0
         self._valid[z] = 0
+        self._zone_ids.pop(z, None)
         if self._victim == z:
             self._victim = None
-
-    def _raise_lost(self) -> None:
-        if self._lost_pending:
-            lost = np.unique(np.concatenate(self._lost_pending))
-            self._lost_pending.clear()
-            raise PageLostError(f"{lost.size} page(s) lost: their only copy was in a zone that went offline", lost)
 
     # -- read path -------------------------------------------------------------------------------
     def _read_slots(self, slots: np.ndarray, prefetch: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -554,9 +688,11 @@ class SwapStore:
         v = self._policy(table)
         if v is None:
             return False
-        if self._valid[v] >= self._alloc.written[v]:       # nothing to gain there: take the best zone instead
+        # resetting a full zone frees all its data slots; relocating costs its valid pages. A zone
+        # abandoned after a failed write (few or no pages written) is the cheapest of all.
+        if self._valid[v] >= self._D:                      # nothing to gain there: take the best zone instead
             v = greedy(table)
-            if self._valid[v] >= self._alloc.written[v]:
+            if self._valid[v] >= self._D:
                 return False
         self._victim, self._vcursor, self._vdrain, self._vmoved = int(v), 0, False, 0
         return True
@@ -589,7 +725,10 @@ class SwapStore:
                 if self._relocate(rest) < 0:
                     return 0
                 self._flush_buffer(self._gcb, force=True)
-            assert self._valid[v] == 0, f"zone {v} still holds {self._valid[v]} valid pages after GC"
+            if self._valid[v] != 0:                       # never reset a zone that holds data
+                self._victim = None
+                raise StoreInvariantError(f"zone {v} still holds {int(self._valid[v])} valid pages after GC; "
+                                          f"not resetting it")
             if not self._vdrain:
                 try:
                     self.device.reset_zone(v)
@@ -630,15 +769,19 @@ class SwapStore:
         return True
 
     def _after_op(self) -> None:
-        while self._drain or (self._victim is not None and self._vdrain):
-            if self._gc_step(None, "drain") < 0:
-                break
-        if self._alloc.free_count() < self._sched.low:
-            budget = self._sched.background_budget()
-            while budget > 0 and (self._alloc.free_count() < self._sched.high or self._victim is not None):
-                moved = self._gc_step(int(min(budget, self._chunk * self.page_size)), "background")
-                if moved < 0:
+        """Drain read-only zones and run background GC. Best effort: the caller's operation is
+        complete, so a device error here only stops GC until the next operation."""
+        try:
+            while self._drain or (self._victim is not None and self._vdrain):
+                if self._gc_step(None, "drain") < 0:
                     break
-                budget -= max(moved, self.page_size)
-                self._sched.charge(max(moved, self.page_size))
-        self._raise_lost()
+            if self._alloc.free_count() < self._sched.low:
+                budget = self._sched.background_budget()
+                while budget > 0 and (self._alloc.free_count() < self._sched.high or self._victim is not None):
+                    moved = self._gc_step(int(min(budget, self._chunk * self.page_size)), "background")
+                    if moved < 0:
+                        break
+                    budget -= max(moved, self.page_size)
+                    self._sched.charge(max(moved, self.page_size))
+        except (DeviceIOError, SwapFullError):
+            pass

@@ -1,0 +1,180 @@
+"""Page ids to dense handles: a vectorised open-addressing hash table (numpy, linear probing).
+
+The store keeps its per-page state in arrays indexed by *handle* (0..n-1, reused after a discard),
+so memory follows the pages stored, never the largest page id: ids may be sparse 64-bit numbers
+(hashed keys, page numbers of a huge address space). Page ids are integers in
+``[0, MAX_PAGE_ID]``; ``as_page_ids`` checks that before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MAX_PAGE_ID = (1 << 63) - 1
+_EMPTY, _TOMB = -1, -2
+_MUL = np.uint64(0x9E3779B97F4A7C15)
+
+
+def as_page_ids(page_ids) -> np.ndarray:
+    """``page_ids`` as a flat int64 array; ValueError for anything but integers in [0, MAX_PAGE_ID]
+    (floats are refused, never truncated)."""
+    try:
+        a = np.asarray(page_ids)
+    except (OverflowError, ValueError, TypeError) as e:
+        raise ValueError(f"page ids must be integers in [0, 2**63 - 1]: {e}") from None
+    if a.size == 0:
+        return np.zeros(0, np.int64)
+    if a.dtype == object:
+        try:
+            vals = [int(x) if isinstance(x, (int, np.integer)) and not isinstance(x, bool) else None
+                    for x in a.reshape(-1).tolist()]
+        except (TypeError, ValueError):
+            vals = [None]
+        if any(v is None for v in vals):
+            raise ValueError("page ids must be integers")
+        if min(vals) < 0 or max(vals) > MAX_PAGE_ID:
+            raise ValueError(f"page ids must be in [0, 2**63 - 1], got {min(vals) if min(vals) < 0 else max(vals)}")
+        return np.array(vals, np.int64)
+    if a.dtype.kind == "u":
+        if int(a.max()) > MAX_PAGE_ID:
+            raise ValueError(f"page id {int(a.max())} is beyond the supported range [0, 2**63 - 1]")
+        return a.astype(np.int64).reshape(-1)
+    if a.dtype.kind != "i":
+        raise ValueError(f"page ids must be integers, not {a.dtype} (no silent truncation)")
+    a = a.astype(np.int64, copy=False).reshape(-1)
+    if int(a.min()) < 0:
+        raise ValueError(f"page ids must not be negative (got {int(a.min())})")
+    return a
+
+
+class IdMap:
+    """id (int64 >= 0) -> handle (int64 >= 0). Memory: a table of ~2-4x the ids held, and the
+    handle -> id column."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        cap = 1 << max(10, int(capacity - 1).bit_length())
+        self._keys = np.full(cap, _EMPTY, np.int64)
+        self._vals = np.zeros(cap, np.int64)
+        self._used = 0                                   # live keys + tombstones
+        self.n = 0                                       # live keys
+        self.ids = np.zeros(1024, np.int64)              # handle -> id (garbage for free handles)
+        self._free: list[int] = []
+        self._next = 0                                   # handles ever handed out
+
+    @property
+    def handles(self) -> int:
+        """Size the handle-indexed arrays need (one past the largest handle handed out)."""
+        return self._next
+
+    def _slot0(self, ids: np.ndarray) -> np.ndarray:
+        bits = self._keys.size.bit_length() - 1
+        return ((ids.astype(np.uint64) * _MUL) >> np.uint64(64 - bits)).astype(np.int64)
+
+    def _find(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(table slot of each id or -1, first free slot on its probe path or -1)."""
+        mask = self._keys.size - 1
+        pos = self._slot0(ids)
+        found = np.full(ids.size, -1, np.int64)
+        free = np.full(ids.size, -1, np.int64)
+        todo = np.arange(ids.size)
+        while todo.size:
+            p = pos[todo]
+            k = self._keys[p]
+            hit = k == ids[todo]
+            found[todo[hit]] = p[hit]
+            vacant = (k < 0) & (free[todo] < 0)
+            free[todo[vacant]] = p[vacant]
+            go = ~hit & (k != _EMPTY)
+            todo = todo[go]
+            pos[todo] = (pos[todo] + 1) & mask
+        return found, free
+
+    def lookup(self, ids: np.ndarray) -> np.ndarray:
+        """Handle of each id, -1 for ids not held."""
+        if ids.size == 0:
+            return np.zeros(0, np.int64)
+        found, _ = self._find(ids)
+        out = np.full(ids.size, -1, np.int64)
+        ok = found >= 0
+        out[ok] = self._vals[found[ok]]
+        return out
+
+    def insert(self, ids: np.ndarray) -> np.ndarray:
+        """Handles for distinct ids not held yet (new handles; they reuse discarded ones first)."""
+        n = ids.size
+        if n == 0:
+            return np.zeros(0, np.int64)
+        if 2 * (self._used + n) > self._keys.size:
+            self._rehash(3 * (self.n + n))
+        take = min(n, len(self._free))
+        h = np.empty(n, np.int64)
+        if take:
+            h[:take] = self._free[-take:]
+            del self._free[-take:]
+        h[take:] = np.arange(self._next, self._next + n - take)
+        self._next += n - take
+        if self._next > self.ids.size:
+            self.ids = np.resize(self.ids, max(self._next, 2 * self.ids.size))
+        self.ids[h] = ids
+        todo = np.arange(n)
+        mask = self._keys.size - 1
+        pos = self._slot0(ids)
+        while todo.size:
+            p = pos[todo]
+            vac = self._keys[p] < 0
+            cand = todo[vac]
+            # one id per free slot per round
+            _, first = np.unique(p[vac], return_index=True)
+            win = cand[first]
+            self._used += int(np.count_nonzero(self._keys[pos[win]] == _EMPTY))
+            self._keys[pos[win]] = ids[win]
+            self._vals[pos[win]] = h[win]
+            placed = np.zeros(n, bool)
+            placed[win] = True
+            todo = todo[~placed[todo]]
+            pos[todo] = (pos[todo] + 1) & mask
+        self.n += n
+        return h
+
+    def remove(self, ids: np.ndarray) -> np.ndarray:
+        """Forget ids (distinct, held); their handles become free. Returns the handles."""
+        if ids.size == 0:
+            return np.zeros(0, np.int64)
+        found, _ = self._find(ids)
+        found = found[found >= 0]
+        h = self._vals[found].copy()
+        self._keys[found] = _TOMB
+        self.n -= found.size
+        self._free.extend(h.tolist())
+        if self._used > 3 * self._keys.size // 8 and self._used > 2 * self.n:   # mostly tombstones
+            self._rehash(3 * self.n)
+        return h
+
+    def _rehash(self, slots: int) -> None:
+        """Rebuild the table with at least ``slots`` slots (a power of two), dropping tombstones."""
+        live = self._keys >= 0
+        keys, vals = self._keys[live], self._vals[live]
+        cap = 1 << max(10, int(max(slots, 1) - 1).bit_length())
+        self._keys = np.full(cap, _EMPTY, np.int64)
+        self._vals = np.zeros(cap, np.int64)
+        self._used = 0
+        mask = cap - 1
+        pos = self._slot0(keys)
+        todo = np.arange(keys.size)
+        while todo.size:
+            p = pos[todo]
+            vac = self._keys[p] == _EMPTY
+            cand = todo[vac]
+            _, first = np.unique(p[vac], return_index=True)
+            win = cand[first]
+            self._keys[pos[win]] = keys[win]
+            self._vals[pos[win]] = vals[win]
+            placed = np.zeros(keys.size, bool)
+            placed[win] = True
+            todo = todo[~placed[todo]]
+            pos[todo] = (pos[todo] + 1) & mask
+        self._used = keys.size
+
+    def items(self) -> tuple[np.ndarray, np.ndarray]:
+        live = self._keys >= 0
+        return self._keys[live].copy(), self._vals[live].copy()
