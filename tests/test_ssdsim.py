@@ -349,3 +349,223 @@ def test_zns_striped_zone_reads_fast_and_rejects_trim():
         z.submit(np.array([TRIM], np.uint8), np.array([0], np.int64), np.array([4096], np.int64))
     with pytest.raises(ValueError):
         z.reset(2)
+
+
+# ---------------------------------------------------------------- erase cost (issue 9)
+
+def _erase_ns_per_byte(m):
+    return m.erase_ns / m.erase_bytes
+
+
+def test_erase_costs_the_same_per_byte_on_both_ftls():
+    for p in (THESIS, ZN540):
+        real = p.t_erase_us * 1e3 / p.block_bytes                 # ns per byte of a real block
+        conv = ConvSSD(p, 256 * MiB)                               # scaled-down blocks
+        assert conv.pages_per_block < p.pages_per_block
+        fill_seq(conv)
+        random_overwrites(conv, 2 * conv.logical_bytes // 4096, seed=3)
+        assert conv.erase_count > 0
+        assert conv.erase_bytes == conv.erase_count * conv.pages_per_block * p.page_size
+        assert _erase_ns_per_byte(conv) == pytest.approx(real, rel=1e-4)    # (erase times are whole ns)
+        # ZNS zones whose per-die slice is far smaller than the real block (768 KiB, 384 KiB)
+        cap = 12 * MiB                                            # whole stripes on both presets
+        z = ZNSSSD(p, 4, 16 * MiB, cap)
+        for zone in range(4):
+            z.submit(np.array([WRITE], np.uint8), np.array([zone * 16 * MiB], np.int64), np.array([cap], np.int64))
+        z.advance(0.1)
+        t0 = z.now
+        t = [z.reset(zone) for zone in range(4)]
+        slice_bytes = cap // z.dies_per_zone
+        assert z.dies_per_zone == p.n_dies and slice_bytes <= p.block_bytes / 8
+        assert z.erase_bytes == 4 * cap
+        assert _erase_ns_per_byte(z) == pytest.approx(real, rel=1e-4)
+        # one reset: the slices erase in parallel, each for its share of t_erase
+        erase_s = p.t_erase_us * 1e-6 * slice_bytes / p.block_bytes
+        assert t[0] - t0 == pytest.approx(p.cmd_overhead_us * 1e-6 + erase_s, abs=2e-9)
+
+
+def test_zns_reset_of_a_full_preset_zone_is_unchanged():
+    # default geometry: each die's slice is one real erase block -> exactly t_erase
+    z = ZNSSSD(THESIS, 2, THESIS.zone_size, THESIS.zone_capacity)
+    offs = np.arange(0, THESIS.zone_capacity, 512 * KiB)
+    z.submit(np.full(offs.size, WRITE, np.uint8), offs, np.full(offs.size, 512 * KiB, np.int64), qd=4)
+    z.advance(1.0)
+    t0 = z.now
+    assert z.reset(0) - t0 == pytest.approx((THESIS.cmd_overhead_us + THESIS.t_erase_us) * 1e-6, abs=1e-9)
+    assert z.erase_ns == THESIS.n_dies * round(THESIS.t_erase_us * 1e3)
+
+
+# ---------------------------------------------------------------- options off: unchanged model
+
+def _mixed_workload(m, seed=11, idle=0.0):
+    """Fill, then bursts of mixed random 4 KiB writes/reads/trims at several depths."""
+    rng = np.random.default_rng(seed)
+    fill_seq(m)
+    units = m.logical_bytes // 4096
+    outs = []
+    for burst in range(4):
+        n = 6000
+        ops = np.where(rng.random(n) < 0.3, READ, WRITE).astype(np.uint8)
+        ops[rng.random(n) < 0.01] = TRIM
+        offs = rng.integers(0, units, n).astype(np.int64) * 4096
+        outs.append(m.submit(ops, offs, np.full(n, 4096, np.int64), qd=(1, 8, 32, 4)[burst]))
+        m.advance(idle)
+    return np.concatenate(outs)
+
+
+def test_options_off_reproduce_the_model_bit_for_bit():
+    base = _mixed_workload(ConvSSD(THESIS, 64 * MiB), idle=0.01)
+    off = ConvSSD(THESIS, 64 * MiB, idle_gc=False, suspend=False)
+    assert np.array_equal(_mixed_workload(off, idle=0.01), base)
+    # values of the model before the options existed (update only for intended model changes)
+    assert int(round(base[-1] * 1e9)) == 1_022_760_553
+    assert int(round(base.sum() * 1e9)) == 14_033_051_876_016
+    # idle-time GC only acts in idle time: without advance() it changes nothing
+    a = _mixed_workload(ConvSSD(THESIS, 64 * MiB))
+    b = _mixed_workload(ConvSSD(THESIS, 64 * MiB, idle_gc=True))
+    assert np.array_equal(a, b)
+    # suspend only acts on reads: a write-only stream is unchanged
+    m_off, m_on = ConvSSD(THESIS, 64 * MiB), ConvSSD(THESIS, 64 * MiB, suspend=True)
+    for m in (m_off, m_on):
+        fill_seq(m)
+        random_overwrites(m, 20000, seed=2)
+    assert m_off.now == m_on.now and m_on.suspend_count == 0
+
+
+# ---------------------------------------------------------------- idle-time GC (conventional)
+
+def _bursts_with_idle(idle_gc, bursts=6, burst_bytes=4 * MiB, idle_s=0.2):
+    m = ConvSSD(THESIS, 128 * MiB, idle_gc=idle_gc)
+    fill_seq(m)
+    units = m.logical_bytes // 4096
+    random_overwrites(m, 2 * units, seed=1)              # steady-state GC
+    m.advance(0.5)
+    rng = np.random.default_rng(9)
+    k = burst_bytes // 4096
+    durs = []
+    c0 = m.counters()
+    for _ in range(bursts):
+        t0 = m.now
+        c = wr(m, rng.integers(0, units, k) * 4096, qd=32)
+        durs.append(c.max() - t0)
+        m.advance(idle_s)
+    c1 = m.counters()
+    m.check_invariants()
+    return m, np.array(durs), {k_: c1[k_] - c0[k_] for k_ in c0}
+
+
+def test_idle_gc_cleans_in_idle_windows_and_shortens_bursts():
+    off, d_off, c_off = _bursts_with_idle(False)
+    on, d_on, c_on = _bursts_with_idle(True)
+    assert c_off["gc_bg_write_bytes"] == 0 and c_off["gc_bg_runs"] == 0
+    assert c_on["gc_bg_write_bytes"] > 0 and c_on["gc_bg_runs"] > 0
+    assert c_on["gc_write_bytes"] >= c_on["gc_bg_write_bytes"]          # background is part of GC
+    assert on.media_write_bytes == on.host_write_bytes + on.gc_write_bytes
+    # the foreground stall: the bursts run much faster when idle time was used for GC
+    assert d_on.mean() < 0.6 * d_off.mean()
+    # idle GC stopped at its target (every die), above the foreground watermark
+    assert on.idle_gc_blocks > THESIS.gc_high_blocks
+    assert on.free_blocks >= on.idle_gc_blocks * THESIS.n_dies
+    assert on.options == {"idle_gc": True, "suspend": False}
+
+
+def test_idle_gc_starts_work_only_inside_the_window():
+    def after_burst():
+        m = ConvSSD(THESIS, 128 * MiB, idle_gc=True)
+        fill_seq(m)
+        random_overwrites(m, 2 * m.logical_bytes // 4096, seed=1)
+        return m
+
+    runs = {}
+    for window in (1e-6, 0.005, 0.05):
+        m = after_burst()
+        m.advance(window)
+        runs[window] = m.gc_bg_runs
+        m.check_invariants()
+    assert runs[1e-6] == 0           # 1 us: every die is still busy with the burst's queued work
+    assert 0 < runs[0.005] < runs[0.05]
+
+
+# ---------------------------------------------------------------- program/erase suspend
+
+def _read_latency_under_writes(m, write_offsets, read_offsets, rounds=30, seed=3):
+    """Rounds of (a burst of queued writes, then 16 reads one at a time); per-read latencies."""
+    rng = np.random.default_rng(seed)
+    lats = []
+    for _ in range(rounds):
+        wr(m, write_offsets(rng), qd=32)
+        t0 = m.now
+        c = rd(m, read_offsets(rng), qd=1)
+        lats.append(np.diff(np.concatenate([[t0], c])))
+    return np.concatenate(lats)
+
+
+def test_suspend_cuts_read_latency_under_writes_on_both_ftls():
+    res = {}
+    for sus in (False, True):
+        m = ConvSSD(THESIS, 128 * MiB, suspend=sus)
+        fill_seq(m, drain=True)
+        u = m.logical_bytes // 4096
+        conv = _read_latency_under_writes(m, lambda g: g.integers(0, u, 256) * 4096,
+                                          lambda g: g.integers(0, u, 16) * 4096)
+        m.check_invariants()
+        z = ZNSSSD(THESIS, 8, THESIS.zone_size, THESIS.zone_capacity, suspend=sus)
+        for zi in range(2):
+            o = zi * THESIS.zone_size + np.arange(0, THESIS.zone_capacity, 512 * KiB)
+            z.submit(np.full(o.size, WRITE, np.uint8), o, np.full(o.size, 512 * KiB, np.int64), qd=8)
+        z.advance(0.5)
+        pos = [2 * THESIS.zone_size]
+
+        def zw(g):
+            o = pos[0] + np.arange(256) * 4096
+            pos[0] += 256 * 4096
+            return o
+        zns = _read_latency_under_writes(
+            z, zw, lambda g: g.integers(0, 2, 16) * THESIS.zone_size + g.integers(0, THESIS.zone_capacity // 4096, 16) * 4096)
+        res[sus] = (conv, zns, m.suspend_count, z.suspend_count)
+    for i in (0, 1):
+        off, on = res[False][i], res[True][i]
+        assert on.mean() < 0.6 * off.mean()
+        assert np.percentile(on, 99) < THESIS.t_prog_us * 1e-6 / 2     # never a whole program
+    assert res[False][2] == res[False][3] == 0
+    assert res[True][2] > 0 and res[True][3] > 0
+
+
+def test_suspend_bounds_a_read_behind_queued_programs():
+    p = THESIS
+    lat = {}
+    for sus in (False, True):
+        m = ConvSSD(p, 64 * MiB, suspend=sus)
+        fill_seq(m)                 # not drained: the dies still have the buffer's programs queued
+        t0 = m.now
+        lat[sus] = rd(m, [0], qd=1)[0] - t0
+    # with suspend: command, at most the suspend latency, the sense, the channel (possibly behind
+    # one program unit's transfer) and the link
+    bound = (p.cmd_overhead_us + p.t_suspend_us + p.t_read_us) * 1e-6 \
+        + (p.program_unit_bytes + 4096) / (p.channel_mb_s * 1e6) + 4096 / (p.host_link_mb_s * 1e6)
+    assert lat[True] <= bound + 1e-9
+    assert lat[False] > p.t_prog_us * 1e-6 / 2      # without it, the read waits for a program
+
+
+def test_device_urls_select_the_options():
+    from zswap_host.devices.url import open_device
+    from zswap_host.errors import DeviceSpecError
+
+    dev = open_device("emu-conv://?size=64MiB&idle_gc=1&suspend=1")
+    d = dev.describe()
+    assert d["idle_gc"] is True and d["suspend"] is True
+    assert dev.model.idle_gc and dev.model.suspend
+    dev.write_batch(np.arange(0, 64 * MiB, 128 * KiB), np.zeros(64 * MiB, np.uint8), np.full(512, 128 * KiB))
+    rng = np.random.default_rng(0)
+    offs = rng.integers(0, 64 * MiB // 4096, 40000) * 4096
+    dev.write_batch(offs, np.zeros(offs.size * 4096, np.uint8), np.full(offs.size, 4096))
+    dev.advance(0.2)
+    assert dev.model.gc_bg_write_bytes > 0
+    plain = open_device("emu-conv://?size=64MiB").describe()
+    assert plain["idle_gc"] is False and plain["suspend"] is False
+    z = open_device("emu://?zones=4&suspend=1")
+    assert z.describe()["suspend"] is True and z.model.suspend
+    with pytest.raises(DeviceSpecError):
+        open_device("emu://?zones=4&idle_gc=1")        # no device GC on a zoned device
+    with pytest.raises(DeviceSpecError):
+        open_device("emu-conv://?size=64MiB&suspend=yes")
