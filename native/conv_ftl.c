@@ -47,7 +47,6 @@ struct conv_ftl {
     int cur_die;
     int32_t gc_low, gc_high;
     int32_t gc_bg;  /* idle-time GC target, free blocks per die (0 = no idle-time GC) */
-    int bg;         /* GC running in idle time (counts background bytes) */
     int64_t valid_units;
 };
 
@@ -171,8 +170,6 @@ static void gc_place(conv_ftl *F, int d, uint32_t lpn, int64_t ready)
     F->valid_units++;
     F->T.cnt.media_write_bytes += SSD_UNIT;
     F->T.cnt.gc_write_bytes += SSD_UNIT;
-    if (F->bg)
-        F->T.cnt.gc_bg_write_bytes += SSD_UNIT;
     if (ready > F->gc_ready[d])
         F->gc_ready[d] = ready;
     F->gc_wp[d]++;
@@ -196,8 +193,6 @@ static int gc_victim(conv_ftl *F, int d, int64_t t)
     }
     F->bstate[b] = B_VICTIM;
     F->T.cnt.gc_runs++;
-    if (F->bg)
-        F->T.cnt.gc_bg_runs++;
     int64_t base = (int64_t)b * F->upb;
     for (int32_t pg = 0; pg < F->ppb && F->vcnt[b] > 0; pg++) {
         int64_t pb = base + (int64_t)pg * F->upp;
@@ -514,7 +509,7 @@ void conv_idle(conv_ftl *F, int64_t until)
         return;
     if (F->gc_bg > 0) {
         T->floor = T->now;
-        F->bg = 1;
+        int64_t bytes0 = T->cnt.gc_write_bytes, runs0 = T->cnt.gc_runs;
         int64_t guard = (int64_t)F->n_dies * F->bpd; /* rounds; each cleans >= 1 victim */
         for (int progress = 1; progress && guard-- > 0;) {
             progress = 0;
@@ -527,7 +522,8 @@ void conv_idle(conv_ftl *F, int64_t until)
                 progress |= gc_victim(F, d, s);
             }
         }
-        F->bg = 0;
+        T->cnt.gc_bg_write_bytes += T->cnt.gc_write_bytes - bytes0;
+        T->cnt.gc_bg_runs += T->cnt.gc_runs - runs0;
     }
     T->now = until;
 }

@@ -350,7 +350,7 @@ static void wb_push(ssd_timing *T, int die, int64_t t, int64_t units)
         i = p;
     }
     h[i].t = t;
-    h[i].units = units;
+    h[i].units = (int32_t)units;
     h[i].die = die;
     T->wb_inflight += units;
 }

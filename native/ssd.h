@@ -66,7 +66,7 @@ typedef struct {
 
 typedef struct {
     int64_t t;
-    int64_t units;
+    int32_t units;
     int32_t die; /* die of the program (a suspend on that die pushes t back) */
 } ssd_wb_ent;
 
