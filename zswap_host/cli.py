@@ -32,6 +32,8 @@ def friendly_errors(fn):
             _fail(str(e))
         except OSError as e:
             _fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
+        except (MemoryError, OverflowError) as e:   # sizes no check caught: still one line, exit 2
+            _fail(f"out of memory or range: {e or type(e).__name__}")
 
     return wrapper
 

@@ -12,18 +12,41 @@ import numpy as np
 from ..errors import DeviceSpecError
 
 
-class Backing:
-    """A flat byte array of ``size`` bytes. Untouched regions cost neither memory nor disk."""
+def _anonymous(size: int) -> np.ndarray:
+    """``size`` zero bytes that cost memory only where written: an anonymous mapping without swap
+    reservation, so a device of a real drive's size (terabytes) opens on a small machine."""
+    import mmap
 
-    def __init__(self, size: int, path: str | None = None) -> None:
+    flags = mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", 0x20) | getattr(mmap, "MAP_NORESERVE", 0x4000)
+    try:
+        m = mmap.mmap(-1, size, flags=flags)
+    except (OSError, OverflowError, ValueError) as e:
+        raise DeviceSpecError(f"cannot reserve {size} bytes of address space for an in-memory device: {e}") from None
+    return np.frombuffer(m, dtype=np.uint8), m
+
+
+class Backing:
+    """A flat byte array of ``size`` bytes. Untouched regions cost neither memory nor disk.
+    ``readonly`` (file-backed only): the file must exist with that size and is never written."""
+
+    def __init__(self, size: int, path: str | None = None, readonly: bool = False) -> None:
         self.size = size
         self.path = path
+        self._map = None
         if path is None:
-            self.data = np.zeros(size, dtype=np.uint8)  # calloc: pages appear on first touch
+            self.data, self._map = _anonymous(size)      # pages appear on first touch
         else:
             p = Path(path)
+            if p.exists() and not p.is_file():
+                raise DeviceSpecError(f"{path} is not a regular file")
             if p.exists() and p.stat().st_size != size:
-                raise DeviceSpecError(f"{path} holds {p.stat().st_size} bytes, expected {size}")
+                raise DeviceSpecError(f"{path} holds {p.stat().st_size} bytes, expected {size} (truncated or "
+                                      f"not this device's image)")
+            if readonly:
+                if not p.exists():
+                    raise DeviceSpecError(f"{path}: no such emulated device (a read-only open creates nothing)")
+                self.data = np.memmap(p, dtype=np.uint8, mode="r", shape=(size,))
+                return
             if not p.exists():
                 if not p.parent.is_dir():
                     raise DeviceSpecError(f"cannot create {path}: {p.parent} is not a directory")
@@ -64,7 +87,16 @@ class Backing:
     def zero(self, offset: int, length: int) -> None:
         """Drop a range (TRIM / zone reset): later reads return zeros."""
         if self.path is None:
-            self.data[offset:offset + length] = 0
+            import mmap
+
+            lo = -(-offset // mmap.PAGESIZE) * mmap.PAGESIZE
+            hi = (offset + length) // mmap.PAGESIZE * mmap.PAGESIZE
+            if hi > lo and hasattr(self._map, "madvise"):  # give the memory back (reads as zeros)
+                self.data[offset:lo] = 0
+                self.data[hi:offset + length] = 0
+                self._map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+            else:
+                self.data[offset:offset + length] = 0
             return
         self.data[offset:offset + length] = 0  # keeps memmap and file coherent; then give the space back
         punch_hole(self.path, offset, length)
@@ -76,6 +108,7 @@ class Backing:
     def close(self) -> None:
         self.flush()
         self.data = np.zeros(0, dtype=np.uint8)
+        self._map = None
 
 
 def punch_hole(path: str, offset: int, length: int) -> None:
@@ -102,9 +135,31 @@ def load_sidecar(path: str) -> dict | None:
         return None
     try:
         with open(sc) as f:
-            return json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        raise DeviceSpecError(f"cannot read the device description {sc}: {e}") from e
+            meta = json.load(f)
+    except (OSError, ValueError) as e:
+        raise DeviceSpecError(f"cannot read the device description {sc}: {e}") from None
+    if not isinstance(meta, dict):
+        raise DeviceSpecError(f"{sc} is not a device description (a JSON object expected)")
+    return meta
+
+
+def sidecar_field(meta: dict, key: str, path: str, kind=int, optional: bool = False):
+    """A field of a device description, checked: ints are ints (not bools) and not negative."""
+    sc = sidecar_path(path)
+    if key not in meta or (optional and meta[key] is None):
+        if optional:
+            return None
+        raise DeviceSpecError(f"{sc} is corrupt: it has no {key!r}")
+    v = meta[key]
+    if kind is int:
+        ok = isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 62
+    elif kind is float:
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v < 1.0
+    else:
+        ok = isinstance(v, kind)
+    if not ok:
+        raise DeviceSpecError(f"{sc} is corrupt: {key} = {v!r}")
+    return v
 
 
 def save_sidecar(path: str, meta: dict) -> None:

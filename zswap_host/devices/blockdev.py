@@ -23,7 +23,8 @@ class EmulatedBlockDevice(ModelClock):
     kind = "emulated-conventional"
 
     def __init__(self, size: int, path: str | None = None, model=None, preset: str | None = None,
-                 op: float | None = None, block_size: int = 4096, url: str | None = None) -> None:
+                 op: float | None = None, block_size: int = 4096, url: str | None = None,
+                 readonly: bool = False) -> None:
         if size <= 0 or size % block_size:
             raise DeviceSpecError(f"device size {size} is not a positive multiple of the block size {block_size}")
         self.size = size
@@ -36,8 +37,8 @@ class EmulatedBlockDevice(ModelClock):
         self._lock = threading.RLock()
         self._io = IoCounters()
         self._fail_writes = 0
-        self._backing = Backing(size, path)
-        if path is not None:
+        self._backing = Backing(size, path, readonly=readonly)   # read-only: the file is never written
+        if path is not None and not readonly:
             save_sidecar(path, {"kind": "conventional", "size": size, "block_size": block_size,
                                 "preset": preset, "op": op})
 
@@ -144,6 +145,9 @@ class FileBlockDevice:
         size = os.path.getsize(path)
         if size < block_size:
             raise DeviceSpecError(f"{path} is {size} bytes: too small for a device (needs at least {block_size})")
+        if size % block_size:
+            raise DeviceSpecError(f"{path} is {size} bytes, not a whole number of {block_size}-byte blocks "
+                                  f"(truncated?)")
         self.path = path
         self.block_size = block_size
         self.size = size - size % block_size

@@ -14,12 +14,42 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..errors import DeviceIOError, InvalidIOError, ZoneStateError
+from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
 from .backing import Backing, save_sidecar
 from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view, check_aligned, check_append, check_batch, check_zone_write
 from .zone import Zone, ZoneCond, ZoneGeometry
 
 _READ, _WRITE = 0, 1
+_CONDS = (ZoneCond.EMPTY, ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN, ZoneCond.CLOSED,
+          ZoneCond.READ_ONLY, ZoneCond.FULL, ZoneCond.OFFLINE)
+
+
+def check_zone_file(zpath: str, g: ZoneGeometry) -> None:
+    """Refuse a ``PATH.zones`` that this device could not have written: wrong size, unknown
+    conditions, write pointers outside [0, capacity] or off the block size, EMPTY with data, FULL
+    short of capacity, more active/open zones than the limits allow."""
+    import os
+
+    want = g.nr_zones * 16
+    have = os.path.getsize(zpath)
+    if have != want:
+        raise DeviceSpecError(f"{zpath} is corrupt: {have} bytes, a {g.nr_zones}-zone device keeps {want}")
+    st = np.fromfile(zpath, dtype="<i8").reshape(g.nr_zones, 2)
+    wp, cond = st[:, 0], st[:, 1]
+    bad = ~np.isin(cond, _CONDS)
+    if bad.any():
+        z = int(np.flatnonzero(bad)[0])
+        raise DeviceSpecError(f"{zpath} is corrupt: zone {z} has condition {int(cond[z])}")
+    bad = (wp < 0) | (wp > g.zone_capacity) | (wp % g.block_size != 0) | \
+        ((cond == ZoneCond.EMPTY) & (wp != 0)) | ((cond == ZoneCond.FULL) & (wp != g.zone_capacity)) | \
+        (np.isin(cond, (ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN, ZoneCond.CLOSED)) & (wp >= g.zone_capacity))
+    if bad.any():
+        z = int(np.flatnonzero(bad)[0])
+        raise DeviceSpecError(f"{zpath} is corrupt: zone {z} ({ZoneCond(int(cond[z])).name}) has its write "
+                              f"pointer at {int(wp[z])} (capacity {g.zone_capacity}, block {g.block_size})")
+    active = int(np.isin(cond, (ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN, ZoneCond.CLOSED)).sum())
+    if g.max_active and active > g.max_active:
+        raise DeviceSpecError(f"{zpath} is corrupt: {active} active zones, the device allows {g.max_active}")
 
 
 class EmulatedZonedDevice(ModelClock):
@@ -28,12 +58,17 @@ class EmulatedZonedDevice(ModelClock):
 
     ``model`` is a ``zswap_host.ssdsim.ZNSSSD`` (modeled clock) or None (timing off).
     Thread-safe: one lock serialises the device, as a single submission queue would.
+
+    Reopening a file checks ``PATH.zones`` against the geometry (size, conditions, write pointers,
+    open/active limits) and refuses a corrupt one with ``DeviceSpecError``. ``readonly=True``
+    (inspection: ``zswap-host info``/``zones``) never writes or creates a file; writes and zone
+    changes then raise ``DeviceIOError``.
     """
 
     kind = "emulated-zns"
 
     def __init__(self, geometry: ZoneGeometry, path: str | None = None, model=None,
-                 preset: str | None = None, url: str | None = None) -> None:
+                 preset: str | None = None, url: str | None = None, readonly: bool = False) -> None:
         self.geometry = geometry
         self.path = path
         self.model = model
@@ -43,14 +78,28 @@ class EmulatedZonedDevice(ModelClock):
         self._io = IoCounters()
         self._fail_writes = 0
         self._fail_reads = 0
-        self._backing = Backing(geometry.size, path)
+        self.readonly = readonly = bool(readonly and path is not None)
         nz = geometry.nr_zones
+        fresh = True
+        if path is not None:
+            import os
+            zpath = path + ".zones"
+            fresh = not os.path.exists(zpath)
+            if fresh == os.path.exists(path):
+                raise DeviceSpecError(f"{path}: incomplete emulated device ({zpath if fresh else path} is "
+                                      f"missing); restore it or remove {path}*")
+            if not fresh:
+                check_zone_file(zpath, geometry)
+            elif readonly:
+                raise DeviceSpecError(f"{path}: no such emulated device ({zpath} is missing; a read-only "
+                                      f"open creates nothing)")
+        self._backing = Backing(geometry.size, path, readonly=readonly)
         if path is None:
             self._state = np.zeros((nz, 2), dtype=np.int64)
+        elif readonly:
+            self._state = np.array(np.memmap(zpath, dtype=np.int64, mode="r", shape=(nz, 2)))
         else:
-            import os
-            fresh = not os.path.exists(path + ".zones")
-            self._state = np.memmap(path + ".zones", dtype=np.int64, mode="w+" if fresh else "r+", shape=(nz, 2))
+            self._state = np.memmap(zpath, dtype=np.int64, mode="w+" if fresh else "r+", shape=(nz, 2))
             save_sidecar(path, {"kind": "zns", **geometry.as_dict(), "preset": preset})
         self._wp = self._state[:, 0]      # write pointer relative to zone start
         self._cond = self._state[:, 1]    # ZoneCond value
@@ -81,6 +130,10 @@ class EmulatedZonedDevice(ModelClock):
         if cond == ZoneCond.IMPLICIT_OPEN:
             self._imp_open[z] = None
         self._cond[z] = cond
+
+    def _writable(self) -> None:
+        if self.readonly:
+            raise DeviceIOError(f"{self.path} is open read-only")
 
     def _cond_of(self, z: int) -> ZoneCond:
         return ZoneCond(int(self._cond[z]))
@@ -140,10 +193,12 @@ class EmulatedZonedDevice(ModelClock):
 
     def open_zone(self, z: int) -> None:
         with self._lock:
+            self._writable()
             self._open(self._zone_index(z), implicit=False)
 
     def close_zone(self, z: int) -> None:
         with self._lock:
+            self._writable()
             z = self._zone_index(z)
             cond = self._cond_of(z)
             if cond.is_open:
@@ -153,6 +208,7 @@ class EmulatedZonedDevice(ModelClock):
 
     def finish_zone(self, z: int) -> None:
         with self._lock:
+            self._writable()
             z = self._zone_index(z)
             cond = self._cond_of(z)
             if cond in (ZoneCond.EMPTY, ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN, ZoneCond.CLOSED):
@@ -164,6 +220,7 @@ class EmulatedZonedDevice(ModelClock):
 
     def reset_zone(self, z: int) -> None:
         with self._lock:
+            self._writable()
             z = self._zone_index(z)
             cond = self._cond_of(z)
             if cond in (ZoneCond.READ_ONLY, ZoneCond.OFFLINE):
@@ -179,6 +236,7 @@ class EmulatedZonedDevice(ModelClock):
     def _write_at_wp(self, z: int, rel: int, view: np.ndarray, action: str) -> int:
         g = self.geometry
         n = view.size
+        self._writable()
         cond = self._cond_of(z)
         if cond in (ZoneCond.FULL, ZoneCond.READ_ONLY, ZoneCond.OFFLINE):
             raise self._bad_state(z, cond, action)
@@ -314,6 +372,8 @@ class EmulatedZonedDevice(ModelClock):
 
     def flush(self) -> None:
         with self._lock:
+            if self.readonly:
+                return
             self._backing.flush()
             if isinstance(self._state, np.memmap):
                 self._state.flush()

@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ..errors import DeviceSpecError, NotZonedError
 from ..units import parse_size
-from .backing import load_sidecar
+from .backing import load_sidecar, sidecar_field
 from .blockdev import EmulatedBlockDevice, FileBlockDevice
 from .emulated import EmulatedZonedDevice
 from .zone import ZoneGeometry
@@ -32,18 +32,32 @@ _ZNS_KEYS = {"zones", "zone_size", "zone_capacity", "max_open", "max_active", "m
 _CONV_KEYS = {"size", "op", "preset", "block_size", "suspend", "idle_gc"}
 _FLAG_KEYS = {"suspend", "idle_gc"}
 _SIZE_KEYS = {"zone_size", "zone_capacity", "max_append", "size", "block_size"}
+MAX_EMULATED_BYTES = 1 << 50      # 1 PiB: sizes beyond are refused before anything is allocated
+_MAX_COUNT = 1 << 32
 
 
 def _query(url: str, allowed: set[str]) -> tuple[str | None, dict]:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        pairs = parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
+    except ValueError as e:
+        raise DeviceSpecError(f"malformed device URL {url!r}: {e}") from None
+    if parts.fragment or url.endswith("#"):
+        raise DeviceSpecError(f"a device URL has no #fragment: {url!r}")
     path = (parts.netloc + parts.path) or None
+    if path is not None and "\0" in path:
+        raise DeviceSpecError(f"a path with a NUL byte in {url!r}")
     params: dict = {}
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+    for key, value in pairs:
         if key not in allowed:
             raise DeviceSpecError(f"unknown parameter {key!r} in {url!r}; known: {', '.join(sorted(allowed))}")
+        if key in params:
+            raise DeviceSpecError(f"parameter {key} given twice in {url!r}")
         try:
             if key in _SIZE_KEYS:
                 params[key] = parse_size(value)
+                if params[key] > MAX_EMULATED_BYTES:
+                    raise ValueError(f"{value} is more than an emulated device may have (1 PiB)")
             elif key == "op":
                 params[key] = float(value)
                 if not 0.0 <= params[key] < 1.0:
@@ -55,12 +69,28 @@ def _query(url: str, allowed: set[str]) -> tuple[str | None, dict]:
                     raise ValueError("must be 0 or 1")
                 params[key] = value == "1"
             else:
+                if not (value.isascii() and value.isdigit()):
+                    raise ValueError(f"{value!r} is not a whole number (not negative)")
                 params[key] = int(value)
-                if params[key] < 0:
-                    raise ValueError("must not be negative")
+                if params[key] >= _MAX_COUNT:
+                    raise ValueError(f"{value} is too large")
         except ValueError as e:
-            raise DeviceSpecError(f"bad value for {key} in {url!r}: {e}") from e
+            raise DeviceSpecError(f"bad value for {key} in {url!r}: {e}") from None
     return path, params
+
+
+def _check_total(size: int, url: str) -> None:
+    if size > MAX_EMULATED_BYTES:
+        raise DeviceSpecError(f"{url}: {size} bytes is more than an emulated device may have (1 PiB)")
+
+
+def _model(build, size: int, url: str):
+    """Build an SSD timing model; one too large for this machine is a DeviceSpecError."""
+    try:
+        return build()
+    except (MemoryError, OverflowError, ValueError) as e:
+        raise DeviceSpecError(f"{url}: cannot build the SSD timing model for {size} bytes ({e}); "
+                              f"use a smaller device or preset=none") from None
 
 
 def _preset(name: str | None):
@@ -79,12 +109,19 @@ def _next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length()
 
 
-def _open_emu_zns(url: str):
+def _open_emu_zns(url: str, readonly: bool = False):
     path, p = _query(url, _ZNS_KEYS)
     saved = load_sidecar(path) if path else None
+    if saved is None and readonly and path:
+        raise DeviceSpecError(f"{path}: no such emulated device ({path}.json is missing; a read-only open "
+                              f"creates nothing)")
     if saved is not None:
         if saved.get("kind") != "zns":
-            raise DeviceSpecError(f"{path} holds an emulated {saved.get('kind')} device, not a zoned one")
+            raise DeviceSpecError(f"{path} holds an emulated {saved.get('kind')!r} device, not a zoned one")
+        for skey in ("nr_zones", "zone_size", "zone_capacity", "max_open", "max_active", "max_append", "block_size"):
+            sidecar_field(saved, skey, path)
+        if not isinstance(saved.get("preset"), (str, type(None))):
+            raise DeviceSpecError(f"{path}.json is corrupt: preset = {saved.get('preset')!r}")
         for key in ("zones", "zone_size", "zone_capacity", "max_open", "max_active", "max_append", "block_size"):
             skey = "nr_zones" if key == "zones" else key
             if key in p and p[key] != saved[skey]:
@@ -107,28 +144,41 @@ def _open_emu_zns(url: str):
         zone_size, zone_capacity = preset.zone_size, preset.zone_capacity
     else:
         zone_size = zone_capacity = 16 << 20
-    geometry = ZoneGeometry(
-        nr_zones=p.get("zones", DEFAULT_ZONES), zone_size=zone_size, zone_capacity=zone_capacity,
-        block_size=p.get("block_size", 4096),
-        max_open=p.get("max_open", preset.max_open if preset else 14),
-        max_active=p.get("max_active", preset.max_active if preset else 14),
-        max_append=p.get("max_append", preset.max_append if preset else 512 << 10))
+    _check_total(p.get("zones", DEFAULT_ZONES) * zone_size, url)
+    try:
+        geometry = ZoneGeometry(
+            nr_zones=p.get("zones", DEFAULT_ZONES), zone_size=zone_size, zone_capacity=zone_capacity,
+            block_size=p.get("block_size", 4096),
+            max_open=p.get("max_open", preset.max_open if preset else 14),
+            max_active=p.get("max_active", preset.max_active if preset else 14),
+            max_append=p.get("max_append", preset.max_append if preset else 512 << 10))
+    except DeviceSpecError as e:
+        if saved is None:
+            raise
+        raise DeviceSpecError(f"{path}.json is corrupt: {e}") from None
     model = None
     if preset is not None:
         from ..ssdsim import ZNSSSD
 
-        model = ZNSSSD(preset, geometry.nr_zones, geometry.zone_size, geometry.zone_capacity,
-                       suspend=p.get("suspend", False))
+        model = _model(lambda: ZNSSSD(preset, geometry.nr_zones, geometry.zone_size, geometry.zone_capacity,
+                                      suspend=p.get("suspend", False)), geometry.size, url)
     return EmulatedZonedDevice(geometry, path=path, model=model,
-                               preset=preset.name if preset else None, url=url)
+                               preset=preset.name if preset else None, url=url, readonly=readonly)
 
 
-def _open_emu_conv(url: str):
+def _open_emu_conv(url: str, readonly: bool = False):
     path, p = _query(url, _CONV_KEYS)
     saved = load_sidecar(path) if path else None
+    if saved is None and readonly and path:
+        raise DeviceSpecError(f"{path}: no such emulated device ({path}.json is missing; a read-only open "
+                              f"creates nothing)")
     if saved is not None:
         if saved.get("kind") != "conventional":
-            raise DeviceSpecError(f"{path} holds an emulated {saved.get('kind')} device, not a conventional one")
+            raise DeviceSpecError(f"{path} holds an emulated {saved.get('kind')!r} device, not a conventional one")
+        sidecar_field(saved, "size", path)
+        sidecar_field(saved, "op", path, float, optional=True)
+        if not isinstance(saved.get("preset"), (str, type(None))):
+            raise DeviceSpecError(f"{path}.json is corrupt: preset = {saved.get('preset')!r}")
         if "size" in p and p["size"] != saved["size"]:
             raise DeviceSpecError(f"{path} was created with size={saved['size']}, not {p['size']}")
         p["size"] = saved["size"]
@@ -140,15 +190,17 @@ def _open_emu_conv(url: str):
     block_size = p.get("block_size", 4096)
     if size <= 0 or size % block_size:
         raise DeviceSpecError(f"size {size} is not a positive multiple of the block size {block_size}")
+    _check_total(size, url)
     model = None
     op = p.get("op")
     if preset is not None:
         from ..ssdsim import ConvSSD
 
         op = preset.conv_op if op is None else op
-        model = ConvSSD(preset, size, op, idle_gc=p.get("idle_gc", False), suspend=p.get("suspend", False))
+        model = _model(lambda: ConvSSD(preset, size, op, idle_gc=p.get("idle_gc", False),
+                                       suspend=p.get("suspend", False)), size, url)
     return EmulatedBlockDevice(size, path=path, model=model, preset=preset.name if preset else None,
-                               op=op, block_size=block_size, url=url)
+                               op=op, block_size=block_size, url=url, readonly=readonly)
 
 
 def open_device(url: str, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
@@ -159,9 +211,9 @@ def open_device(url: str, zoned: bool | None = None, force: bool | None = None, 
     claiming it (for inspection: geometry, zone reports); writes and zone changes then fail."""
     scheme = urlsplit(url).scheme if "://" in url else ""
     if scheme == "emu":
-        dev = _open_emu_zns(url)
+        dev = _open_emu_zns(url, readonly)
     elif scheme == "emu-conv":
-        dev = _open_emu_conv(url)
+        dev = _open_emu_conv(url, readonly)
     elif scheme:
         raise DeviceSpecError(f"unknown device URL scheme {scheme!r} in {url!r}; use emu://, emu-conv:// or a path")
     else:

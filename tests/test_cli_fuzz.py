@@ -1,0 +1,278 @@
+"""Hostile input for the command line (issue 10): malformed URLs, sizes, sidecar files and options
+for ``info``, ``zones``, ``reset``, ``characterize`` and ``bench`` (options that fail before
+training). Every case must end with exit code 2, one error line (``zswap-host: error: …``, or
+click's own usage block with one ``Error:`` line), no traceback, and nothing written to disk.
+
+Also item 10 of the issue: corrupt state of a file-backed emulated device (``PATH.zones``,
+``PATH.json``, a short image) is refused with one clear error, and ``zones``/``info`` never write."""
+
+import hashlib
+import itertools
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from zswap_host.cli import main
+from zswap_host.devices import open_device
+from zswap_host.errors import DeviceSpecError
+
+GEOM = "zones=4&zone_size=1MiB&zone_capacity=768KiB&max_open=2&max_active=3&preset=none"
+CAP = 768 << 10
+
+# -- malformed URLs and sizes (in-memory devices: nothing on disk to write) -------------------------
+BAD_SIZES = ["99999999999999999999999", "1.5KiB", "0", "-4096", "4097", "1e6", "0x1000", "MiB", "",
+             "16 MiB B", "nan", "inf", "1TiB1", "2PiB", "1.0000001MiB", "4096BB", "９"]
+BAD_COUNTS = ["-1", "abc", "1.5", "", "4294967296", "99999999999999999999999", "+3", "0x4", "1e2", "٣"]
+BAD_URLS = [
+    "emu://?zones=4&zones=5", "emu://?zones=4#frag", "emu://?zones=4#", "emu://?&&", "emu://?zones",
+    "emu://?=4", "emu://?zones=0", "emu://?bogus=1", "emu://?zones=4&preset=", "emu://?preset=nosuch",
+    "emu://?preset=none&zone_size=1MiB&zone_capacity=2MiB", "emu://?max_open=5&max_active=2&preset=none",
+    "emu://?max_append=100&preset=none", "emu://?block_size=3000&preset=none", "emu://?suspend=2",
+    "emu://?idle_gc=1", "emu://?zones=4096&zone_size=1PiB&preset=none",
+    "emu-conv://?size=2PiB&preset=none", "emu-conv://?op=nan",
+    "emu-conv://?op=1.5", "emu-conv://?op=-0.1", "emu-conv://?op=abc", "emu-conv://?size=0",
+    "emu-conv://?size=4095&preset=none", "emu-conv://?zones=4", "emu-conv://?size=1MiB&size=2MiB",
+    "bogus://x", "://x", "", "/no/such/dev", "/dev/null", ".", "emu:///no/such/dir/x.img?zones=4",
+    "emu://?zones=4&zone_size=1MiB&preset=none&block_size=0", "emu://?zones=4&preset=none\x00",
+]
+BAD_URLS += [f"emu://?zones=2&zone_size={s}&preset=none" for s in BAD_SIZES]
+BAD_URLS += [f"emu://?zones={c}&zone_size=1MiB&preset=none" for c in BAD_COUNTS]
+BAD_URLS += [f"emu-conv://?size={s}&preset=none" for s in BAD_SIZES]
+BAD_URLS += [f"emu://?zones=2&zone_size=1MiB&max_open={c}&preset=none" for c in BAD_COUNTS[:5]]
+
+
+def url_cases():
+    for url, cmd in itertools.product(BAD_URLS, ["info", "zones", "reset"]):
+        if cmd == "zones" and url.startswith("emu-conv://?size=1MiB"):
+            continue
+        args = [cmd, url] + (["--all", "--yes"] if cmd == "reset" else [])
+        yield pytest.param(args, id=f"{cmd}-{url[:60]}")
+    for url in BAD_URLS[:30]:
+        if not url:
+            continue                    # --device "" means the default device
+        yield pytest.param(["characterize", "--device", url], id=f"characterize-{url[:60]}")
+
+
+OPTION_CASES = [
+    ["reset", "emu://?zones=4&preset=none", "--zone", "-1"],
+    ["reset", "emu://?zones=4&preset=none", "--zone", "4"],
+    ["reset", "emu://?zones=4&preset=none", "--zone", "abc"],
+    ["reset", "emu://?zones=4&preset=none", "--zone", "99999999999999999999"],
+    ["reset", "emu://?zones=4&preset=none", "--zone", "1", "--all"],
+    ["reset", "emu://?zones=4&preset=none"],
+    ["reset"],
+    ["info"],
+    ["zones"],
+    ["info", "emu://?zones=4&preset=none", "extra"],
+    ["zones", "emu://?zones=4&preset=none", "--jsn"],
+    ["zones", "emu-conv://?size=1MiB&preset=none"],
+    ["characterize", "--device", "emu://?zones=4&preset=none"],
+    ["characterize", "--device", "emu-conv://?size=1MiB&preset=none"],
+    ["characterize", "--bogus"],
+    ["nosuchcommand"],
+    ["bench", "--placement", "random"],
+    ["bench", "--iterations", "abc"],
+    ["bench", "--model", "nosuch"],
+    ["bench", "--model", "tiny", "--device", "bogus://x"],
+    ["bench", "--model", "tiny", "--device", "emu://?zones=4&zones=5"],
+    ["bench", "--model", "tiny", "--device", "emu://?zones=4&zone_size=1MiB&preset=none"],
+    ["bench", "--model", "tiny", "--baseline-device", "emu-conv://?size=2PiB"],
+    ["bench", "--model", "tiny", "--victim", "nosuch"],
+    ["bench", "--model", "tiny", "--budget", "abc"],
+    ["bench", "--model", "tiny", "--budget", "-1"],
+    ["bench", "--model", "tiny", "--iterations", "0"],
+    ["bench", "--model", "tiny", "--iterations", "-1"],
+    ["bench", "--model", "tiny", "--batch-size", "0"],
+]
+# not here: ``bench --model tiny --batch-size 100000000`` still starts allocating (bench.py is not
+# this module's; reported in issue 10)
+
+
+def _snapshot(root):
+    out = {}
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            st = os.stat(p)
+            with open(p, "rb") as fh:
+                out[p] = (st.st_size, st.st_mtime_ns, hashlib.sha1(fh.read()).hexdigest())
+    return out
+
+
+def run_hostile(args, cwd):
+    before = _snapshot(cwd)
+    r = CliRunner().invoke(main, args, catch_exceptions=True)
+    after = _snapshot(cwd)
+    out = r.output
+    assert not (r.exception is not None and not isinstance(r.exception, SystemExit)), \
+        f"{args}: traceback {r.exception!r}"
+    assert r.exit_code == 2, f"{args}: exit {r.exit_code}: {out}"
+    assert "Traceback" not in out
+    ours = [line for line in out.splitlines() if line.startswith("zswap-host: error:")]
+    clicks = [line for line in out.splitlines() if line.startswith("Error:")]
+    if ours:
+        assert len(ours) == 1 and len(out.strip().splitlines()) == 1, f"{args}: {out}"
+    else:
+        assert len(clicks) == 1 and out.startswith("Usage:"), f"{args}: {out}"
+    assert before == after, f"{args}: wrote {set(after.items()) ^ set(before.items())}"
+    return out
+
+
+@pytest.mark.parametrize("args", list(url_cases()))
+def test_malformed_urls_and_sizes(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run_hostile(args, str(tmp_path))
+
+
+@pytest.mark.parametrize("args", OPTION_CASES, ids=lambda a: " ".join(a)[:60])
+def test_malformed_options(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run_hostile(args, str(tmp_path))
+
+
+# -- corrupt sidecar state of a file-backed device ------------------------------------------------
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tpl")
+    path = d / "z.img"
+    dev = open_device(f"emu://{path}?{GEOM}")
+    dev.write(0, np.ones(8192, np.uint8))
+    dev.finish_zone(2)
+    dev.close()
+    return d
+
+
+def _zones_bytes(rows):
+    return np.array(rows, "<i8").tobytes()
+
+
+GOOD_ZONES = [[8192, 4], [0, 1], [CAP, 0xE], [0, 1]]
+ZONES_CORRUPTION = {
+    "7-bytes": b"\x01" * 7,
+    "empty": b"",
+    "one-zone-extra": _zones_bytes(GOOD_ZONES + [[0, 1]]),
+    "wp-negative": _zones_bytes([[-4096, 4]] + GOOD_ZONES[1:]),
+    "wp-1TiB": _zones_bytes([[1 << 40, 4]] + GOOD_ZONES[1:]),
+    "wp-4097": _zones_bytes([[4097, 4]] + GOOD_ZONES[1:]),
+    "wp-past-capacity": _zones_bytes([[CAP + 4096, 4]] + GOOD_ZONES[1:]),
+    "cond-99": _zones_bytes([[8192, 99]] + GOOD_ZONES[1:]),
+    "cond-negative": _zones_bytes([[8192, -1]] + GOOD_ZONES[1:]),
+    "empty-with-data": _zones_bytes([[8192, 1]] + GOOD_ZONES[1:]),
+    "full-short": _zones_bytes(GOOD_ZONES[:2] + [[4096, 0xE], [0, 1]]),
+    "too-many-active": _zones_bytes([[4096, 4], [4096, 4], [4096, 4], [4096, 4]]),
+}
+JSON_CORRUPTION = {
+    "list": "[1, 2, 3]",
+    "null": "null",
+    "string": '"zns"',
+    "garbage": "{not json",
+    "empty-file": "",
+    "no-zone-size": lambda m: {k: v for k, v in m.items() if k != "zone_size"},
+    "no-kind": lambda m: {k: v for k, v in m.items() if k != "kind"},
+    "zone-size-string": lambda m: {**m, "zone_size": "1MiB"},
+    "zone-size-bool": lambda m: {**m, "zone_size": True},
+    "zone-size-negative": lambda m: {**m, "zone_size": -1048576},
+    "zone-size-float": lambda m: {**m, "zone_size": 1048576.0},
+    "zones-huge": lambda m: {**m, "nr_zones": 1 << 70},
+    "zones-zero": lambda m: {**m, "nr_zones": 0},
+    "kind-conventional": lambda m: {**m, "kind": "conventional"},
+    "preset-list": lambda m: {**m, "preset": ["none"]},
+    "capacity-over-size": lambda m: {**m, "zone_capacity": 4 << 20},
+}
+IMAGE_CORRUPTION = {
+    "image-5000-bytes": lambda p: open(p, "r+b").truncate(5000),
+    "image-empty": lambda p: open(p, "r+b").truncate(0),
+    "image-grown": lambda p: open(p, "r+b").truncate(8 << 20),
+    "image-missing": lambda p: os.remove(p),
+    "zones-missing": lambda p: os.remove(str(p) + ".zones"),
+    "image-is-dir": lambda p: (os.remove(p), os.mkdir(p)),
+}
+
+
+def _corrupt(template, tmp_path, kind, what):
+    dst = tmp_path / "dev"
+    shutil.copytree(template, dst)
+    path = dst / "z.img"
+    if kind == "zones":
+        (dst / "z.img.zones").write_bytes(what)
+    elif kind == "json":
+        if callable(what):
+            meta = json.loads((dst / "z.img.json").read_text())
+            (dst / "z.img.json").write_text(json.dumps(what(meta)))
+        else:
+            (dst / "z.img.json").write_text(what)
+    else:
+        what(path)
+    return path
+
+
+SIDECAR_CASES = [("zones", k, v) for k, v in ZONES_CORRUPTION.items()] + \
+    [("json", k, v) for k, v in JSON_CORRUPTION.items()] + [("image", k, v) for k, v in IMAGE_CORRUPTION.items()]
+
+
+@pytest.mark.parametrize("cmd", ["info", "zones", "reset"])
+@pytest.mark.parametrize("kind,name,what", SIDECAR_CASES, ids=[f"{c[0]}-{c[1]}" for c in SIDECAR_CASES])
+def test_corrupt_device_state_is_refused_and_nothing_written(template, tmp_path, cmd, kind, name, what):
+    path = _corrupt(template, tmp_path, kind, what)
+    args = [cmd, f"emu://{path}"] + (["--all", "--yes"] if cmd == "reset" else [])
+    out = run_hostile(args, str(tmp_path))
+    assert str(path) in out or "z.img" in out, out
+
+
+def test_corrupt_device_state_is_a_device_spec_error(template, tmp_path):
+    path = _corrupt(template, tmp_path, "zones", ZONES_CORRUPTION["wp-4097"])
+    with pytest.raises(DeviceSpecError, match="corrupt"):
+        open_device(f"emu://{path}")
+
+
+@pytest.mark.parametrize("cmd", ["info", "zones"])
+def test_read_only_commands_never_write(template, tmp_path, cmd):
+    dst = tmp_path / "dev"
+    shutil.copytree(template, dst)
+    # a device left with an open zone: reopening read-write power-cycles it (OPEN -> CLOSED)
+    dev = open_device(f"emu://{dst / 'z.img'}")
+    dev.write(CAP // 2 * 0 + (1 << 20), np.ones(4096, np.uint8))     # zone 1 implicitly open
+    state = np.array(dev._state)
+    dev._state.flush()
+    dev._backing.flush()
+    before = _snapshot(str(dst))
+    r = CliRunner().invoke(main, [cmd, f"emu://{dst / 'z.img'}"])
+    assert r.exit_code == 0, r.output
+    assert _snapshot(str(dst)) == before
+    assert state[1, 1] == 2                                           # still IMPLICIT_OPEN on disk
+    dev.close()
+    # a path that does not exist is not created by a read-only command
+    r = CliRunner().invoke(main, [cmd, f"emu://{tmp_path / 'new.img'}?zones=4&preset=none"])
+    assert r.exit_code == 2 and not list(tmp_path.glob("new.img*"))
+
+
+def test_read_only_device_refuses_writes(template, tmp_path):
+    dst = tmp_path / "dev"
+    shutil.copytree(template, dst)
+    dev = open_device(f"emu://{dst / 'z.img'}", readonly=True)
+    from zswap_host.errors import DeviceIOError
+
+    for call in (lambda: dev.write(8192, np.ones(4096, np.uint8)), lambda: dev.reset_zone(0),
+                 lambda: dev.finish_zone(1), lambda: dev.append(1, np.ones(4096, np.uint8))):
+        with pytest.raises(DeviceIOError, match="read-only"):
+            call()
+    assert np.array_equal(dev.read(0, 8192), np.ones(8192, np.uint8))
+    dev.close()
+
+
+def test_a_real_drive_geometry_opens_without_allocating_it():
+    """ZN540-like geometry in memory (904 zones of 2 GiB): opens, describes itself, takes writes
+    (timing model off: the model's arrays are another module's business)."""
+    try:
+        dev = open_device("emu://?zones=904&zone_size=2GiB&zone_capacity=1077MiB&preset=none")
+    except DeviceSpecError as e:                 # a process under a small address-space limit
+        pytest.skip(str(e))
+    assert dev.describe()["geometry"]["nr_zones"] == 904
+    dev.append(903, np.ones(512 << 10, np.uint8))
+    assert dev.read(903 * (2 << 30), 4096).all()
+    dev.reset_zone(903)
+    dev.close()
