@@ -159,9 +159,9 @@ def test_bench_on_real_devices(guest):
     assert _steps(res.output).get("bench") == 0, log[-3000:]
     report = json.loads((results / "bench.json").read_text())
     runs = {r["name"]: r for r in report["runs"]}
-    assert set(runs) == {"dram-only", "conventional", "store-on-conventional", "zns-host-gc"}
+    assert set(runs) == {"dram-only", "linux-swap", "linux-swap-batched", "store-on-conventional", "zns-host-gc"}
     assert report["devices"] == {"baseline": "/dev/nvme0n1", "zns": "/dev/nvme0n2"}
-    for name in ("conventional", "store-on-conventional", "zns-host-gc"):
+    for name in ("linux-swap", "linux-swap-batched", "store-on-conventional", "zns-host-gc"):
         assert runs[name]["clock"] == "wall"
         assert runs[name]["swap_out_bytes"] > 0 and runs[name]["swap_in_bytes"] > 0
         # every page that came back from the real devices was checked against its swap-out fingerprint
