@@ -111,13 +111,25 @@ class Backing:
         self._map = None
 
 
+_LIBC = None
+
+
+def _libc():
+    global _LIBC
+    if _LIBC is None:                   # find_library runs ldconfig: once, not per zone reset
+        import ctypes
+        import ctypes.util
+
+        _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    return _LIBC
+
+
 def punch_hole(path: str, offset: int, length: int) -> None:
     """Release a file range's blocks (fallocate PUNCH_HOLE|KEEP_SIZE); silently skipped where the
     file system cannot, since the range already reads as zeros."""
     import ctypes
-    import ctypes.util
 
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc = _libc()
     fd = os.open(path, os.O_RDWR)
     try:
         libc.fallocate(fd, 0x01 | 0x02, ctypes.c_long(offset), ctypes.c_long(length))

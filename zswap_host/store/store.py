@@ -187,6 +187,10 @@ class SwapStore:
             hk = h[~fresh]
             new = int(np.count_nonzero(fresh)) + \
                 int(np.count_nonzero((self._loc[hk] == NONE) & (self._bufidx[hk] == 0)))
+            if self._live > self._capacity:     # zones were retired: shed pages before writing more
+                raise SwapFullError(
+                    f"swap store over capacity: {self._live} pages stored, {self.capacity_pages} fit since "
+                    f"zones were retired; discard pages first (nothing of this batch was stored)", ids.copy())
             if self._live + new > self._capacity:
                 raise SwapFullError(
                     f"swap store full: {self._live} pages stored, {new} more do not fit in "
@@ -532,6 +536,8 @@ class SwapStore:
                 return z
             if self._alloc.can_take(for_gc):
                 return self._alloc.take(group, self._wclock)
+            if self._reclaim_empty():
+                continue
             if for_gc:
                 raise SwapFullError("no free zone left for GC relocation")
             if not self._foreground_gc():
@@ -590,14 +596,41 @@ class SwapStore:
             self._zone_trouble(z)
 
     def _write_failed(self, group: int, z: int) -> None:
-        """A write into z failed: give up on z (it keeps its data as a GC candidate) and look at why."""
+        """A write into z failed: give up on z and look at why. A zone the store had not written yet
+        goes back to the free list (reset); one holding data is finished and left to GC."""
         self._alloc.close_group(group)
         self._zone_ids.pop(z, None)
-        if not self._zone_trouble(z):
-            try:
+        if self._zone_trouble(z):
+            return
+        try:
+            if self._alloc.written[z] == 0 and self._valid[z] == 0:
+                self.device.reset_zone(z)
+                self._alloc.freed(z)
+            else:
                 self.device.finish_zone(z)
+        except ZswapError:
+            self._zone_trouble(z)
+
+    def _reclaim_empty(self) -> bool:
+        """Reset full zones that hold no valid page (abandoned after a failed write, or emptied by
+        overwrites): free zones without relocating anything. True if one was freed."""
+        a = self._alloc
+        empty = np.flatnonzero((a.state == FULL) & (self._valid == 0))
+        done = False
+        for z in empty.tolist():
+            try:
+                self.device.reset_zone(z)
             except ZswapError:
                 self._zone_trouble(z)
+                continue
+            if self._victim == z:
+                self._victim = None
+            self._zone_ids.pop(z, None)
+            nbytes = int(a.written[z]) * self.page_size
+            a.freed(z)
+            self._sched.reclaimed("foreground", nbytes)
+            done = True
+        return done
 
     def _zone_trouble(self, z: int) -> bool:
         """Retire z if the device says it went read-only (drain it) or offline (its pages are lost)."""
