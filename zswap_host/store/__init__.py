@@ -2,6 +2,6 @@
 
 from .config import StoreConfig
 from .store import SwapStore
-from .summary import read_zone_summary
+from .summary import read_zone_summary, scan_zone_summaries
 
-__all__ = ["StoreConfig", "SwapStore", "read_zone_summary"]
+__all__ = ["StoreConfig", "SwapStore", "read_zone_summary", "scan_zone_summaries"]

@@ -86,3 +86,23 @@ def read_zone_summary(device, zone: int, page_size: int = 4096) -> tuple[int, np
     if n and int(ids.min()) < 0:
         return None
     return seq, ids
+
+
+def scan_zone_summaries(device, page_size: int = 4096) -> dict[int, tuple[int, int]]:
+    """Rebuild a page index from the device alone: page id -> (device offset of its newest copy,
+    zone sequence number), from every zone holding a valid summary (sealed zones, and zones a
+    ``close()`` summarised). Within a zone the later slot wins, across zones the higher sequence.
+    Pages of zones without a summary (open when the writer died) are not recovered."""
+    best: dict[int, tuple[int, int]] = {}
+    g = device.geometry
+    for z in range(g.nr_zones):
+        found = read_zone_summary(device, z, page_size)
+        if found is None:
+            continue
+        seq, ids = found
+        base = g.zone_start(z)
+        for k, i in enumerate(ids.tolist()):
+            old = best.get(i)
+            if old is None or old[1] <= seq:
+                best[i] = (base + k * page_size, seq)
+    return best
