@@ -623,10 +623,12 @@ class SwapStore:
             except ZswapError:
                 self._zone_trouble(z)
                 continue
-            if self._victim == z:
+            if self._victim == z:                         # a victim emptied by GC writes or overwrites
                 self._victim = None
+                nbytes = int(a.written[z]) * self.page_size - self._vmoved
+            else:
+                nbytes = int(a.written[z]) * self.page_size
             self._zone_ids.pop(z, None)
-            nbytes = int(a.written[z]) * self.page_size
             a.freed(z)
             self._sched.reclaimed("foreground", nbytes)
             done = True
@@ -750,14 +752,17 @@ class SwapStore:
         if moved < 0:
             return 0
         self._vmoved += moved
-        if self._vcursor >= end:
+        # (below: a GC write that needed a zone may have reset the victim once it held nothing
+        # valid, _reclaim_empty; then it is done and must not be reset again)
+        if self._vcursor >= end and self._victim == v:
             self._flush_buffer(self._gcb, force=True)
             # pages behind the cursor whose GC copy a newer swap-out replaced in the meantime
-            rest = s0 + np.flatnonzero(self._rmap[s0:s0 + end])
+            rest = s0 + np.flatnonzero(self._rmap[s0:s0 + end]) if self._victim == v else np.zeros(0, np.int64)
             if rest.size:
                 if self._relocate(rest) < 0:
                     return 0
                 self._flush_buffer(self._gcb, force=True)
+        if self._vcursor >= end and self._victim == v:
             if self._valid[v] != 0:                       # never reset a zone that holds data
                 self._victim = None
                 raise StoreInvariantError(f"zone {v} still holds {int(self._valid[v])} valid pages after GC; "
