@@ -94,18 +94,27 @@ def test_measured_compute_is_the_median_of_interleaved_replicas():
 
 def test_sizing_modes():
     from zswap_host import open_device
+    from zswap_host.devices import ZonedBlockView
+    from zswap_host.ssdsim import get_preset
 
+    stripe = get_preset("thesis-ssd").stripe_bytes
     flash = plan(BenchSpec(preset="quick"))
     conv, zns = open_device(flash.baseline_url), open_device(flash.zns_url)
-    raw_zns = zns.geometry.nr_zones * zns.geometry.zone_capacity
-    assert abs(conv.model.raw_bytes - raw_zns) / conv.model.raw_bytes < 0.02       # same flash
-    assert raw_zns > conv.size                                                      # ZNS exposes the OP
+    g = zns.geometry
+    assert g.zone_capacity % stripe == 0 and g.zone_capacity <= g.zone_size     # whole stripes per zone
+    raw_zns = g.nr_zones * g.zone_capacity
+    assert 0 <= conv.model.raw_bytes - raw_zns < g.zone_capacity                  # same flash, never more
+    assert raw_zns > conv.size                                                   # ZNS exposes the OP
+    assert flash.zone_capacity == flash.zone_size                                # the view uses its LBAs whole
     cap = plan(BenchSpec(preset="quick", sizing="same-capacity"))
     zc = open_device(cap.zns_url)
+    view = ZonedBlockView(open_device(cap.baseline_url), cap.zone_size, cap.zone_capacity)
     assert cap.baseline_url == flash.baseline_url
-    assert conv.size - cap.zone_size < zc.geometry.nr_zones * zc.geometry.zone_size <= conv.size   # equal usable
+    usable = lambda d: d.geometry.nr_zones * d.geometry.zone_capacity  # noqa: E731
+    assert usable(zc) == usable(view) == cap.devices["zns_usable_bytes"]         # equal usable bytes
     u = plan(BenchSpec(preset="quick", utilisation=0.9))
     assert u.devices["tables_over_conventional_usable"] == pytest.approx(0.9, abs=0.01)
+    assert "suspend=1" in plan(BenchSpec(preset="quick", suspend=True)).zns_url
 
 
 @pytest.mark.parametrize("spec,error,words", [

@@ -326,6 +326,8 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 @click.option("--idle-gc/--no-idle-gc", default=True, show_default=True,
               help="Give each iteration's compute time to both GCs as an idle window (the store's GC and the "
               "conventional SSD's FTL), or to neither.")
+@click.option("--suspend", is_flag=True, help="Emulated SSDs (both) suspend programs and erases for reads "
+              "(docs/ssd-model.md) [default: off].")
 @click.option("--quick", is_flag=True, help="The quick preset (about a minute).")
 @click.option("--verify", is_flag=True, help="Check every swapped-in page against a fingerprint taken at "
               "swap-out; a page that differs stops the run (for real devices and emulators).")
@@ -337,7 +339,7 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 @click.option("--yes", is_flag=True, help="Do not ask before the run resets zones of a real ZNS device that hold data.")
 @friendly_errors
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed, runs_csv,
-          sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, quick, verify,
+          sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
           json_path, plot_dir, trace_out, force=False, yes=False) -> None:
     """Train DLRM in DRAM only and over four swap configurations, side by side: Linux swap (one fault at
     a time, as the kernel does), Linux swap with each step's pages announced (MADV_WILLNEED: one deep
@@ -367,7 +369,7 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
                      baseline_device=baseline_device, placement=placement, victim=victim,
                      budget=_budget(budget), iterations=iterations, batch_size=batch_size, seed=seed,
                      runs=runs, sizing=sizing, utilisation=utilisation, compute=basis, trace_out=trace_out,
-                     verify=verify, idle_gc=idle_gc)
+                     verify=verify, idle_gc=idle_gc, suspend=suspend)
     bars: dict = {}
 
     def progress(name: str, done: int, total: int) -> None:   # one bar per run, made when it starts

@@ -15,7 +15,7 @@ from .compute import ComputeBasis
 PAGE = 4096
 ZONE = 16 << 20          # zone size of the default emulated ZNS device (halved for small runs)
 MIN_ZONES = 64
-HEADROOM = 1.3           # swap space beyond the pages a run can swap out (tables at 77% of it)
+HEADROOM = 1.3           # swap space beyond the pages a run can swap out (+ 8 MiB: tables at 70-77% of it)
 SIZINGS = ("same-flash", "same-capacity")
 RUNS = ("dram-only", "linux-swap", "linux-swap-batched", "store-on-conventional", "zns-host-gc")
 SWAP_RUNS = RUNS[1:]
@@ -36,7 +36,8 @@ class BenchSpec:
     ``utilisation``: tables / usable bytes of the conventional device (default 1 / 1.3).
     ``compute``: the basis of the compute charged to every run (see :mod:`.compute`); None = pinned at
     the preset's calibrated per-sample cost. ``idle_gc``: the conventional SSD's FTL collects in the
-    idle windows the store's GC gets (both GCs get the same idle time)."""
+    idle windows the store's GC gets (both GCs get the same idle time; False: neither GC gets them).
+    ``suspend``: the emulated SSDs suspend programs and erases for reads (docs/ssd-model.md)."""
 
     preset: str = "default"
     device: str | None = None           # ZNS device URL or path (default: emulated, same flash as the baseline)
@@ -54,6 +55,7 @@ class BenchSpec:
     trace_out: str | None = None
     verify: bool = False                # fingerprint every swapped-out page, check it at swap-in (verify.py)
     idle_gc: bool = True
+    suspend: bool = False               # program/erase suspend for reads on both emulated SSDs
 
 
 @dataclass
@@ -71,6 +73,7 @@ class Plan:
     baseline_url: str
     zns_url: str
     zone_size: int                      # of the zoned view in the store-on-conventional run
+    zone_capacity: int                  # ... and its zones' capacity
     sizing: str
     compute: ComputeBasis
     devices: dict = field(default_factory=dict)   # what the emulated devices are, for the report
@@ -126,22 +129,32 @@ def plan(spec: BenchSpec) -> Plan:
     # the store keeps for its summaries and GC headroom
     slack = 8 << 20
     conv = math.ceil((pages * PAGE / u if u else pages * PAGE * HEADROOM + slack) / (1 << 20)) << 20
-    ssd = ConvSSD(get_preset("thesis-ssd"), conv)
+    nand = get_preset("thesis-ssd")
+    ssd = ConvSSD(nand, conv)
     raw = ssd.raw_bytes
     zone = ZONE
     while raw // zone < MIN_ZONES and zone > 1 << 20:     # small runs: smaller zones, enough of them
         zone //= 2
-    usable = raw if spec.sizing == "same-flash" else conv
-    zones = round(usable / zone) if spec.sizing == "same-flash" else usable // zone
+    # a ZNS zone's capacity is a whole number of stripes (one program unit on every die), as on real
+    # drives (capacity < size): otherwise the dies that get one more unit of every zone are hot
+    stripe = nand.stripe_bytes
+    cap = zone // stripe * stripe if zone >= stripe else zone
+    if spec.sizing == "same-flash":
+        zones, view_cap = raw // cap, zone            # all the flash as zones; the view uses its LBAs whole
+    else:
+        zones, view_cap = conv // zone, cap           # equal zones, equal capacity: equal usable bytes
     idle = "&idle_gc=1" if spec.idle_gc else ""
+    suspend = "&suspend=1" if spec.suspend else ""
     devices = {"sizing": spec.sizing, "conventional_usable_bytes": conv, "conventional_raw_bytes": raw,
-               "conventional_op": ssd.effective_op, "zns_usable_bytes": zones * zone, "zone_size": zone,
+               "conventional_op": ssd.effective_op, "conventional_erase_block_bytes": ssd.pages_per_block * nand.page_size,
+               "zns_usable_bytes": zones * cap, "zone_size": zone, "zone_capacity": cap,
+               "zoned_view_usable_bytes": conv // zone * view_cap,
                "tables_over_conventional_usable": pages * PAGE / conv,
-               "tables_over_zns_usable": pages * PAGE / (zones * zone)}
+               "tables_over_zns_usable": pages * PAGE / (zones * cap), "suspend": spec.suspend}
     return Plan(p, mc, dc, iterations, batch_size, budget, budget_bytes, fp["budget_pages"], pages * PAGE, pages,
-                spec.baseline_device or f"emu-conv://?size={conv}&preset=thesis-ssd{idle}",
-                spec.device or f"emu://?zones={zones}&zone_size={zone}&preset=thesis-ssd", zone,
-                spec.sizing, _compute_basis(spec, p), devices)
+                spec.baseline_device or f"emu-conv://?size={conv}&preset=thesis-ssd{idle}{suspend}",
+                spec.device or f"emu://?zones={zones}&zone_size={zone}&zone_capacity={cap}&preset=thesis-ssd{suspend}",
+                zone, view_cap, spec.sizing, _compute_basis(spec, p), devices)
 
 
 def _too_small(what: str, url: str, holds: int, need: int) -> BenchError:
@@ -171,7 +184,7 @@ def open_backends(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:
         return make
 
     def store_on_conventional():
-        dev = ZonedBlockView(open_device(pl.baseline_url, zoned=False), pl.zone_size)
+        dev = ZonedBlockView(open_device(pl.baseline_url, zoned=False), pl.zone_size, pl.zone_capacity)
         b = SwapStore(dev, cfg)
         if b.capacity_pages < pl.table_pages:
             raise _too_small("zoned view", pl.baseline_url, b.capacity_pages, pl.table_pages)

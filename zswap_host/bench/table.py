@@ -23,8 +23,8 @@ def _sizing(s: dict) -> str:
                 f"{format_size(s['conventional_usable_bytes'])} and hides {s['conventional_op']:.0%} as OP, ZNS exposes "
                 f"{format_size(s['zns_usable_bytes'])}: tables at {s['tables_over_conventional_usable']:.0%} / "
                 f"{s['tables_over_zns_usable']:.0%} of usable)")
-    return (f"same capacity ({format_size(s['zns_usable_bytes'])} usable on both; tables at "
-            f"{s['tables_over_zns_usable']:.0%})")
+    return (f"same capacity ({format_size(s['zns_usable_bytes'])} usable on both, zones of "
+            f"{format_size(s['zone_capacity'])}; tables at {s['tables_over_zns_usable']:.0%})")
 
 
 def format_table(report: dict) -> str:
@@ -35,7 +35,8 @@ def format_table(report: dict) -> str:
     lines = [f"DLRM bench: preset {report['preset']}, {report['iterations']} iterations of {report['batch_size']}, "
              f"tables {format_size(report['table_bytes'])}, DRAM budget {format_size(report['budget_bytes'])}, "
              f"store {report['placement']}/{report['victim']}",
-             f"devices: {_sizing(report['sizing'])}; idle windows to {'both GCs' if report['idle_gc'] else 'neither GC'}",
+             f"devices: {_sizing(report['sizing'])}; idle windows to {'both GCs' if report['idle_gc'] else 'neither GC'}; "
+             f"program/erase suspend {'on' if report['sizing'].get('suspend') else 'off'}",
              f"compute: {_basis(report['compute'])}", "", head, "-" * len(head)]
     t0 = runs[0]["train_time_s"]
     for r in runs:
