@@ -1,13 +1,15 @@
 """Regenerate README's thesis-reproduction results from DLRM training runs (``zswap-host bench``'s
 machinery), CSV + PNG under experiments/results/thesis/:
 
-  (a) slowdown of Linux swap (and of the ZNS store) against DRAM-only across DRAM budgets;
+  (a) slowdown of Linux swap (one fault at a time and batched) and of the store (on the conventional
+      SSD and on ZNS) against DRAM-only across DRAM budgets;
   (b) device request sizes under Linux swap against the store's (the thesis: most < 32 KiB);
   (c) host-scheduled GC against conventional: slowdown, write amplification, and swap I/O bandwidth
       as the volume written grows;
   (d) placement x victim policies replayed on the recorded DLRM page trace.
 
-Clocks: training time = compute (wall) + I/O stall (modeled device time); (d) is modeled time only.
+Clocks: training time = charged compute (the preset's pinned calibration) + I/O stall (modeled device
+time); (d) is modeled time only.
 
     python experiments/thesis_reproduction.py [--preset quick] [--budgets 0.15,0.25,0.5,0.75] [--out DIR]
 """
