@@ -104,6 +104,8 @@ class SwapStore:
         self._vcursor = 0
         self._vdrain = False
         self._vmoved = 0
+        self._vfail = 0
+        self._pending = np.zeros(0, bool)                  # handle -> in a swap_out batch not yet written
         self._drain: list[int] = []
         self._lost_pending: list[np.ndarray] = []          # page ids lost, not reported yet
         self._lost_count = 0
@@ -140,7 +142,7 @@ class SwapStore:
             return
         new = max(handles, 2 * n, 1024)
         self._loc = np.concatenate([self._loc, np.full(new - n, NONE, np.uint32)])
-        for name in ("_bufidx", "_pfpos", "_count", "_lost"):
+        for name in ("_bufidx", "_pfpos", "_count", "_lost", "_pending"):
             a = getattr(self, name)
             setattr(self, name, np.concatenate([a, np.zeros(new - n, a.dtype)]))
 
@@ -219,11 +221,17 @@ class SwapStore:
             error = None
             groups = [(int(streams), h, pages)] if np.isscalar(streams) else \
                 [(int(s), h[streams == s], pages[streams == s]) for s in np.unique(streams)]
-            for s, sh, spages in groups:
-                try:
-                    self._stream_write(s, sh, spages)
-                except (DeviceIOError, SwapFullError) as e:
-                    error = e
+            # until every page of the batch is written or buffered, the batch's pages are its newest
+            # copies: losing or relocating an old copy of one of them is neither a loss nor a move
+            self._pending[h] = True
+            try:
+                for s, sh, spages in groups:
+                    try:
+                        self._stream_write(s, sh, spages)
+                    except (DeviceIOError, SwapFullError) as e:
+                        error = e
+            finally:
+                self._pending[h] = False
             self._after_op()
             if isinstance(error, SwapFullError):
                 raise SwapFullError(
@@ -514,20 +522,33 @@ class SwapStore:
         """Append up to len(ids) pages into stream k's zone; returns how many were written."""
         group, for_gc = self._group[k], k == self._gcb
         error: DeviceIOError | None = None
+        failed_once = None
         for _ in range(self.config.write_retries + 1):
             z = self._zone_for(group, for_gc)
+            owner = self._owner_of(z, group)
             n = min(ids.size, self._D - int(self._alloc.written[z]))
             try:
                 off = self.device.append(z, data[:n])
             except DeviceIOError as e:
                 error = e
-                self._write_failed(group, z)
+                # a zone the device still reports writable gets one more try (a transient error
+                # must not cost a zone); a second failure, or a read-only/offline zone, gives it up
+                if failed_once != z and not self._zone_trouble(z):
+                    failed_once = z
+                    continue
+                self._write_failed(owner, z)
                 continue
             self._commit(ids[:n], z, off, gc=for_gc, buffered=buffered)
             if self._alloc.written[z] == self._D:
-                self._seal(group, z)
+                self._seal(owner, z)
             return n
         raise error
+
+    def _owner_of(self, z: int, group: int) -> int:
+        """The write group whose open zone z is (GC may borrow a user stream's zone)."""
+        if self._alloc.owner.get(group) == z:
+            return group
+        return next((g for g, oz in self._alloc.owner.items() if oz == z), group)
 
     def _zone_for(self, group: int, for_gc: bool) -> int:
         while True:
@@ -539,6 +560,11 @@ class SwapStore:
             if self._reclaim_empty():
                 continue
             if for_gc:
+                # no free zone (a write failure cost GC its zone mid-victim): borrow the open zone
+                # of a user stream rather than stop
+                for g, oz in self._alloc.owner.items():
+                    if g != group and self._alloc.written[oz] < self._D:
+                        return oz
                 raise SwapFullError("no free zone left for GC relocation")
             if not self._foreground_gc():
                 raise SwapFullError("no free zone and GC cannot reclaim one")
@@ -556,6 +582,7 @@ class SwapStore:
             raise StoreInvariantError(f"zone {z}: the device wrote at slot {first - z * self._spz}, "
                                       f"the store expected +{written}; the zone is abandoned")
         self._invalidate(ids)
+        self._pending[ids] = False
         self._loc[ids] = np.arange(first, first + n, dtype=np.int64)
         self._rmap[first:first + n] = ids + 1
         self._valid[z] += n
@@ -660,7 +687,8 @@ class SwapStore:
         self._loc[gone] = NONE
         # a page whose newer copy waits in a write buffer (a swap-out, or GC that already read it)
         # is not lost: only the old copy was there
-        lost = gone[self._bufidx[gone] == 0]
+        keep = (self._bufidx[gone] != 0) | self._pending[gone]   # a newer copy is on its way
+        lost = gone[~keep]
         if lost.size:
             self._lost[lost] = True
             self._lost_count += lost.size
@@ -714,7 +742,10 @@ class SwapStore:
                          resets=a.resets[cand], now=self._wclock)
 
     def _pick_victim(self) -> bool:
-        if self._drain:
+        self._vfail = 0
+        # draining a read-only zone frees no zone: start one only with a free zone to spare, so
+        # GC relocations can never be left without a zone
+        if self._drain and self._alloc.free_count() >= 2:
             self._victim, self._vcursor, self._vdrain, self._vmoved = self._drain.pop(0), 0, True, 0
             return True
         table = self._zone_table()
@@ -750,7 +781,8 @@ class SwapStore:
             self._vcursor = end
         moved = self._relocate(s0 + start + pos) if pos.size else 0
         if moved < 0:
-            return 0
+            self._vcursor = start
+            return 0 if self._victim is not None or self._vfail < 3 else -1
         self._vmoved += moved
         # (below: a GC write that needed a zone may have reset the victim once it held nothing
         # valid, _reclaim_empty; then it is done and must not be reset again)
@@ -783,7 +815,7 @@ class SwapStore:
         """Copy the pages in these victim slots into the GC stream; a page with a newer copy waiting
         in a write buffer is just invalidated. Returns bytes queued, -1 if the zone failed."""
         ids = self._rmap[slots] - 1
-        newer = self._bufidx[ids] != 0
+        newer = (self._bufidx[ids] != 0) | self._pending[ids]   # pending: a swap_out is writing it now
         if newer.any():
             self._invalidate(ids[newer])
             ids, slots = ids[~newer], slots[~newer]
@@ -792,8 +824,13 @@ class SwapStore:
         try:
             data, _ = self._read_slots(slots, prefetch=False)
         except DeviceIOError:
-            self._victim = None
+            # keep the victim (its pages already in the GC buffer belong to it): a later step
+            # resumes it; after three failures in a row it is given up
+            self._vfail += 1
+            if self._vfail >= 3:
+                self._victim = None
             return -1
+        self._vfail = 0
         self._buffer(self._gcb, ids, data)
         self._flush_buffer(self._gcb, force=False)
         return ids.size * self.page_size
@@ -811,6 +848,8 @@ class SwapStore:
         complete, so a device error here only stops GC until the next operation."""
         try:
             while self._drain or (self._victim is not None and self._vdrain):
+                if not (self._victim is not None and self._vdrain) and self._alloc.free_count() < 2:
+                    break                                  # later, once GC has made room
                 if self._gc_step(None, "drain") < 0:
                     break
             if self._alloc.free_count() < self._sched.low:
