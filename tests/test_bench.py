@@ -126,6 +126,7 @@ def test_sizing_modes():
     (BenchSpec(preset="tiny", runs=("linux-swap", "zfs")), BenchError, "unknown run"),
     (BenchSpec(preset="tiny", utilisation=1.5), BenchError, "utilisation"),
     (BenchSpec(preset="tiny", iterations=0), BenchError, "positive"),
+    (BenchSpec(preset="tiny", batch_size=10**8), BenchError, "batch size"),
     (BenchSpec(preset="tiny", device="emu-conv://?size=64MiB&preset=none"), NotZonedError, "not a zoned device"),
     (BenchSpec(preset="tiny", device="emu://?zones=4&zone_size=1MiB&preset=none"), BenchError, "too small"),
     (BenchSpec(preset="tiny", baseline_device="emu-conv://?size=1MiB&preset=none"), BenchError, "too small"),

@@ -343,3 +343,20 @@ def test_bad_config_and_device_too_small():
         SwapStore(open_device("emu://?zones=8&zone_size=1MiB&max_open=1&max_active=1&preset=none"))
     with pytest.raises(ValueError):
         SwapStore(dev()).swap_out(np.arange(2), np.zeros((3, PS), np.uint8))
+
+
+def test_zone_resets_on_a_zoned_view_are_reported_as_trim():
+    """On a conventional SSD through a zoned view a zone reset is a discard: stats() reports it."""
+    from zswap_host.devices import ZonedBlockView
+
+    store = SwapStore(ZonedBlockView(open_device("emu-conv://?size=16MiB&preset=thesis-ssd"), 1 << 20),
+                      StoreConfig(placement="single"))
+    ids = np.arange(2000, dtype=np.int64)
+    for v in range(4):                                # rewrites leave whole zones stale
+        store.swap_out(ids, np.full((ids.size, 4096), v, np.uint8))
+    store.flush()
+    while store.gc_step() > 0:
+        pass
+    s = store.stats()
+    assert s.discard_bytes > 0 and s.discard_bytes % (1 << 20) == 0
+    assert (store.swap_in(ids[:5]) == 3).all()

@@ -19,6 +19,7 @@ HEADROOM = 1.3           # swap space beyond the pages a run can swap out (+ 8 M
 SIZINGS = ("same-flash", "same-capacity")
 RUNS = ("dram-only", "linux-swap", "linux-swap-batched", "store-on-conventional", "zns-host-gc")
 SWAP_RUNS = RUNS[1:]
+MAX_BATCH = 1 << 20      # samples per batch: a batch's indices alone take ~200 MiB there
 READ_QD = 32             # queue depth of a batched read, the store's and Linux-batched's alike
 
 
@@ -113,6 +114,8 @@ def plan(spec: BenchSpec) -> Plan:
     iterations = p.iterations if spec.iterations is None else int(spec.iterations)
     if batch_size < 1 or iterations < 1:
         raise BenchError(f"iterations and batch size must be positive, not {iterations} and {batch_size}")
+    if batch_size > MAX_BATCH:
+        raise BenchError(f"batch size {batch_size} is over the {MAX_BATCH} samples a batch can hold in memory here")
     try:
         fp = footprint(mc, dc, budget, batch_size, spec.seed)
     except ValueError as e:

@@ -403,6 +403,7 @@ class SwapStore:
                 device_gc_write_bytes=ds.gc_write_bytes - base.gc_write_bytes,
                 media_write_bytes=ds.media_write_bytes - base.media_write_bytes,
                 device_time_s=ds.device_time_s - base.device_time_s,
+                discard_bytes=ds.discard_bytes - base.discard_bytes,     # a zoned view's resets are TRIMs
                 write_size_histogram=hist(ds.write_size_histogram, base.write_size_histogram),
                 read_size_histogram=hist(ds.read_size_histogram, base.read_size_histogram))
             self._latency.fill(s)
