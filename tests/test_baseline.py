@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+import tracemalloc
 from collections import Counter
 
 import numpy as np
@@ -172,7 +174,7 @@ def test_read_fault_keeps_the_slot_and_a_reswap_rewrites_it_in_place():
     ids = np.arange(3200)
     sw.swap_out(ids, content(ids))
     back = ids[::100]                                            # 32 scattered pages
-    old = sw._slot[back].copy()
+    old = sw._slot_of(back)
     assert (sw.swap_in(back) == content(back)).all()
     s0 = sw.stats()
     d.writes.clear()
@@ -404,6 +406,128 @@ def test_threads_with_distinct_ids():
     s = sw.stats()
     assert s.pages_stored == s.extra["total_slots"] - s.extra["free_slots"]
 
+
+
+# -- page ids: sparse 64-bit ids cost memory per page held, bad ids are refused ------------------
+def test_memory_follows_pages_held_not_the_largest_id():
+    """The per-page state was dense by id: ``swap_out([2**32])`` asked for 32 GiB. It is indexed by
+    the store's id map now: a few bytes per page held, whatever the ids."""
+    rng = np.random.default_rng(0)
+    ids = np.unique(rng.integers(0, 2 ** 63 - 1, 2000, dtype=np.int64))
+    ids = np.concatenate([rng.permutation(ids), [2 ** 32, 2 ** 63 - 1]])
+    data = content(ids)
+    for faults in ("serial", "batched"):
+        sw = ConventionalSwap(dev(), page_cluster=3, faults=faults)
+        tracemalloc.start()
+        sw.swap_out(ids, data)
+        sw.swap_out([2 ** 32 + 1], content([2 ** 32 + 1]))      # a neighbour: readahead reads it
+        got = sw.swap_in(ids[::-1])
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 64 << 20, peak
+        assert sw._slot.size <= 4096
+        assert (got == data[::-1]).all()
+        assert (sw.swap_in([2 ** 32 + 1, 2 ** 63 - 1]) == content([2 ** 32 + 1, 2 ** 63 - 1])).all()
+        with pytest.raises(KeyError):
+            sw.swap_in([2 ** 32 + 2])
+        sw.discard(ids)
+        assert sw.stats().pages_stored == 1 and sw._ids.n == 1
+        sw.discard([2 ** 32 + 1, 12345])
+        assert sw.stats().pages_stored == 0 and sw.stats().extra["free_slots"] == sw.capacity_pages
+
+
+def test_discarded_ids_give_their_state_back():
+    """Churn over ever new ids: the handle-indexed state is reused, not grown per id."""
+    sw = ConventionalSwap(dev("4MiB"), page_cluster=2)
+    rng = np.random.default_rng(5)
+    oracle: dict[int, int] = {}
+    for v in range(60):
+        new = rng.integers(0, 2 ** 63 - 1, 300, dtype=np.int64)
+        sw.swap_out(new, content(new, v))
+        oracle.update((int(i), v) for i in new)
+        some = rng.choice(np.array(sorted(oracle), np.int64), 200, replace=False)
+        got = sw.swap_in(some)
+        assert all((row == content([i], oracle[int(i)])[0]).all() for row, i in zip(got, some))
+        old = np.array(sorted(oracle), np.int64)[:300]
+        sw.discard(old)
+        for i in old.tolist():
+            del oracle[i]
+    assert sw.stats().pages_stored == len(oracle) == 0
+    assert sw._slot.size <= 2048 and sw._ids.handles <= 600
+
+
+def _replay(base, vma_pages=None, faults="serial", size="4MiB"):
+    """A mixed run (runs, gaps, re-faults, re-swaps, discards, readahead) on ids ``base + k``;
+    checks every page read against an oracle."""
+    sw = ConventionalSwap(dev(size, "thesis-ssd"), page_cluster=3, vma_pages=vma_pages,
+                          swap_cache_pages=64, faults=faults)
+    rng = np.random.default_rng(11)
+    rel = np.concatenate([np.arange(0, 300), np.arange(400, 700, 2), np.arange(1024 - 40, 1024)])
+    sw.swap_out(base + rel, content(rel))
+    ver = dict.fromkeys(rel.tolist(), 0)
+    for v in range(1, 13):
+        live = np.array(sorted(ver), np.int64)
+        want = rng.choice(live, 120, replace=False)
+        if v % 2:
+            want = np.sort(want)
+        got = sw.swap_in(base + want)
+        for row, k in zip(got, want.tolist()):
+            assert (row[8:] == content([k], ver[k])[0, 8:]).all()
+        back = rng.choice(want, 60, replace=False)
+        sw.swap_out(base + back, content(back, v))
+        ver.update(dict.fromkeys(back.tolist(), v))
+        gone = rng.choice(live, 5, replace=False)
+        sw.discard(base + gone)
+        for k in gone.tolist():
+            del ver[k]
+        again = np.setdiff1d(rel, live)[:3]                   # ids discarded earlier come back
+        sw.swap_out(base + again, content(again, v))
+        ver.update(dict.fromkeys(again.tolist(), v))
+    s = dataclasses.asdict(sw.stats())
+    del s["extra"]["readahead_window"]                        # the window of the VMA holding id 0
+    return s, sw.fault_latencies(), sw.swap_in_latencies()
+
+
+@pytest.mark.parametrize("faults", ["serial", "batched"])
+@pytest.mark.parametrize("size", ["4MiB", "2MiB"])               # 2 MiB: over half full, orphans
+def test_sparse_high_ids_behave_as_low_ids(faults, size):
+    """The model does the same I/O for the same pattern of ids, wherever it lies: shifted by a
+    multiple of the PMD (the readahead clamp) and of the VMA size, to 2**40, or to the very top of
+    the id range (readahead windows clamped at 2**63 - 1)."""
+    for (b0, v0), (b1, v1) in (((0, None), (2 ** 40, None)),
+                               ((0, 1 << 20), (2 ** 63 - (1 << 20), 1 << 20)),
+                               ((2 ** 40, 1 << 20), (2 ** 63 - (1 << 20), 1 << 20))):
+        a, b = _replay(b0, v0, faults, size), _replay(b1, v1, faults, size)
+        assert a[0] == b[0]
+        assert np.array_equal(a[1], b[1]) and np.array_equal(a[2], b[2])
+    e = a[0]["extra"]
+    assert e["major_faults"] > 0 and (e["readahead_hits"] > 0 or (faults, size) == ("batched", "2MiB"))
+    assert (e["slots_freed_on_fault"] > 0) == (size == "2MiB")
+
+
+def _pinned_state(sw):
+    s = dataclasses.asdict(sw.stats())
+    return s, sw._ids.n, sw._ids.handles, sw._slot.copy(), sw._resident.copy(), sw._orph.copy()
+
+
+@pytest.mark.parametrize("bad", [[-1], [2 ** 63], [2 ** 64], np.array([2 ** 63], np.uint64), [900.5],
+                                 np.array([900.0]), ["7"], [None], [True], [5, -3]])
+def test_ids_outside_the_range_are_refused_before_anything(bad):
+    sw = ConventionalSwap(dev("4MiB"), page_cluster=3)
+    sw.swap_out([900, 901, 5], content([900, 901, 5], 3))
+    sw.swap_in([901])
+    before = _pinned_state(sw)
+    n = len(bad) if not isinstance(bad, np.ndarray) else bad.size
+    with pytest.raises(ValueError):
+        sw.swap_out(bad, np.zeros((n, PS), np.uint8))
+    with pytest.raises(ValueError):
+        sw.swap_in(bad)
+    with pytest.raises(ValueError):
+        sw.discard(bad)
+    after = _pinned_state(sw)
+    assert before[:3] == after[:3] and all(np.array_equal(x, y) for x, y in zip(before[3:], after[3:]))
+    assert (sw.swap_in([900, 5]) == content([900, 5], 3)).all()
+    assert sw.stats().pages_stored == 3
 
 # -- the thesis's finding 2 ---------------------------------------------------------------------
 def irregular_workload(sw, n_ids=12_000, resident_cap=1_500, steps=300, batch=64, zipf_a=1.2, seed=1):

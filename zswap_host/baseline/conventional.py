@@ -41,6 +41,12 @@ writes are unchanged.
 ``swap_in`` call (the moment the caller needed it) to the moment its data was in memory, so a
 page's wait includes the faults served before it. ``fault_latencies()`` are the major faults' own
 latencies (serial mode).
+
+Page ids are integers in ``[0, 2**63 - 1]`` (:func:`..store.idmap.as_page_ids`: anything else is a
+ValueError before anything changes) and may be sparse: per-page state lives in arrays indexed by a
+dense *handle* (:class:`..store.idmap.IdMap`, the store's id map), so memory follows the pages held,
+never the largest id. Readahead looks the ids of its window up in that map (an id not held is not
+swapped out).
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ import numpy as np
 
 from ..backend import LatencyLog, SwapStats
 from ..errors import SwapFullError
+from ..store.idmap import MAX_PAGE_ID, IdMap, as_page_ids
 from .readahead import SwapCache, VmaReadahead, merge_runs
 from .slots import ClusterAllocator
 
@@ -108,7 +115,11 @@ class ConventionalSwap:
         self._capacity = self._alloc.nslots - 1
         self._ra = VmaReadahead(page_cluster, vma_pages)
         self._cache = SwapCache(swap_cache_pages, ra_lifetime)
-        self._slot = np.full(1024, -1, np.int64)       # page id -> slot (-1: not stored)
+        # Per-page state, indexed by handle + 1 (IdMap handle; index 0 is a sentinel for ids not
+        # held, never written: slot -1, not resident). An id is held while it has a slot or is an
+        # orphan; discard forgets it (its handle is reused).
+        self._ids = IdMap()
+        self._slot = np.full(1024, -1, np.int64)       # slot (-1: none)
         self._resident = np.zeros(1024, np.bool_)      # swapped in since last swap_out (PTE present)
         self._keep = np.zeros(1024, np.bool_)          # resident and its slot kept in the swap cache
         self._orph = np.zeros(1024, np.bool_)          # resident, slot freed at the fault (vm_swap_full)
@@ -148,9 +159,46 @@ class ConventionalSwap:
         if self._closed:
             raise ValueError("ConventionalSwap is closed")
 
-    def _grow(self, max_id: int) -> None:
-        if max_id >= self._slot.size:
-            n = max(max_id + 1, 2 * self._slot.size)
+    def _hx(self, ids: np.ndarray) -> np.ndarray:
+        """State index (handle + 1) of each id; 0 for ids not held."""
+        return self._ids.lookup(ids) + 1
+
+    def _slot_of(self, page_ids) -> np.ndarray:
+        """Slot of each id (-1: not held or no slot)."""
+        with self._lock:
+            return self._slot[self._hx(as_page_ids(page_ids))].copy()
+
+    def _neighbours(self, ids: np.ndarray) -> np.ndarray | None:
+        """State indices of the ids around each asked id: row ``i`` holds ``ids[i] - (W-1)`` ..
+        ``ids[i] + (W-1)`` (W = the largest readahead window; 0 outside [0, MAX_PAGE_ID] or not
+        held). Held ids do not change during a ``swap_in``, so one lookup serves all its faults."""
+        w = self._ra.max_win
+        if w <= 1:
+            return None
+        off = np.arange(1 - w, w, dtype=np.int64)
+        col = ids[:, None]
+        ok = np.where(off < 0, col >= -off, col <= MAX_PAGE_ID - np.maximum(off, 0))
+        nid = col + off                               # wraps only where not ok
+        out = np.zeros(nid.shape, np.int64)
+        out[ok] = self._hx(nid[ok])
+        return out
+
+    def _window(self, pid: int, lo: int, hi: int, nb: np.ndarray | None) -> np.ndarray:
+        """State indices of ids ``lo .. hi-1``."""
+        w = self._ra.max_win
+        if nb is not None and lo >= pid - (w - 1) and hi <= pid + w:
+            return nb[lo - pid + w - 1:hi - pid + w - 1]
+        cand = np.arange(hi - lo, dtype=np.int64) + np.int64(lo)
+        out = np.zeros(cand.size, np.int64)
+        ok = cand >= 0
+        out[ok] = self._hx(cand[ok])
+        return out
+
+    def _fit(self) -> None:
+        """Grow the state arrays to hold every handle handed out (+1 for the sentinel)."""
+        need = self._ids.handles + 1
+        if need > self._slot.size:
+            n = max(need, 2 * self._slot.size)
             slot = np.full(n, -1, np.int64)
             slot[:self._slot.size] = self._slot
             res = np.zeros(n, np.bool_)
@@ -178,13 +226,19 @@ class ConventionalSwap:
                 lo, n = self._alloc.cluster_range(c)
                 self._dev.discard(lo * PAGE_SIZE, n * PAGE_SIZE)
 
-    def _commit(self, ids: np.ndarray, slots: np.ndarray, old: np.ndarray) -> None:
-        orph = self._orph[ids]
-        self._slot[ids] = slots
-        self._resident[ids] = False
-        self._keep[ids] = False
+    def _commit(self, ids: np.ndarray, hx: np.ndarray, slots: np.ndarray, old: np.ndarray) -> None:
+        new = hx == 0
+        if new.any():                                 # ids not held yet get a handle now
+            hx = hx.copy()
+            hx[new] = self._ids.insert(ids[new]) + 1
+            self._fit()
+            self._orph[hx[new]] = False
+        orph = self._orph[hx]
+        self._slot[hx] = slots
+        self._resident[hx] = False
+        self._keep[hx] = False
         if orph.any():
-            self._orph[ids] = False
+            self._orph[hx] = False
             for pid in ids[orph].tolist():
                 self._orphan.pop(pid, None)
         if len(self._cache):
@@ -199,14 +253,12 @@ class ConventionalSwap:
         when the live pages would not fit; a device error leaves every stored page as it was
         (pages rewritten in place included, on devices that fail a write before writing, as the
         emulated ones do; a real device may leave such a page's old copy torn, as in the kernel)."""
-        ids = np.asarray(page_ids, np.int64).reshape(-1)
+        ids = as_page_ids(page_ids)
         pages = np.asarray(pages)
         if pages.dtype != np.uint8 or pages.shape != (ids.size, PAGE_SIZE):
             raise ValueError(f"pages must be uint8 of shape ({ids.size}, {PAGE_SIZE}), not {pages.dtype} {pages.shape}")
         if ids.size == 0:
             return
-        if int(ids.min()) < 0:
-            raise ValueError("page ids must be non-negative")
         n_asked = ids.size
         uniq, last = np.unique(ids[::-1], return_index=True)
         if uniq.size != ids.size:                     # the same id twice: the last copy wins
@@ -214,25 +266,25 @@ class ConventionalSwap:
             ids, pages = ids[keep], pages[keep]
         with self._lock:
             self._check_open()
-            self._grow(int(ids.max()))
-            old = self._slot[ids]
-            new = int(((old < 0) & ~self._orph[ids]).sum())
+            hx = self._hx(ids)
+            old = self._slot[hx]
+            new = int(((old < 0) & ~self._orph[hx]).sum())
             if self._live + new > self._capacity:
                 raise SwapFullError(f"swap area full: {self._live} pages stored, {new} more asked, "
                                     f"{self._capacity} slots")
             cpu = int(stream) % self.cpus
-            keep = self._keep[ids] & (old >= 0)       # dirty swap-cache pages: rewritten in place
+            keep = self._keep[hx] & (old >= 0)        # dirty swap-cache pages: rewritten in place
             if self._alloc.nfree >= int((~keep).sum()):
-                self._swap_out_batch(ids, pages, old, keep, cpu)
+                self._swap_out_batch(ids, hx, pages, old, keep, cpu)
             else:
                 if keep.any():
-                    self._swap_out_batch(ids[keep], pages[keep], old[keep], keep[keep], cpu)
-                    ids, pages = ids[~keep], pages[~keep]
-                self._swap_out_tight(ids, pages, cpu)
+                    self._swap_out_batch(ids[keep], hx[keep], pages[keep], old[keep], keep[keep], cpu)
+                    ids, hx, pages = ids[~keep], hx[~keep], pages[~keep]
+                self._swap_out_tight(ids, hx, pages, cpu)
             self._host_w += n_asked * PAGE_SIZE
             self._cache.age(n_asked)
 
-    def _swap_out_batch(self, ids, pages, old, keep, cpu) -> None:
+    def _swap_out_batch(self, ids, hx, pages, old, keep, cpu) -> None:
         """Reclaim chunks of SWAP_CLUSTER_MAX pages in the order given: pages still holding their
         swap-cache slot are written back to it, the others get slots from the allocator
         (``add_to_swap``) in order; the chunk's bios merge when adjacent (plug)."""
@@ -253,9 +305,9 @@ class ConventionalSwap:
                 self._free_slots(s)
             raise
         self._in_place_pages += int(keep.sum())
-        self._commit(ids, slots, old)
+        self._commit(ids, hx, slots, old)
 
-    def _swap_out_tight(self, ids, pages, cpu) -> None:
+    def _swap_out_tight(self, ids, hx, pages, cpu) -> None:
         """Nearly full area: write as many pages as there are free slots, commit (freeing the old
         slots), repeat. The full check guarantees free slots >= new ids still to write, so with
         no free slot left the rest all replace stored pages and are rewritten in place."""
@@ -263,8 +315,8 @@ class ConventionalSwap:
         while i < ids.size:
             free = self._alloc.nfree
             k = min(SWAP_CLUSTER_MAX, ids.size - i, free) if free else min(SWAP_CLUSTER_MAX, ids.size - i)
-            sub = ids[i:i + k]
-            old = self._slot[sub]
+            sub, hsub = ids[i:i + k], hx[i:i + k]
+            old = self._slot[hsub]
             if free:
                 s = self._alloc.alloc(k, cpu)
                 try:
@@ -275,38 +327,40 @@ class ConventionalSwap:
             else:
                 s = old
                 self._write(s, pages[i:i + k])
-            self._commit(sub, s, old)
+            self._commit(sub, hsub, s, old)
             i += k
 
     def swap_in(self, page_ids: np.ndarray) -> np.ndarray:
         """Fault the pages in, in the order asked; KeyError (nothing changed) on an unknown id."""
-        ids = np.asarray(page_ids, np.int64).reshape(-1)
+        ids = as_page_ids(page_ids)
         out = np.empty((ids.size, PAGE_SIZE), np.uint8)
         with self._lock:
             self._check_open()
             if ids.size == 0:
                 return out
-            bad = (ids < 0) | (ids >= self._slot.size)
-            if not bad.any():
-                bad = (self._slot[ids] < 0) & ~self._orph[ids]
+            hx = self._hx(ids)                        # held: a slot, or resident without one
+            bad = hx == 0
             if bad.any():
                 raise KeyError(int(ids[np.argmax(bad)]))
             lats: list[float] = []
             seen: dict[int, int] = {}
             now = self._dev.now
             t0 = now()
-            pre = self._willneed(ids) if self.faults == "batched" else {}
+            pre = self._willneed(ids, hx) if self.faults == "batched" else {}
             # do_swap_page -> should_try_to_free_swap: a read fault keeps the swap-cache slot
             # unless vm_swap_full() (fewer than half the slots free); then the slot is freed
             keep = self.in_place and 2 * self._alloc.nfree >= self._capacity
             freed: list[int] = []
-            for i, pid in enumerate(ids.tolist()):
+            nb: np.ndarray | None = None
+            first = True
+            slot, resident, keeps, orph = self._slot, self._resident, self._keep, self._orph
+            for i, (pid, h) in enumerate(zip(ids.tolist(), hx.tolist())):
                 j = seen.get(pid)
                 if j is not None:                     # asked twice: already mapped
                     out[i] = out[j]
                     continue
                 seen[pid] = i
-                if self._orph[pid]:                   # never left DRAM (the caller dropped it clean)
+                if orph[h]:                           # never left DRAM (the caller dropped it clean)
                     out[i] = self._orphan[pid]
                     lats.append(0.0)
                     continue
@@ -322,18 +376,20 @@ class ConventionalSwap:
                         self._ra.on_hit(pid)
                         self._ra_hits += 1
                     else:
-                        self._fault_lat.add(self._fault(pid, out, i))
+                        if first:                     # the windows' ids, looked up once per call
+                            nb, first = self._neighbours(ids), False
+                        self._fault_lat.add(self._fault(pid, h, out, i, None if nb is None else nb[i]))
                         lats.append(now() - t0)
-                self._resident[pid] = True
-                self._keep[pid] = keep
+                resident[h] = True
+                keeps[h] = keep
                 if self.in_place and not keep:
                     freed.append(i)
             if freed:                                 # folio_free_swap(): the slots go back now
                 pos = np.array(freed, np.int64)
-                fids = ids[pos]
-                slots = self._slot[fids]
-                self._slot[fids] = -1
-                self._orph[fids] = True
+                fids, fh = ids[pos], hx[pos]
+                slots = slot[fh]
+                slot[fh] = -1
+                orph[fh] = True
                 for p, k in zip(fids.tolist(), pos.tolist()):
                     self._orphan[p] = out[k].copy()
                 self._freed_on_fault += int(fids.size)
@@ -342,18 +398,21 @@ class ConventionalSwap:
             self._host_r += ids.size * PAGE_SIZE
             return out
 
-    def _willneed(self, ids: np.ndarray) -> dict[int, tuple[np.ndarray, float]]:
+    def _willneed(self, ids: np.ndarray, hx: np.ndarray) -> dict[int, tuple[np.ndarray, float]]:
         """``MADV_WILLNEED`` over the asked pages: the ones with a slot, not resident and not in the
         swap cache are read as one queue (adjacent slots merged). Returns page id -> (bytes, time
         the read completed)."""
-        u = np.unique(ids)
-        m = (self._slot[u] >= 0) & ~self._resident[u]
-        sel = u[m]
+        u, at = np.unique(ids, return_index=True)
+        hu = hx[at]
+        m = (self._slot[hu] >= 0) & ~self._resident[hu]
+        sel, hs = u[m], hu[m]
         if len(self._cache) and sel.size:
-            sel = np.array([p for p in sel.tolist() if p not in self._cache], np.int64)
+            c = self._cache
+            m = np.array([p not in c for p in sel.tolist()], np.bool_)
+            sel, hs = sel[m], hs[m]
         if not sel.size:
             return {}
-        first, cnt, pos = merge_runs(self._slot[sel])      # the range is walked in address order
+        first, cnt, pos = merge_runs(self._slot[hs])        # the range is walked in address order
         buf, done = self._dev.read_batch(first * PAGE_SIZE, cnt * PAGE_SIZE, qd=min(self.batch_qd, int(first.size)))
         self._r_reqs += int(first.size)
         self._batched_pages += int(sel.size)
@@ -362,28 +421,32 @@ class ConventionalSwap:
         t = done[np.searchsorted(np.cumsum(cnt), pos, side="right")] if done.size else np.zeros(sel.size)
         return {p: (pages[pos[j]], float(t[j])) for j, p in enumerate(sel.tolist())}
 
-    def _fault(self, pid: int, out: np.ndarray, i: int) -> float:
-        """One major fault: the window's requests as one queue; returns the fault's latency."""
+    def _fault(self, pid: int, h: int, out: np.ndarray, i: int, nb: np.ndarray | None) -> float:
+        """One major fault of ``pid`` (state index ``h``; ``nb``: its row of :meth:`_neighbours`):
+        the window's requests as one queue; returns the fault's latency."""
         self._faults += 1
         t0 = self._dev.now()
         lo, hi = self._ra.on_fault(pid)
-        hi = min(hi, self._slot.size)
+        hi = min(hi, MAX_PAGE_ID + 1)
         if hi - lo <= 1:
-            sel = np.array([pid], np.int64)
+            sel = None
         else:
-            cand = np.arange(lo, hi, dtype=np.int64)
-            m = (self._slot[lo:hi] >= 0) & ~self._resident[lo:hi]   # is_swap_pte()
+            hw = self._window(pid, lo, hi, nb)
+            m = (self._slot[hw] >= 0) & ~self._resident[hw]          # is_swap_pte()
             m[pid - lo] = True
-            sel = cand[m]
+            sel = np.flatnonzero(m)
             if len(self._cache) and sel.size > 1:   # already in the swap cache: no I/O
-                sel = np.array([p for p in sel.tolist() if p == pid or p not in self._cache], np.int64)
-        if sel.size == 1:                              # no readahead: one 4 KiB read
-            off = np.array([self._slot[pid] * PAGE_SIZE], np.int64)
+                c = self._cache
+                sel = sel[np.array([p == pid or p not in c for p in (sel + lo).tolist()], np.bool_)]
+            hs = hw[sel]
+            sel = sel + np.int64(lo)
+        if sel is None or sel.size == 1:               # no readahead: one 4 KiB read
+            off = np.array([self._slot[h] * PAGE_SIZE], np.int64)
             buf, done = self._dev.read_batch(off, np.array([PAGE_SIZE], np.int64), qd=1)
             self._r_reqs += 1
             out[i] = np.asarray(buf).reshape(PAGE_SIZE)
             return max(0.0, float(done[0]) - t0) if len(done) else 0.0
-        first, cnt, pos = merge_runs(self._slot[sel])
+        first, cnt, pos = merge_runs(self._slot[hs])
         buf, done = self._dev.read_batch(first * PAGE_SIZE, cnt * PAGE_SIZE, qd=int(first.size))
         self._r_reqs += int(first.size)
         pages = np.asarray(buf).reshape(-1, PAGE_SIZE)
@@ -400,24 +463,25 @@ class ConventionalSwap:
     def discard(self, page_ids: np.ndarray) -> None:
         """Drop pages (munmap / MADV_FREE of swapped pages: ``free_swap_and_cache``); unknown ids
         are ignored."""
-        ids = np.unique(np.asarray(page_ids, np.int64).reshape(-1))
+        ids = np.unique(as_page_ids(page_ids))
         with self._lock:
             self._check_open()
-            ids = ids[(ids >= 0) & (ids < self._slot.size)]
-            slots = self._slot[ids]
-            m = (slots >= 0) | self._orph[ids]
-            ids, slots = ids[m], slots[m]
+            hx = self._hx(ids)
+            m = hx > 0                                # held: a slot or an orphan
+            ids, hx = ids[m], hx[m]
             if not ids.size:
                 return
-            orph = self._orph[ids]
+            slots = self._slot[hx]
+            orph = self._orph[hx]
             if orph.any():
-                self._orph[ids] = False
+                self._orph[hx] = False
                 for pid in ids[orph].tolist():
                     self._orphan.pop(pid, None)
                 slots = slots[~orph]
-            self._slot[ids] = -1
-            self._resident[ids] = False
-            self._keep[ids] = False
+            self._slot[hx] = -1
+            self._resident[hx] = False
+            self._keep[hx] = False
+            self._ids.remove(ids)                     # the handles are reused
             if len(self._cache):
                 self._cache.drop(ids.tolist())
             self._live -= ids.size
