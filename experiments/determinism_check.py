@@ -2,7 +2,7 @@
 with a CPU hog (`python -c 'while 1: pass'`) running beside it — and compares: modeled stalls must be
 identical and every ratio within 2% (issue 9's acceptance). Writes both reports and a summary JSON.
 
-    python experiments/determinism_check.py [--args "--quick"] [--out experiments/results/determinism]
+    python experiments/determinism_check.py [--args=--quick] [--out experiments/results/determinism]
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def main() -> None:
     ratios = {k: [alone["ratios"][k], loaded["ratios"][k]] for k in alone["ratios"]
               if isinstance(alone["ratios"][k], float)}
     worst = max(abs(b / a - 1) for a, b in ratios.values() if a)
-    summary = {"command": f"python experiments/determinism_check.py --args {shlex.quote(a.args)}",
+    summary = {"command": f"python experiments/determinism_check.py --args={shlex.quote(a.args)}",
                "compute": alone["compute"], "runs": runs, "ratios": ratios,
                "stalls_identical": all(r["stall_s"][0] == r["stall_s"][1] for r in runs),
                "worst_ratio_change": worst, "ratios_within_2pct": worst <= 0.02,
