@@ -115,6 +115,8 @@ def test_sizing_modes():
     u = plan(BenchSpec(preset="quick", utilisation=0.9))
     assert u.devices["tables_over_conventional_usable"] == pytest.approx(0.9, abs=0.01)
     assert "suspend=1" in plan(BenchSpec(preset="quick", suspend=True)).zns_url
+    given = plan(BenchSpec(preset="quick", device="emu://?zones=64&zone_size=4MiB&preset=none"))
+    assert given.devices["sizing"] == "given" and given.devices["zns"].startswith("emu://?zones=64")
 
 
 @pytest.mark.parametrize("spec,error,words", [

@@ -154,6 +154,9 @@ def plan(spec: BenchSpec) -> Plan:
                "zoned_view_usable_bytes": conv // zone * view_cap,
                "tables_over_conventional_usable": pages * PAGE / conv,
                "tables_over_zns_usable": pages * PAGE / (zones * cap), "suspend": spec.suspend}
+    if spec.device or spec.baseline_device:     # the user's devices: their own sizes, not these
+        devices = {"sizing": "given", "baseline": spec.baseline_device or "(emulated default)",
+                   "zns": spec.device or "(emulated default)", "suspend": spec.suspend}
     return Plan(p, mc, dc, iterations, batch_size, budget, budget_bytes, fp["budget_pages"], pages * PAGE, pages,
                 spec.baseline_device or f"emu-conv://?size={conv}&preset=thesis-ssd{idle}{suspend}",
                 spec.device or f"emu://?zones={zones}&zone_size={zone}&zone_capacity={cap}&preset=thesis-ssd{suspend}",

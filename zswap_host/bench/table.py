@@ -18,6 +18,8 @@ def _basis(c: dict) -> str:
 
 
 def _sizing(s: dict) -> str:
+    if s["sizing"] == "given":
+        return f"as given (conventional {s['baseline']}, zoned {s['zns']})"
     if s["sizing"] == "same-flash":
         return (f"same flash ({format_size(s['conventional_raw_bytes'])} raw; conventional SSD exports "
                 f"{format_size(s['conventional_usable_bytes'])} and hides {s['conventional_op']:.0%} as OP, ZNS exposes "
