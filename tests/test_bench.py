@@ -10,7 +10,7 @@ from click.testing import CliRunner
 pytest.importorskip("torch")
 
 from zswap_host import NotZonedError  # noqa: E402
-from zswap_host.bench import RUNS, BenchError, BenchSpec, ComputeBasis, plan, run_bench  # noqa: E402
+from zswap_host.bench import RUNS, BenchError, BenchSpec, ComputeBasis, charged_compute, plan, run_bench  # noqa: E402
 from zswap_host.cli import main  # noqa: E402
 
 SPEC = dict(preset="tiny", iterations=30)
@@ -87,9 +87,23 @@ def test_measured_compute_is_the_median_of_interleaved_replicas():
                             compute=ComputeBasis("measured", repeats=3)))
     dram = r["runs"][0]
     assert r["compute"]["kind"] == "measured" and dram["replicas"]["replicas"] == 3
-    sums = dram["replicas"]["replica_compute_s"]
-    assert min(sums) <= dram["compute_time_s"] * (1 + 1e-9) and dram["compute_time_s"] <= max(sums) * (1 + 1e-9)
+    assert len(dram["replicas"]["replica_compute_s"]) == 3
+    assert dram["compute_time_s"] == pytest.approx(sum(dram["per_iteration_s"]))
     assert r["runs"][1]["compute_time_s"] == dram["compute_time_s"]
+
+
+def test_charged_compute_is_the_per_iteration_median_or_the_pinned_cost():
+    from zswap_host.bench.compute import MeasuredCompute
+
+    comp = np.array([[1.0, 5.0, 2.0], [3.0, 1.0, 9.0], [2.0, 4.0, 4.0]])     # replicas x iterations
+    m = MeasuredCompute(comp, comp * 0, np.zeros_like(comp), 0.0, {})
+    assert m.median_s.tolist() == [2.0, 4.0, 4.0]
+    assert charged_compute(ComputeBasis("measured", repeats=3), m, 64).tolist() == [2.0, 4.0, 4.0]
+    assert charged_compute(ComputeBasis("pinned", 10.0), m, 64).tolist() == pytest.approx([640e-6] * 3)
+    with pytest.raises(ValueError, match="us_per_sample"):
+        ComputeBasis("pinned", None)
+    with pytest.raises(ValueError, match="basis"):
+        ComputeBasis("wall")
 
 
 def test_sizing_modes():
