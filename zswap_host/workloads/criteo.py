@@ -190,6 +190,11 @@ class CriteoSynth:
             mult = _coprime_multiplier(n, cfg.seed * 131 + t)
             off = int(hash_uniform(np.array([t], np.uint64), cfg.seed + 7)[0] * n)
             self._tabs.append(_Table(n, mult, off, c1, float(feat_w[t])))
+        # the same constants as arrays over tables, for the all-tables-at-once batch
+        self._c1 = np.array([tab.c1 for tab in self._tabs], np.float64)
+        self._nrows = np.array([tab.rows for tab in self._tabs], np.int64)
+        self._mult = np.array([tab.mult for tab in self._tabs], np.int64)
+        self._off = np.array([tab.offset for tab in self._tabs], np.int64)
 
     # -- index law ---------------------------------------------------------------------------
     def ranks(self, t: int, u: np.ndarray) -> np.ndarray:
@@ -223,6 +228,21 @@ class CriteoSynth:
         keys = np.asarray(rows, np.int64).astype(np.uint64) * np.uint64(64) + np.uint64(t)
         return 2.0 * hash_uniform(keys, self.cfg.seed * 1_000_003 + 12345) - 1.0
 
+    def _ranks_all(self, u: np.ndarray) -> np.ndarray:
+        """``ranks`` of every table for uniforms ``u`` of shape (tables, ...)."""
+        shape = (-1,) + (1,) * (u.ndim - 1)
+        c1, rows = self._c1.reshape(shape), self._nrows.reshape(shape)
+        a = self.cfg.zipf_a
+        x = np.exp(u * c1) if abs(a - 1.0) < 1e-9 else (1.0 + u * c1) ** (1.0 / (1.0 - a))
+        return np.clip(np.floor(x).astype(np.int64) - 1, 0, rows - 1)
+
+    def _rows_of(self, ranks: np.ndarray) -> np.ndarray:
+        """``rank_to_row`` of every table for ranks of shape (tables, ...)."""
+        if self.cfg.layout == "sorted":
+            return ranks
+        shape = (-1,) + (1,) * (ranks.ndim - 1)
+        return (ranks * self._mult.reshape(shape) + self._off.reshape(shape)) % self._nrows.reshape(shape)
+
     # -- batches -----------------------------------------------------------------------------
     def batch(self, rng: np.random.Generator, batch_size: int, index: int = 0) -> Batch:
         cfg = self.cfg
@@ -230,12 +250,16 @@ class CriteoSynth:
         dense = rng.lognormal(0.0, 1.0, (B, NUM_DENSE))
         dense = np.log1p(dense).astype(np.float32)        # DLRM's log(1 + x) transform of counts
         u = rng.random((T, B, k))
-        sparse = np.empty((T, B, k), np.int64)
+        # every table at once (one numpy call per step, not per table); the per-table arithmetic and the
+        # order the logit is summed in are those of ranks / rank_to_row / row_weight, so batches are
+        # bit-identical to the per-table form
+        sparse = self._rows_of(self._ranks_all(u))
+        t = np.arange(T, dtype=np.uint64).reshape(T, 1, 1)
+        keys = sparse.astype(np.uint64) * np.uint64(64) + t
+        means = (2.0 * hash_uniform(keys, cfg.seed * 1_000_003 + 12345) - 1.0).mean(axis=2)
         logit = (dense.astype(np.float64) - 0.9) @ self._w_dense + self._bias
         for t in range(T):
-            rows = self.rank_to_row(t, self.ranks(t, u[t]))
-            sparse[t] = rows
-            logit = logit + self._tabs[t].weight * self.row_weight(t, rows).mean(axis=1)
+            logit = logit + self._tabs[t].weight * means[t]
         p = 1.0 / (1.0 + np.exp(-2.5 * logit))
         labels = (rng.random(B) < p).astype(np.float32)
         return Batch(dense, sparse, labels, index)
