@@ -1,13 +1,17 @@
-"""cffi build script (out-of-line API mode) for `zswap_host._native`.
+"""cffi build script (out-of-line API mode) for the two extension modules:
 
-setup.py uses it through ``cffi_modules=["native/build_native.py:ffibuilder"]``.  To build in place
-(next to the package sources) without pip::
+- `zswap_host._native`: the SSD timing model and its FTLs (``ffibuilder``);
+- `zswap_host._zoned`: the Linux zoned block ioctls and NVMe passthrough (``zoned_ffibuilder``),
+  loaded only by the Linux device backends (zswap_host/devices/blkzoned.py).
+
+setup.py builds both through ``cffi_modules=["native/build_native.py:ffibuilder",
+"native/build_native.py:zoned_ffibuilder"]``.  To build both in place (next to the package
+sources) without pip::
 
     python native/build_native.py
 
-To add C files to the module (e.g. the zoned-device ioctl code), append to SOURCES, add the
-declarations Python needs to CDEFS and the header to HEADERS.  Each part is a (sources, cdefs,
-headers) triple so parts can be added without touching the others.
+Each part is a (sources, cdefs, headers) triple; MODULES says which parts make which module, so a
+part can be changed without touching the others.
 """
 from __future__ import annotations
 
@@ -110,16 +114,12 @@ int64_t zd_pwrite(int fd, const void *buf, size_t len, int64_t off);
 int64_t zd_pread(int fd, void *buf, size_t len, int64_t off);
 """
 
-# ---------------------------------------------------------------- the module
-# (sources relative to native/, cdef text, headers relative to native/)
-PARTS = [
-    (SSDSIM_SOURCES, SSDSIM_CDEFS, SSDSIM_HEADERS),
-    (ZONED_SOURCES, ZONED_CDEFS, ZONED_HEADERS),
-]
-
-SOURCES = [s for part in PARTS for s in part[0]]
-HEADERS = [h for part in PARTS for h in part[2]]
-CDEFS = "\n".join(part[1] for part in PARTS)
+# ---------------------------------------------------------------- the modules
+# module name -> its parts (sources relative to native/, cdef text, headers relative to native/)
+MODULES = {
+    "zswap_host._native": [(SSDSIM_SOURCES, SSDSIM_CDEFS, SSDSIM_HEADERS)],
+    "zswap_host._zoned": [(ZONED_SOURCES, ZONED_CDEFS, ZONED_HEADERS)],
+}
 
 
 def _rel(path: str, absolute: bool = False) -> str:
@@ -131,13 +131,14 @@ def _rel(path: str, absolute: bool = False) -> str:
     return p if not p.startswith("..") else os.path.normpath(full)
 
 
-def make_builder(absolute: bool = False) -> FFI:
+def make_builder(absolute: bool = False, module: str = "zswap_host._native") -> FFI:
+    parts = MODULES[module]
     ffi = FFI()
-    ffi.cdef(CDEFS)
+    ffi.cdef("\n".join(part[1] for part in parts))
     ffi.set_source(
-        "zswap_host._native",
-        "\n".join(f'#include "{h}"' for h in HEADERS),
-        sources=[_rel(s, absolute) for s in SOURCES],
+        module,
+        "\n".join(f'#include "{h}"' for part in parts for h in part[2]),
+        sources=[_rel(s, absolute) for part in parts for s in part[0]],
         include_dirs=[_rel(".", absolute)],
         extra_compile_args=["-O2", "-std=c99"],
     )
@@ -145,16 +146,18 @@ def make_builder(absolute: bool = False) -> FFI:
 
 
 ffibuilder = make_builder()
+zoned_ffibuilder = make_builder(module="zswap_host._zoned")
 
 
-def build_in_place() -> str:
-    """Compile the module and copy it into zswap_host/ (for use without `pip install -e`)."""
+def build_in_place(module: str = "zswap_host._native") -> str:
+    """Compile one module and copy it into zswap_host/ (for use without `pip install -e`)."""
     tmp = os.path.join(ROOT, "build", "cffi")
     os.makedirs(tmp, exist_ok=True)
-    lib = make_builder(absolute=True).compile(tmpdir=tmp, verbose=False)
+    lib = make_builder(absolute=True, module=module).compile(tmpdir=tmp, verbose=False)
     pkg = os.path.join(ROOT, "zswap_host")
+    stem = module.rsplit(".", 1)[1] + "."
     for old in os.listdir(pkg):  # a stale copy (e.g. pip's _native.abi3.so) would shadow or be shadowed
-        if old.startswith("_native.") and old.endswith(".so"):
+        if old.startswith(stem) and old.endswith(".so"):
             os.remove(os.path.join(pkg, old))
     dest = os.path.join(pkg, os.path.basename(lib))
     shutil.copy2(lib, dest)
@@ -162,4 +165,5 @@ def build_in_place() -> str:
 
 
 if __name__ == "__main__":
-    print(build_in_place(), file=sys.stderr)
+    for name in MODULES:
+        print(build_in_place(name), file=sys.stderr)

@@ -11,18 +11,42 @@ import numpy as np
 
 @runtime_checkable
 class SwapBackend(Protocol):
-    """Pages in, pages out. ``page_ids`` is an int64 array, ``pages`` a uint8 array of shape
-    (n, page_size). Swapping out an id already stored replaces it; ``swap_in`` of an unknown id raises
-    ``KeyError``. A failed call leaves every previously readable page readable with the same bytes."""
+    """Pages in, pages out: ``SwapStore`` (the host-managed store), ``ConventionalSwap`` (the Linux
+    swap model) and wrappers such as ``VerifyingBackend``.
+
+    Units: ``page_ids`` is an int64 array of ids in ``[0, 2**63 - 1]``; ``pages`` a uint8 array of
+    shape (n, page_size); times are seconds on the device's clock (``DeviceStats.clock``).
+    Swapping out an id already stored replaces it. A failed call leaves every previously readable
+    page readable with the same bytes.
+
+    Errors: ``KeyError`` from ``swap_in`` of an id not stored; ``ValueError`` for malformed
+    arguments (ids out of range, pages of the wrong shape, a negative or non-finite idle window);
+    ``SwapFullError`` when the pages do not fit; the device's ``DeviceIOError`` when it fails.
+    """
 
     page_size: int
 
-    def swap_out(self, page_ids: np.ndarray, pages: np.ndarray, stream: int = 0) -> None: ...
-    def swap_in(self, page_ids: np.ndarray) -> np.ndarray: ...
-    def discard(self, page_ids: np.ndarray) -> None: ...
-    def flush(self) -> None: ...
-    def stats(self) -> "SwapStats": ...
-    def close(self) -> None: ...
+    @property
+    def capacity_pages(self) -> int:
+        """How many pages the backend guarantees to hold (may drop as zones wear out)."""
+    def swap_out(self, page_ids: np.ndarray, pages: np.ndarray, stream: int = 0) -> None:
+        """Store ``pages[k]`` under ``page_ids[k]``; ``stream`` is a placement hint (e.g. a table)."""
+    def swap_in(self, page_ids: np.ndarray) -> np.ndarray:
+        """The pages stored under ``page_ids``, shape (n, page_size), in the order asked."""
+    def discard(self, page_ids: np.ndarray) -> None:
+        """Forget these pages (ids not stored are ignored)."""
+    def flush(self) -> None:
+        """Write out whatever is buffered, so that the device holds every stored page."""
+    def idle(self, seconds: float) -> None:
+        """A window of ``seconds`` in which the host does no swapping (e.g. compute between
+        training iterations): the backend's own GC may work in it, then the device clock passes
+        it (``device.advance``), so a device with idle-time GC gets what is left. 0 does nothing."""
+    def stats(self) -> "SwapStats":
+        """What the backend did since it was created."""
+    def swap_in_latencies(self) -> np.ndarray:
+        """Every swapped-in page's wait so far, in seconds on the device's clock (float64 array)."""
+    def close(self) -> None:
+        """Release the backend (and the device, where the backend owns it)."""
 
 
 @dataclass

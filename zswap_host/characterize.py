@@ -98,7 +98,7 @@ def _requests(job: Job, capacity: int, rng: np.random.Generator, seq_pos: int = 
 def run_job(model, job: Job, rng: np.random.Generator, chunk_bytes: int | None = None,
             tick: Callable[[int], None] | None = None) -> dict:
     """Run one job on the model; returns its fio-like record (bandwidth from modeled time)."""
-    ops, offsets, lengths = _requests(job, model.logical_bytes if hasattr(model, "logical_bytes") else model.capacity, rng)
+    ops, offsets, lengths = _requests(job, model.capacity, rng)
     ends = np.cumsum(lengths)
     n_win = job.windows if job.windows > 0 else 1
     if chunk_bytes:

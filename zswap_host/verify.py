@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .backend import SwapStats
 from .errors import PageCorruptError
 
 
@@ -39,8 +40,9 @@ def _multipliers(n: int) -> np.ndarray:
 
 
 class VerifyingBackend:
-    """Wraps ``backend`` (any ``SwapBackend``); every other attribute passes through, so a
-    ``SwapStore``'s ``idle``/``gc_step`` stay reachable. ``pages_checked`` counts verified pages."""
+    """Wraps ``backend`` (any ``SwapBackend``) and is one: the ``SwapBackend`` methods it does not
+    check forward to ``backend`` (anything else is reached as ``.backend``). ``pages_checked``
+    counts verified pages."""
 
     def __init__(self, backend) -> None:
         self.backend = backend
@@ -92,5 +94,26 @@ class VerifyingBackend:
     def verify_stats(self) -> dict:
         return {"pages_checked": self.pages_checked, "pages_fingerprinted": self.pages_fingerprinted}
 
-    def __getattr__(self, name):
-        return getattr(self.backend, name)
+    # -- the rest of SwapBackend, forwarded --------------------------------------------------------
+    @property
+    def page_size(self) -> int:
+        return self.backend.page_size
+
+    @property
+    def capacity_pages(self) -> int:
+        return self.backend.capacity_pages
+
+    def flush(self) -> None:
+        self.backend.flush()
+
+    def idle(self, seconds: float) -> None:
+        self.backend.idle(seconds)
+
+    def stats(self) -> SwapStats:
+        return self.backend.stats()
+
+    def swap_in_latencies(self) -> np.ndarray:
+        return self.backend.swap_in_latencies()
+
+    def close(self) -> None:
+        self.backend.close()

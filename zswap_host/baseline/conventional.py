@@ -154,6 +154,17 @@ class ConventionalSwap:
         """Pages the swap area holds (its slots less the header)."""
         return self._capacity
 
+    def idle(self, seconds: float) -> None:
+        """Host idle time: Linux swap does no work of its own in it, so it passes on the device's
+        clock (an emulated SSD with ``idle_gc=1`` collects garbage in it; a no-op on a wall clock).
+        ``ValueError`` for a negative or non-finite window, as ``SwapStore.idle``."""
+        seconds = float(seconds)
+        if not np.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"idle window must be finite and not negative, not {seconds}")
+        with self._lock:
+            self._check_open()
+            self._dev.advance(seconds)
+
     # -- helpers ----------------------------------------------------------------------------
     def _check_open(self) -> None:
         if self._closed:

@@ -70,13 +70,13 @@ def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None 
         backend, dev = make()
         if spec.verify:
             backend = VerifyingBackend(backend)
-        modeled = getattr(dev.stats(), "clock", "wall") == "modeled"
+        modeled = dev.stats().clock == "modeled"
         written: list[tuple[int, int]] = []
 
         def on_idle(seconds: float, backend=backend, dev=dev) -> None:
-            if spec.idle_gc and hasattr(backend, "idle"):
+            if spec.idle_gc:
                 backend.idle(seconds)           # the store's GC gets the window (then the device's FTL)
-            elif hasattr(dev, "advance"):
+            else:
                 dev.advance(seconds)            # the FTL's own idle GC, if the device has it on
             s = dev.stats()
             written.append((s.device_write_bytes, s.media_write_bytes))

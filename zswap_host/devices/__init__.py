@@ -3,11 +3,12 @@
 from .base import BlockDevice, DeviceStats, ZonedDevice
 from .blockdev import EmulatedBlockDevice, FileBlockDevice
 from .emulated import EmulatedZonedDevice
-from .url import open_device
+from .schemes.base import DeviceScheme
+from .url import open_device, register_scheme, schemes
 from .zone import Zone, ZoneCond, ZoneGeometry
 from .zoned_view import ZonedBlockView
 
 __all__ = [
-    "BlockDevice", "DeviceStats", "EmulatedBlockDevice", "EmulatedZonedDevice", "FileBlockDevice",
-    "Zone", "ZoneCond", "ZoneGeometry", "ZonedBlockView", "ZonedDevice", "open_device",
+    "BlockDevice", "DeviceScheme", "DeviceStats", "EmulatedBlockDevice", "EmulatedZonedDevice", "FileBlockDevice",
+    "Zone", "ZoneCond", "ZoneGeometry", "ZonedBlockView", "ZonedDevice", "open_device", "register_scheme", "schemes",
 ]

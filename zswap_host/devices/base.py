@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -116,6 +117,20 @@ class ModelClock:
         return dict(self.model.options) if self.model is not None else {}
 
 
+class WallClock:
+    """The clock of real devices: wall-clock seconds since the open (``_t0``, set by the device).
+    Idle time passes by itself, so ``advance`` does nothing."""
+
+    _t0: float = 0.0
+
+    def now(self) -> float:
+        """Wall-clock seconds since the device was opened."""
+        return time.perf_counter() - self._t0
+
+    def advance(self, seconds: float) -> None:
+        """A no-op: real time passes without the host's help."""
+
+
 def _count(hist: Counter, lengths: np.ndarray) -> None:
     if lengths.size <= 8:
         for n in lengths.tolist():
@@ -127,39 +142,120 @@ def _count(hist: Counter, lengths: np.ndarray) -> None:
 
 @runtime_checkable
 class ZonedDevice(Protocol):
-    """A host-managed zoned device (libzbd-shaped; all sizes in bytes; ``z`` is a zone index)."""
+    """A host-managed zoned device, shaped like libzbd's ``zbd.h``.
 
+    Units: every offset and length is in bytes from the start of the device; ``z`` is a zone index
+    in ``[0, geometry.nr_zones)``; times are seconds on the device's clock (``now()``). Reads return
+    a fresh ``uint8`` ``numpy.ndarray``; writes take any :data:`Buffer`. The zone rules are those of
+    NVMe ZNS (see ``zone.py``): a zone is written only at its write pointer and only up to its
+    capacity; opening a zone may fail on the open/active limits.
+
+    Errors (``zswap_host.errors``), the same on every implementation:
+
+    - ``InvalidIOError``: a range that is not block aligned, is empty, or leaves the device; a zone
+      index that does not exist; a zone append larger than ``geometry.max_append`` (EINVAL).
+    - ``ZoneStateError``: the zone rules refuse it: a write off the write pointer or past the zone
+      capacity, an action the zone's condition does not allow (``errno_name`` ``EIO``), the active
+      limit (``EOVERFLOW``) or the open limit (``ETOOMANYREFS``).
+    - ``DeviceIOError``: the medium failed (a read-only or offline zone, a media error, an injected
+      failure), or a write to a device opened read-only.
+    """
+
+    kind: str          # what ``describe()["kind"]`` says, e.g. "emulated-zns", "linux-zoned"
+    zoned: bool        # True: lets ``open_device`` tell the protocols apart without probing
+    url: str           # what it was opened as
     geometry: ZoneGeometry
 
-    def report_zones(self) -> list[Zone]: ...
-    def reset_zone(self, z: int) -> None: ...
-    def open_zone(self, z: int) -> None: ...
-    def close_zone(self, z: int) -> None: ...
-    def finish_zone(self, z: int) -> None: ...
+    def report_zones(self) -> list[Zone]:
+        """Every zone's start, size, capacity, write pointer and condition, in zone order (zbd_report_zones)."""
+    def reset_zone(self, z: int) -> None:
+        """Rewind zone ``z``'s write pointer to its start; it becomes EMPTY and its data is gone
+        (zbd_reset_zones). EMPTY stays EMPTY. Raises ``DeviceIOError`` for READ_ONLY/OFFLINE zones."""
+    def open_zone(self, z: int) -> None:
+        """Explicitly open zone ``z`` (zbd_open_zones). Raises ``ZoneStateError`` on a FULL zone or
+        at the open (ETOOMANYREFS) / active (EOVERFLOW) limit."""
+    def close_zone(self, z: int) -> None:
+        """Close an open zone: it stays active but stops counting as open (zbd_close_zones).
+        ``ZoneStateError`` unless the zone is open or already CLOSED."""
+    def finish_zone(self, z: int) -> None:
+        """Move zone ``z`` to FULL, its write pointer to the capacity (zbd_finish_zones); releases
+        its open/active resources. FULL stays FULL."""
     def write(self, offset: int, data: Buffer) -> None:
-        """Write at the zone's write pointer only."""
+        """Write ``data`` at ``offset``, which must be its zone's write pointer; the write may not
+        cross the zone's capacity (zbd_pwrite). Implicitly opens the zone; reaching the capacity
+        makes it FULL. Nothing is written when it raises."""
     def append(self, z: int, data: Buffer) -> int:
-        """Zone append: the device picks the position (the write pointer) and returns its offset."""
-    def read(self, offset: int, length: int) -> np.ndarray: ...
-    def stats(self) -> DeviceStats: ...
-    def describe(self) -> dict: ...
-    def close(self) -> None: ...
+        """Zone append: the device writes ``data`` at zone ``z``'s write pointer and returns the
+        byte offset it chose. ``data`` is whole blocks, at most ``geometry.max_append`` bytes
+        (``InvalidIOError`` beyond). Errors as :meth:`write`."""
+    def read(self, offset: int, length: int) -> np.ndarray:
+        """``length`` bytes at ``offset`` (zbd_pread); may span zones. Bytes past a zone's write
+        pointer read as zeros. ``DeviceIOError`` when a zone in the range is OFFLINE."""
+    def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
+        """Read many ranges as one queue of requests with at most ``qd`` (>= 1) in flight.
+        ``offsets``/``lengths`` are int64 arrays of equal size. Returns the bytes of every range
+        back to back in request order, and each request's completion time (float64 seconds on
+        ``now()``'s clock). Every range is checked before any is read (``InvalidIOError`` names the
+        first bad one). A device with synchronous I/O reads them one after the other and ignores
+        ``qd``."""
+    def now(self) -> float:
+        """The device clock in seconds: modeled time on an emulated device (0.0 with the timing
+        model off), wall-clock seconds since the open on a real one. Never goes backwards."""
+    def advance(self, seconds: float) -> None:
+        """Let ``seconds`` of host idle time pass on the device clock (a model with idle-time GC
+        works in it). A no-op on a wall clock (real time passes by itself) and for ``seconds <= 0``."""
+    def flush(self) -> None:
+        """Make everything written so far durable (fsync, or the emulator's file and zone states)."""
+    def stats(self) -> DeviceStats:
+        """What the device saw since it was opened."""
+    def describe(self) -> dict:
+        """A JSON-able description: ``url``, ``kind``, ``zoned``, ``geometry``, ``clock``, ..."""
+    def close(self) -> None:
+        """Flush and release the device; closing twice is allowed."""
 
 
 @runtime_checkable
 class BlockDevice(Protocol):
-    """A conventional block device: read, write and discard at any block-aligned offset."""
+    """A conventional block device: read, write and discard at any block-aligned offset.
 
-    size: int
-    block_size: int
+    Units and errors as :class:`ZonedDevice` (bytes; seconds on ``now()``'s clock): ``InvalidIOError``
+    for a range that is unaligned, empty or outside ``[0, size)`` and for batch arguments that do not
+    add up; ``DeviceIOError`` when the medium fails or the device was opened read-only.
+    """
 
-    def read(self, offset: int, length: int) -> np.ndarray: ...
-    def write(self, offset: int, data: Buffer) -> None: ...
-    def discard(self, offset: int, length: int) -> None: ...
-    def flush(self) -> None: ...
-    def stats(self) -> DeviceStats: ...
-    def describe(self) -> dict: ...
-    def close(self) -> None: ...
+    kind: str
+    zoned: bool        # False
+    url: str
+    size: int          # bytes, a multiple of block_size
+    block_size: int    # bytes: every offset and length is a multiple of it
+
+    def read(self, offset: int, length: int) -> np.ndarray:
+        """``length`` bytes at ``offset``; never written or discarded blocks read as zeros."""
+    def write(self, offset: int, data: Buffer) -> None:
+        """Write ``data`` at ``offset``."""
+    def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`ZonedDevice.read_batch`: the ranges' bytes back to back and each request's
+        completion time; every range checked before any is read."""
+    def write_batch(self, offsets: np.ndarray, data: Buffer, lengths: np.ndarray, qd: int = 32) -> np.ndarray:
+        """Write many ranges as one queue of requests (at most ``qd`` in flight); ``data`` holds
+        them back to back, so ``lengths.sum()`` must equal its size (``InvalidIOError`` otherwise).
+        Returns each request's completion time on ``now()``'s clock. Every range is checked before
+        anything is written. (Only block devices have it: a swap area's scattered page writes are
+        its one caller. A zoned device writes at write pointers with ``write``/``append``.)"""
+    def discard(self, offset: int, length: int) -> None:
+        """TRIM: the range's data is no longer needed (it may read as zeros afterwards)."""
+    def flush(self) -> None:
+        """Make everything written so far durable."""
+    def now(self) -> float:
+        """As :meth:`ZonedDevice.now`."""
+    def advance(self, seconds: float) -> None:
+        """As :meth:`ZonedDevice.advance` (an emulated SSD with ``idle_gc=1`` collects in it)."""
+    def stats(self) -> DeviceStats:
+        """What the device saw since it was opened."""
+    def describe(self) -> dict:
+        """A JSON-able description: ``url``, ``kind``, ``zoned``, ``size``, ``block_size``, ``clock``, ..."""
+    def close(self) -> None:
+        """Release the device; closing twice is allowed."""
 
 
 def as_bytes_view(data: Buffer) -> np.ndarray:
@@ -187,6 +283,8 @@ def check_append(g: ZoneGeometry, length: int) -> None:
 
 def check_batch(offsets: np.ndarray, lengths: np.ndarray, block_size: int, limit: int, what: str) -> None:
     """check_aligned for many ranges at once (the per-range check only runs to name the bad one)."""
+    if offsets.shape != lengths.shape:
+        raise InvalidIOError(f"{what} batch: {offsets.size} offsets but {lengths.size} lengths")
     if offsets.size <= 4:
         for o, n in zip(offsets.tolist(), lengths.tolist()):
             check_aligned(o, n, block_size, limit, what)
@@ -195,6 +293,18 @@ def check_batch(offsets: np.ndarray, lengths: np.ndarray, block_size: int, limit
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
         check_aligned(int(offsets[k]), int(lengths[k]), block_size, limit, what)
+
+
+def check_write_batch(offsets, data: Buffer, lengths, block_size: int, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A ``write_batch``'s arguments as int64 arrays and a byte view, checked: the lengths add up to
+    the data, every range is aligned and inside ``[0, limit)``."""
+    offsets = np.asarray(offsets, np.int64)
+    lengths = np.asarray(lengths, np.int64)
+    view = as_bytes_view(data)
+    if int(lengths.sum()) != view.size:
+        raise InvalidIOError(f"write batch: lengths add up to {int(lengths.sum())}, data holds {view.size}")
+    check_batch(offsets, lengths, block_size, limit, "write")
+    return offsets, lengths, view
 
 
 def check_aligned(offset: int, length: int, block_size: int, limit: int, what: str = "I/O") -> None:

@@ -9,9 +9,10 @@ import time
 
 import numpy as np
 
-from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError
+from ..errors import DeviceIOError, DeviceSpecError
 from .backing import Backing, punch_hole, save_sidecar
-from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view, check_aligned, check_batch
+from .base import (Buffer, DeviceStats, IoCounters, ModelClock, WallClock, as_bytes_view, check_aligned, check_batch,
+                   check_write_batch)
 
 _READ, _WRITE, _TRIM = 0, 1, 2
 
@@ -21,6 +22,7 @@ class EmulatedBlockDevice(ModelClock):
     or None (timing off). Data lives in memory or in a sparse file; TRIMmed ranges read as zeros."""
 
     kind = "emulated-conventional"
+    zoned = False
 
     def __init__(self, size: int, path: str | None = None, model=None, preset: str | None = None,
                  op: float | None = None, block_size: int = 4096, url: str | None = None,
@@ -53,15 +55,27 @@ class EmulatedBlockDevice(ModelClock):
             self._io.read_many(lengths)
             return out, self._charge_batch(_READ, offsets, lengths, qd)
 
+    def read_groups(self, offsets: np.ndarray, lengths: np.ndarray, group_sizes: np.ndarray,
+                    group_qds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Serial groups of reads in one call (a thread's page faults): group ``g`` is the next
+        ``group_sizes[g]`` ranges read as one queue of depth ``group_qds[g]``, issued when group
+        ``g - 1`` has completed — the same as one :meth:`read_batch` per group. Returns the bytes of
+        all the ranges back to back and each one's completion time on ``now()``'s clock."""
+        offsets = np.asarray(offsets, np.int64)
+        lengths = np.asarray(lengths, np.int64)
+        check_batch(offsets, lengths, self.block_size, self.size, "read")
+        with self._lock:
+            out = self._backing.gather(offsets, lengths, self.block_size)
+            self._io.read_many(lengths)
+            if self.model is None or offsets.size == 0:
+                return out, np.zeros(offsets.size)
+            return out, self.model.submit_groups(np.full(offsets.size, _READ, np.uint8), offsets, lengths,
+                                                 group_sizes, group_qds)
+
     def write_batch(self, offsets: np.ndarray, data: np.ndarray, lengths: np.ndarray, qd: int = 32) -> np.ndarray:
         """Write many ranges (``data`` holds them back to back) as one queue of requests. Returns
         completion times. An injected failure fails the whole batch before anything is written."""
-        offsets = np.asarray(offsets, np.int64)
-        lengths = np.asarray(lengths, np.int64)
-        view = as_bytes_view(data)
-        if int(lengths.sum()) != view.size:
-            raise InvalidIOError(f"write batch: lengths add up to {int(lengths.sum())}, data holds {view.size}")
-        check_batch(offsets, lengths, self.block_size, self.size, "write")
+        offsets, lengths, view = check_write_batch(offsets, data, lengths, self.block_size, self.size)
         with self._lock:
             if self._fail_writes:
                 self._fail_writes -= 1
@@ -133,11 +147,12 @@ class EmulatedBlockDevice(ModelClock):
         self.close()
 
 
-class FileBlockDevice:
+class FileBlockDevice(WallClock):
     """A regular file used as a conventional block device: real I/O through pread/pwrite,
     discard as hole punching, wall-clock timing of the time spent inside I/O calls."""
 
     kind = "file"
+    zoned = False
 
     def __init__(self, path: str, block_size: int = 4096, readonly: bool = False) -> None:
         if not os.path.isfile(path):
@@ -183,24 +198,24 @@ class FileBlockDevice:
             self._io.read(length)
         return np.frombuffer(buf, dtype=np.uint8).copy()
 
-    def now(self) -> float:
-        """Wall-clock seconds since the device was opened."""
-        return time.perf_counter() - self._t0
-
     def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
         """Read ranges in order (synchronous I/O: ``qd`` is not used); returns the bytes back to back
         and each read's completion time on ``now()``'s clock."""
+        offsets = np.asarray(offsets, np.int64)
+        lengths = np.asarray(lengths, np.int64)
+        check_batch(offsets, lengths, self.block_size, self.size, "read")
         parts, done = [], []
-        for off, n in zip(np.asarray(offsets).tolist(), np.asarray(lengths).tolist()):
+        for off, n in zip(offsets.tolist(), lengths.tolist()):
             parts.append(self.read(off, n))
             done.append(self.now())
         return (np.concatenate(parts) if parts else np.zeros(0, np.uint8)), np.array(done)
 
     def write_batch(self, offsets: np.ndarray, data: np.ndarray, lengths: np.ndarray, qd: int = 32) -> np.ndarray:
-        """Write ranges in order (``data`` holds them back to back); returns completion times."""
-        view = as_bytes_view(data)
+        """Write ranges in order (``data`` holds them back to back); returns completion times.
+        Every range is checked before the first is written."""
+        offsets, lengths, view = check_write_batch(offsets, data, lengths, self.block_size, self.size)
         done, pos = [], 0
-        for off, n in zip(np.asarray(offsets).tolist(), np.asarray(lengths).tolist()):
+        for off, n in zip(offsets.tolist(), lengths.tolist()):
             self.write(off, view[pos:pos + n])
             pos += n
             done.append(self.now())

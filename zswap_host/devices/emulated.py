@@ -66,6 +66,7 @@ class EmulatedZonedDevice(ModelClock):
     """
 
     kind = "emulated-zns"
+    zoned = True
 
     def __init__(self, geometry: ZoneGeometry, path: str | None = None, model=None,
                  preset: str | None = None, url: str | None = None, readonly: bool = False) -> None:

@@ -4,7 +4,7 @@ its controller's model, serial and firmware, its size, and for a zoned namespace
 libnvme (the ``nvme`` extra: ``pip install 'zswap-host[nvme]'``) walks the kernel's NVMe topology
 (hosts → subsystems → controllers → namespaces). Its Python module has no zone commands, so sizes
 and zone geometry come from sysfs through the same reader the zoned backend uses
-(:func:`~zswap_host.devices.linux.queue_zone_limits`), and the zone capacity from one zone report.
+(:func:`~zswap_host.devices.sysfs.queue_zone_limits`), and the zone capacity from one zone report.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import DependencyMissingError
-from .linux import SECTOR, first_zone_capacity, queue_zone_limits, read_sysfs
+from .blkzoned import first_zone_capacity
+from .sysfs import SECTOR, queue_zone_limits, read_sysfs
 
 #: The libnvme release the ``nvme`` extra pins (it bundles libnvme.so.1.16.2).
 LIBNVME_REQUIREMENT = "libnvme==1.16.2"

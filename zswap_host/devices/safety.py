@@ -22,6 +22,7 @@ import stat
 import subprocess
 
 from ..errors import UnsafeDeviceError
+from .sysfs import devnums, read_sysfs, sysfs_dir_of
 
 _FORCE: contextvars.ContextVar[bool] = contextvars.ContextVar("zswap_host_force", default=False)
 
@@ -43,20 +44,15 @@ def is_forced() -> bool:
 
 
 def _devnums(path: str) -> tuple[int, int]:
-    st = os.stat(path)
-    if not stat.S_ISBLK(st.st_mode):
+    if not stat.S_ISBLK(os.stat(path).st_mode):
         raise UnsafeDeviceError(f"{path} is not a block device")
-    return os.major(st.st_rdev), os.minor(st.st_rdev)
-
-
-def _sysdir(maj: int, mnr: int) -> str:
-    return os.path.realpath(f"/sys/dev/block/{maj}:{mnr}")
+    return devnums(path)
 
 
 def related_devnums(path: str) -> dict[str, str]:
     """``"MAJ:MIN" -> name`` of the device and its partitions."""
     maj, mnr = _devnums(path)
-    sysdir = _sysdir(maj, mnr)
+    sysdir = sysfs_dir_of(maj, mnr)
     name = os.path.basename(sysdir)
     out = {f"{maj}:{mnr}": name}
     try:
@@ -65,18 +61,10 @@ def related_devnums(path: str) -> dict[str, str]:
         return out
     for entry in entries:
         if entry.startswith(name) and os.path.exists(os.path.join(sysdir, entry, "partition")):
-            dev = _read(os.path.join(sysdir, entry, "dev"))
+            dev = read_sysfs(os.path.join(sysdir, entry, "dev"))
             if dev:
                 out[dev] = entry
     return out
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def mounted_at(path: str) -> list[tuple[str, str]]:
@@ -130,7 +118,7 @@ def holders(path: str) -> list[str]:
 
 def partitions(path: str) -> list[str]:
     devs = related_devnums(path)
-    return sorted(v for k, v in devs.items() if v != os.path.basename(_sysdir(*_devnums(path))))
+    return sorted(v for k, v in devs.items() if v != os.path.basename(sysfs_dir_of(*_devnums(path))))
 
 
 # -------------------------------------------------------------------------------- signatures
@@ -236,7 +224,7 @@ def check_device(path: str, force: bool | None = None) -> None:
     parts = partitions(path)
     if parts:
         raise UnsafeDeviceError(f"{path} holds partitions ({', '.join(parts)}); {_FORCE_HINT}")
-    from .linux import held_here
+    from .direct_io import held_here
 
     if not held_here(path) and open_elsewhere(path):
         raise UnsafeDeviceError(f"{path} is open exclusively by another program (O_EXCL open: EBUSY); {_FORCE_HINT}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DeviceSpecError
-from .base import DeviceStats
+from .base import BlockDevice, DeviceStats
 from .emulated import EmulatedZonedDevice
 from .zone import ZoneGeometry
 
@@ -19,7 +19,7 @@ class ZonedBlockView(EmulatedZonedDevice):
 
     kind = "zoned-view"
 
-    def __init__(self, block, zone_size: int, zone_capacity: int | None = None, max_open: int = 14,
+    def __init__(self, block: BlockDevice, zone_size: int, zone_capacity: int | None = None, max_open: int = 14,
                  max_active: int = 14, max_append: int = 512 << 10) -> None:
         if zone_size <= 0 or zone_size % block.block_size:
             raise DeviceSpecError(f"zone size {zone_size} is not a multiple of the block size {block.block_size}")
@@ -30,8 +30,8 @@ class ZonedBlockView(EmulatedZonedDevice):
                                 block_size=block.block_size, max_open=max_open, max_active=max_active,
                                 max_append=max_append)
         self.block = block
-        super().__init__(geometry, path=None, model=None, preset=getattr(block, "preset", None),
-                         url=f"zoned-view:{getattr(block, 'url', '?')}")
+        super().__init__(geometry, path=None, model=None, preset=block.describe().get("preset"),
+                         url=f"zoned-view:{block.url}")
         self._backing.close()          # the block device holds the data
 
     def _media_write(self, start: int, view: np.ndarray) -> None:
@@ -51,11 +51,12 @@ class ZonedBlockView(EmulatedZonedDevice):
         pass
 
     def now(self) -> float:
+        """The block device's clock."""
         return self.block.now()
 
     def advance(self, seconds: float) -> None:
-        if hasattr(self.block, "advance"):
-            self.block.advance(seconds)
+        """Idle time goes to the block device (its FTL may collect in it)."""
+        self.block.advance(seconds)
 
     def stats(self) -> DeviceStats:
         return self.block.stats()

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..backend import SwapBackend
+
 SWAP_IN, SWAP_OUT, DISCARD, IDLE = 0, 1, 2, 3
 
 
@@ -129,12 +131,11 @@ def _page_contents(ids: np.ndarray, page_size: int) -> np.ndarray:
     return out
 
 
-def replay(backend, trace: SwapTrace, verify: bool = False, progress=None) -> None:
-    """Run a trace through a backend. Idle windows go to ``backend.idle`` (the store's GC) or, for
-    backends without one, to the device clock, so every backend sees the same timeline.
-    ``verify`` checks the first word of every page swapped in."""
+def replay(backend: SwapBackend, trace: SwapTrace, verify: bool = False, progress=None) -> None:
+    """Run a trace through a backend. Idle windows go to ``backend.idle`` (the store's GC, then the
+    device clock; Linux swap only lets the device clock pass), so every backend sees the same
+    timeline. ``verify`` checks the first word of every page swapped in."""
     ps = backend.page_size
-    dev = getattr(backend, "device", None) or getattr(backend, "_dev", None)
     n = len(trace)
     for k in range(n):
         op = int(trace.ops[k])
@@ -148,9 +149,6 @@ def replay(backend, trace: SwapTrace, verify: bool = False, progress=None) -> No
         elif op == DISCARD:
             backend.discard(ids)
         elif op == IDLE:
-            if hasattr(backend, "idle"):
-                backend.idle(float(trace.idle_s[k]))
-            elif dev is not None and hasattr(dev, "advance"):
-                dev.advance(float(trace.idle_s[k]))
+            backend.idle(float(trace.idle_s[k]))
         if progress is not None and (k % 256 == 0 or k == n - 1):
             progress(k + 1, n)

@@ -1,0 +1,191 @@
+"""``O_DIRECT`` I/O on Linux block devices: aligned buffers, the exclusive open (and this process's
+claims on devices), and the read/write/clock half that the zoned and the conventional backends share.
+
+Data bypasses the page cache, so a buffer's address, offset and length must be aligned (to the
+logical block size; buffers here are page aligned, which covers every block size in use).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+import time
+
+import numpy as np
+
+from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, UnsafeDeviceError
+from .base import DeviceStats, IoCounters, WallClock, check_batch
+from .blkzoned import errname, zoned_lib
+
+ALIGN = 4096
+
+
+def aligned_empty(n: int, align: int = ALIGN) -> np.ndarray:
+    """An uninitialised uint8 array of n bytes whose data pointer is ``align``-aligned (for O_DIRECT)."""
+    raw = np.empty(n + align, np.uint8)
+    skip = (-raw.ctypes.data) % align
+    return raw[skip:skip + n]
+
+
+def aligned_copy(view: np.ndarray) -> np.ndarray:
+    """``view`` itself when O_DIRECT can take it, else an aligned copy."""
+    if view.ctypes.data % ALIGN == 0 and view.flags.c_contiguous:
+        return view
+    buf = aligned_empty(view.size)
+    buf[:] = view
+    return buf
+
+
+# block devices this process holds open: rdev -> number of open handles. A second handle in the same
+# process (bench opens the baseline device for more than one run) shares the claim instead of failing
+# its O_EXCL open; "open exclusively elsewhere" means by another program.
+_HELD: dict[int, int] = {}
+_HELD_LOCK = threading.Lock()
+
+
+def held_here(path: str) -> bool:
+    """True when this process already has ``path`` open through a Linux backend."""
+    try:
+        rdev = os.stat(path).st_rdev
+    except OSError:
+        return False
+    with _HELD_LOCK:
+        return _HELD.get(rdev, 0) > 0
+
+
+def open_direct(path: str, exclusive: bool, readonly: bool = False) -> int:
+    """Open for O_DIRECT I/O. A read-only handle (``info``, ``zones``) claims nothing: it works on a
+    device that is mounted or in use, and does not count in the held claims. Raises
+    ``UnsafeDeviceError`` (EBUSY: in use elsewhere) or ``DeviceSpecError`` (permission, other errors)."""
+    rdev = os.stat(path).st_rdev
+    with _HELD_LOCK:
+        if _HELD.get(rdev, 0) > 0 or readonly:
+            exclusive = False
+    mode = os.O_RDONLY if readonly else os.O_RDWR
+    flags = mode | os.O_DIRECT | os.O_CLOEXEC | (os.O_EXCL if exclusive else 0)
+    try:
+        fd = os.open(path, flags)
+        if not readonly:
+            with _HELD_LOCK:
+                _HELD[rdev] = _HELD.get(rdev, 0) + 1
+        return fd
+    except OSError as e:
+        if e.errno == errno.EBUSY:
+            raise UnsafeDeviceError(f"{path} is busy: it is mounted, used as swap, or open exclusively "
+                                    f"by another program") from None
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise DeviceSpecError(f"{path}: permission denied (raw block devices need root or the disk group)") from None
+        raise DeviceSpecError(f"{path}: {e.strerror}") from None
+
+
+def _release(fd: int, readonly: bool) -> None:
+    rdev = os.fstat(fd).st_rdev
+    os.close(fd)
+    if readonly:
+        return
+    with _HELD_LOCK:
+        if _HELD.get(rdev, 0) > 1:
+            _HELD[rdev] -= 1
+        else:
+            _HELD.pop(rdev, None)
+
+
+class DirectIO(WallClock):
+    """O_DIRECT reads/writes from aligned buffers, request counting and the wall clock. A subclass
+    sets ``path``, ``block_size``, ``readonly`` and ``_fd`` (from :func:`open_direct`), calls
+    :meth:`_init_io`, and says how far reads may go (``_limit``)."""
+
+    path: str
+    block_size: int
+    _fd: int = -1          # -1: not open (yet, or any more)
+    readonly: bool = False
+
+    def _init_io(self) -> None:
+        self._io = IoCounters()
+        self._busy = 0.0
+        self._t0 = time.perf_counter()
+        self._stat_lock = threading.Lock()
+
+    def _limit(self) -> int:
+        raise NotImplementedError
+
+    def _pwrite(self, offset: int, view: np.ndarray) -> int:
+        """Bytes written, or -errno (the caller turns it into the right typed error)."""
+        ffi, lib = zoned_lib()
+        buf = aligned_copy(view)
+        t = time.perf_counter()
+        r = lib.zd_pwrite(self._fd, ffi.cast("void *", buf.ctypes.data), buf.size, offset)
+        dt = time.perf_counter() - t
+        if r >= 0:
+            with self._stat_lock:
+                self._busy += dt
+                self._io.wrote(view.size)
+        return int(r)
+
+    def _pread(self, offset: int, length: int) -> np.ndarray:
+        ffi, lib = zoned_lib()
+        buf = aligned_empty(length)
+        t = time.perf_counter()
+        r = lib.zd_pread(self._fd, ffi.cast("void *", buf.ctypes.data), length, offset)
+        dt = time.perf_counter() - t
+        if r < 0:
+            e = -r
+            if e == errno.EINVAL:
+                raise InvalidIOError(f"{self.path}: read at {offset} of {length} bytes refused (EINVAL)")
+            raise DeviceIOError(f"{self.path}: read at {offset} of {length} bytes failed: "
+                                f"{os.strerror(e)} ({errname(e)})", offset=offset)
+        if r < length:
+            raise DeviceIOError(f"{self.path}: short read at {offset}: {r} of {length} bytes", offset=offset)
+        with self._stat_lock:
+            self._busy += dt
+            self._io.read(length)
+        return buf
+
+    def read(self, offset: int, length: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
+        """Read ranges in order (synchronous O_DIRECT I/O: ``qd`` is not used); returns the bytes
+        back to back and each read's completion time on ``now()``'s clock."""
+        offsets = np.asarray(offsets, np.int64)
+        lengths = np.asarray(lengths, np.int64)
+        check_batch(offsets, lengths, self.block_size, self._limit(), "read")
+        out = np.empty(int(lengths.sum()), np.uint8)
+        done = np.empty(offsets.size)
+        pos = 0
+        for k, (off, n) in enumerate(zip(offsets.tolist(), lengths.tolist())):
+            out[pos:pos + n] = self.read(off, n)
+            pos += n
+            done[k] = self.now()
+        return out, done
+
+    def _stats(self) -> DeviceStats:
+        with self._stat_lock:
+            s = self._io.fill(DeviceStats(clock="wall", device_time_s=self._busy))
+        s.media_write_bytes = s.device_write_bytes   # what flash saw is the drive's secret
+        return s
+
+    def stats(self) -> DeviceStats:
+        return self._stats()
+
+    def flush(self) -> None:
+        if self._fd >= 0:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            _release(fd, self.readonly)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
