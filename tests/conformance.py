@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from zswap_host.devices import ZoneCond
-from zswap_host.errors import DeviceIOError, InvalidIOError, ZoneStateError, ZswapError
+from zswap_host.errors import InvalidIOError, ZoneStateError, ZswapError
 
 
 def blocks(dev, n: int, seed: int = 0) -> np.ndarray:
@@ -284,9 +284,3 @@ def test_write_stats_count_requests(zdev):
     bs = zdev.geometry.block_size
     assert after.device_write_bytes - before.device_write_bytes == 2 * bs
     assert after.write_size_histogram.get(2 * bs, 0) == before.write_size_histogram.get(2 * bs, 0) + 1
-
-
-def test_injected_failure_errors_are_io_errors():
-    # failure injection is emulator-only; see tests/test_emulated.py. Kept here so the import
-    # of DeviceIOError documents the error type real devices raise for media errors.
-    assert issubclass(DeviceIOError, ZswapError)
