@@ -16,6 +16,7 @@ part can be changed without touching the others.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 
@@ -27,75 +28,27 @@ ROOT = os.path.dirname(HERE)
 # ---------------------------------------------------------------- SSD timing model + FTLs
 SSDSIM_SOURCES = ["ssd.c", "conv_ftl.c", "zns_ftl.c"]
 SSDSIM_HEADERS = ["ssd.h"]
-SSDSIM_CDEFS = """
-typedef struct {
-    int64_t host_write_bytes;
-    int64_t host_read_bytes;
-    int64_t host_trim_bytes;
-    int64_t media_write_bytes;
-    int64_t media_read_bytes;
-    int64_t gc_write_bytes;
-    int64_t pad_bytes;
-    int64_t erase_count;
-    int64_t gc_runs;
-    int64_t buffer_read_bytes;
-    int64_t nand_read_ops;
-    int64_t nand_prog_ops;
-    int64_t die_busy_ns;
-    int64_t erase_ns;
-    int64_t erase_bytes;
-    int64_t gc_bg_write_bytes;
-    int64_t gc_bg_runs;
-    int64_t suspend_count;
-} ssd_counters;
 
-typedef struct {
-    int32_t channels;
-    int32_t dies_per_channel;
-    int32_t page_size;
-    int32_t pages_per_block;
-    int32_t oneshot_pages;
-    double t_read_us;
-    double t_prog_us;
-    double t_erase_us;
-    double channel_mb_s;
-    double host_link_mb_s;
-    double cmd_overhead_us;
-    int64_t write_buffer_bytes;
-    double t_suspend_us;
-    int32_t suspend;
-} ssd_params;
 
-typedef struct {
-    int64_t now;
-    ssd_counters cnt;
-    ...;
-} ssd_timing;
+def header_cdefs(header: str) -> str:
+    """The cffi declarations of a header: the spans between "cffi:begin" and "cffi:end" comments,
+    without comments and preprocessor lines, the fields after a "cffi:opaque-rest" comment
+    replaced by "...;" (cffi then takes the struct's layout from the compiler)."""
+    with open(os.path.join(HERE, header)) as f:
+        text = f.read()
+    spans = re.findall(r"/\*\s*cffi:begin\s*\*/(.*?)/\*\s*cffi:end\s*\*/", text, re.S)
+    if not spans:
+        raise RuntimeError(f"{header} has no /* cffi:begin */ ... /* cffi:end */ part")
+    out = "\n".join(spans)
+    out = re.sub(r"/\*\s*cffi:opaque-rest\s*\*/.*?(?=\n\s*\}\s*\w+\s*;)", "...;", out, flags=re.S)
+    out = re.sub(r"/\*.*?\*/", "", out, flags=re.S)
+    out = re.sub(r"//[^\n]*", "", out)
+    out = re.sub(r"^\s*#[^\n]*", "", out, flags=re.M)
+    out = re.sub(r"[ \t]+\n", "\n", out)
+    return re.sub(r"\n\s*\n+", "\n", out).strip() + "\n"
 
-typedef struct conv_ftl conv_ftl;
-conv_ftl *conv_new(const ssd_params *p, int64_t logical_units, int32_t blocks_per_die,
-                   int32_t gc_low, int32_t gc_high);
-void conv_free(conv_ftl *F);
-int conv_submit(conv_ftl *F, int64_t n, const uint8_t *ops, const int64_t *offs,
-                const int64_t *lens, int64_t qd, double *out);
-ssd_timing *conv_timing(conv_ftl *F);
-int64_t conv_free_blocks(conv_ftl *F);
-int64_t conv_valid_units(conv_ftl *F);
-int conv_check(conv_ftl *F, char *msg, int msglen);
-void conv_set_idle_gc(conv_ftl *F, int32_t bg_blocks);
-void conv_idle(conv_ftl *F, int64_t until);
 
-typedef struct zns_ftl zns_ftl;
-zns_ftl *zns_new(const ssd_params *p, int64_t nr_zones, int64_t zone_size, int64_t zone_capacity);
-void zns_free(zns_ftl *Z);
-int zns_submit(zns_ftl *Z, int64_t n, const uint8_t *ops, const int64_t *offs,
-               const int64_t *lens, int64_t qd, double *out);
-int64_t zns_reset(zns_ftl *Z, int64_t zone);
-void zns_finish(zns_ftl *Z, int64_t zone);
-ssd_timing *zns_timing(zns_ftl *Z);
-int32_t zns_dies_per_zone(zns_ftl *Z);
-int64_t zns_zone_wp(zns_ftl *Z, int64_t zone);
-"""
+SSDSIM_CDEFS = header_cdefs("ssd.h")
 
 # ---------------------------------------------------------------- Linux zoned block devices (zoned.c)
 ZONED_SOURCES = ["zoned.c"]

@@ -35,60 +35,68 @@ enum { B_FREE = 0, B_OPEN = 1, B_SEALED = 2, B_VICTIM = 3 };
 struct conv_ftl {
     ssd_timing T;
     int n_dies;
-    int32_t upp, upu, upb, ppb, bpd;
-    int64_t n_blocks, n_ppn, n_lpn;
-    uint32_t *l2p, *p2l, *vcnt;
-    int32_t *bnext, *bprev;
-    uint8_t *bstate;
-    int32_t *bhead; /* n_dies * (upb + 1) */
-    int32_t *minv, *free_head, *free_cnt;
-    int32_t *host_blk, *host_wp, *gc_blk, *gc_wp;
-    int64_t *gc_ready;
-    int cur_die;
-    int32_t gc_low, gc_high;
-    int32_t gc_bg;  /* idle-time GC target, free blocks per die (0 = no idle-time GC) */
-    int64_t valid_units;
+    int32_t units_per_page;     /* 4 KiB units per flash page */
+    int32_t units_per_prog;     /* 4 KiB units per program unit (oneshot_pages pages) */
+    int32_t units_per_block;    /* 4 KiB units per erase block */
+    int32_t pages_per_block;    /* flash pages per erase block */
+    int32_t blocks_per_die;     /* erase blocks per die */
+    int64_t n_blocks, n_ppn, n_lpn; /* erase blocks, physical units, logical units */
+    uint32_t *l2p, *p2l;        /* logical unit -> physical unit and back (SSD_NONE: unmapped) */
+    uint32_t *valid_cnt;        /* per block: valid units */
+    int32_t *blk_next, *blk_prev; /* per block: bucket or free list links */
+    uint8_t *blk_state;         /* per block: B_FREE / B_OPEN / B_SEALED / B_VICTIM */
+    int32_t *bucket_head;       /* n_dies * (units_per_block + 1): sealed blocks by valid count */
+    int32_t *min_valid;         /* per die: no sealed block has fewer valid units */
+    int32_t *free_head, *free_cnt; /* per die: free block list, its length in blocks */
+    int32_t *host_blk, *host_wp_units; /* per die: open host block, units written into it */
+    int32_t *gc_blk, *gc_wp_units;     /* per die: open GC block, units written into it */
+    int64_t *gc_ready_ns;       /* per die: latest read feeding the GC program unit being filled */
+    int cur_die;                /* die of the host program unit being filled */
+    int32_t gc_low_blocks;      /* per die: foreground GC starts at or below this many free blocks */
+    int32_t gc_high_blocks;     /* per die: foreground GC stops at this many */
+    int32_t gc_bg_blocks;       /* per die: idle-time GC target (0 = no idle-time GC) */
+    int64_t valid_units;        /* mapped logical units */
 };
 
 /* ---------- bucket lists ---------- */
 
 static inline void bucket_insert(conv_ftl *F, int32_t b)
 {
-    int d = b / F->bpd;
-    int32_t v = (int32_t)F->vcnt[b];
-    int64_t idx = (int64_t)d * (F->upb + 1) + v;
-    int32_t h = F->bhead[idx];
-    F->bprev[b] = -1;
-    F->bnext[b] = h;
+    int d = b / F->blocks_per_die;
+    int32_t v = (int32_t)F->valid_cnt[b];
+    int64_t idx = (int64_t)d * (F->units_per_block + 1) + v;
+    int32_t h = F->bucket_head[idx];
+    F->blk_prev[b] = -1;
+    F->blk_next[b] = h;
     if (h >= 0)
-        F->bprev[h] = b;
-    F->bhead[idx] = b;
-    if (v < F->minv[d])
-        F->minv[d] = v;
+        F->blk_prev[h] = b;
+    F->bucket_head[idx] = b;
+    if (v < F->min_valid[d])
+        F->min_valid[d] = v;
 }
 
 static inline void bucket_remove(conv_ftl *F, int32_t b)
 {
-    int d = b / F->bpd;
-    int64_t idx = (int64_t)d * (F->upb + 1) + F->vcnt[b];
-    int32_t p = F->bprev[b], n = F->bnext[b];
+    int d = b / F->blocks_per_die;
+    int64_t idx = (int64_t)d * (F->units_per_block + 1) + F->valid_cnt[b];
+    int32_t p = F->blk_prev[b], n = F->blk_next[b];
     if (p >= 0)
-        F->bnext[p] = n;
+        F->blk_next[p] = n;
     else
-        F->bhead[idx] = n;
+        F->bucket_head[idx] = n;
     if (n >= 0)
-        F->bprev[n] = p;
-    F->bnext[b] = F->bprev[b] = -1;
+        F->blk_prev[n] = p;
+    F->blk_next[b] = F->blk_prev[b] = -1;
 }
 
 static int32_t bucket_pop_min(conv_ftl *F, int d)
 {
-    int32_t *heads = F->bhead + (int64_t)d * (F->upb + 1);
-    int32_t v = F->minv[d];
-    while (v <= F->upb && heads[v] < 0)
+    int32_t *heads = F->bucket_head + (int64_t)d * (F->units_per_block + 1);
+    int32_t v = F->min_valid[d];
+    while (v <= F->units_per_block && heads[v] < 0)
         v++;
-    F->minv[d] = v;
-    if (v > F->upb)
+    F->min_valid[d] = v;
+    if (v > F->units_per_block)
         return -1;
     int32_t b = heads[v];
     bucket_remove(F, b);
@@ -102,80 +110,85 @@ static inline int32_t alloc_block(conv_ftl *F, int d)
     if (F->free_cnt[d] == 0)
         return -1;
     int32_t b = F->free_head[d];
-    F->free_head[d] = F->bnext[b];
+    F->free_head[d] = F->blk_next[b];
     F->free_cnt[d]--;
-    F->bnext[b] = F->bprev[b] = -1;
-    F->bstate[b] = B_OPEN;
+    F->blk_next[b] = F->blk_prev[b] = -1;
+    F->blk_state[b] = B_OPEN;
     return b;
 }
 
 static inline void release_block(conv_ftl *F, int32_t b)
 {
-    int d = b / F->bpd;
-    F->vcnt[b] = 0;
-    F->bstate[b] = B_FREE;
-    F->bprev[b] = -1;
-    F->bnext[b] = F->free_head[d];
+    int d = b / F->blocks_per_die;
+    F->valid_cnt[b] = 0;
+    F->blk_state[b] = B_FREE;
+    F->blk_prev[b] = -1;
+    F->blk_next[b] = F->free_head[d];
     F->free_head[d] = b;
     F->free_cnt[d]++;
 }
 
 static inline void seal_block(conv_ftl *F, int32_t b)
 {
-    F->bstate[b] = B_SEALED;
+    F->blk_state[b] = B_SEALED;
     bucket_insert(F, b);
 }
 
 static inline void invalidate(conv_ftl *F, uint32_t ppn)
 {
-    int32_t b = (int32_t)(ppn / (uint32_t)F->upb);
+    int32_t b = (int32_t)(ppn / (uint32_t)F->units_per_block);
     F->p2l[ppn] = SSD_NONE;
-    if (F->bstate[b] == B_SEALED) {
+    if (F->blk_state[b] == B_SEALED) {
         bucket_remove(F, b);
-        F->vcnt[b]--;
+        F->valid_cnt[b]--;
         bucket_insert(F, b);
     } else {
-        F->vcnt[b]--;
+        F->valid_cnt[b]--;
     }
     F->valid_units--;
 }
 
 static inline int in_buffer(const conv_ftl *F, uint32_t ppn)
 {
-    int32_t b = (int32_t)(ppn / (uint32_t)F->upb);
-    int d = b / F->bpd;
-    int32_t off = (int32_t)(ppn % (uint32_t)F->upb);
+    int32_t b = (int32_t)(ppn / (uint32_t)F->units_per_block);
+    int d = b / F->blocks_per_die;
+    int32_t off = (int32_t)(ppn % (uint32_t)F->units_per_block);
     if (b == F->host_blk[d])
-        return off >= (F->host_wp[d] / F->upu) * F->upu;
+        return off >= (F->host_wp_units[d] / F->units_per_prog) * F->units_per_prog;
     if (b == F->gc_blk[d])
-        return off >= (F->gc_wp[d] / F->upu) * F->upu;
+        return off >= (F->gc_wp_units[d] / F->units_per_prog) * F->units_per_prog;
     return 0;
 }
 
 /* ---------- GC ---------- */
 
+/* Map lpn to the next unit of open block b (die d), whose write pointer is *wp_units.  Returns
+   1 when that fills a program unit: the caller programs it. */
+static inline int place_unit(conv_ftl *F, int32_t b, int32_t *wp_units, uint32_t lpn)
+{
+    uint32_t ppn = (uint32_t)((int64_t)b * F->units_per_block + *wp_units);
+    F->l2p[lpn] = ppn;
+    F->p2l[ppn] = lpn;
+    F->valid_cnt[b]++;
+    F->valid_units++;
+    F->T.cnt.media_write_bytes += SSD_UNIT;
+    return ++*wp_units % F->units_per_prog == 0;
+}
+
 static void gc_place(conv_ftl *F, int d, uint32_t lpn, int64_t ready)
 {
-    if (F->gc_blk[d] < 0 || F->gc_wp[d] == F->upb) {
+    if (F->gc_blk[d] < 0 || F->gc_wp_units[d] == F->units_per_block) {
         if (F->gc_blk[d] >= 0)
             seal_block(F, F->gc_blk[d]);
         F->gc_blk[d] = alloc_block(F, d); /* caller guaranteed a free block */
-        F->gc_wp[d] = 0;
+        F->gc_wp_units[d] = 0;
     }
-    int32_t b = F->gc_blk[d];
-    uint32_t ppn = (uint32_t)((int64_t)b * F->upb + F->gc_wp[d]);
-    F->l2p[lpn] = ppn;
-    F->p2l[ppn] = lpn;
-    F->vcnt[b]++;
-    F->valid_units++;
-    F->T.cnt.media_write_bytes += SSD_UNIT;
     F->T.cnt.gc_write_bytes += SSD_UNIT;
-    if (ready > F->gc_ready[d])
-        F->gc_ready[d] = ready;
-    F->gc_wp[d]++;
-    if (F->gc_wp[d] % F->upu == 0) {
-        ssd_nand_prog(&F->T, d, F->gc_ready[d], (int64_t)F->upu * SSD_UNIT);
-        F->gc_ready[d] = 0;
+    if (ready > F->gc_ready_ns[d])
+        F->gc_ready_ns[d] = ready;
+    if (place_unit(F, F->gc_blk[d], &F->gc_wp_units[d], lpn)) {
+        ssd_nand_prog(&F->T, d, F->gc_ready_ns[d], (int64_t)F->units_per_prog * SSD_UNIT);
+        F->gc_ready_ns[d] = 0;
     }
 }
 
@@ -186,34 +199,34 @@ static int gc_victim(conv_ftl *F, int d, int64_t t)
     int32_t b = bucket_pop_min(F, d);
     if (b < 0)
         return 0;
-    int32_t room = (F->gc_blk[d] >= 0) ? F->upb - F->gc_wp[d] : 0;
-    if ((int32_t)F->vcnt[b] >= F->upb || ((int32_t)F->vcnt[b] > room && F->free_cnt[d] == 0)) {
+    int32_t room = (F->gc_blk[d] >= 0) ? F->units_per_block - F->gc_wp_units[d] : 0;
+    if ((int32_t)F->valid_cnt[b] >= F->units_per_block || ((int32_t)F->valid_cnt[b] > room && F->free_cnt[d] == 0)) {
         bucket_insert(F, b); /* nothing to gain / nowhere to put it */
         return 0;
     }
-    F->bstate[b] = B_VICTIM;
+    F->blk_state[b] = B_VICTIM;
     F->T.cnt.gc_runs++;
-    int64_t base = (int64_t)b * F->upb;
-    for (int32_t pg = 0; pg < F->ppb && F->vcnt[b] > 0; pg++) {
-        int64_t pb = base + (int64_t)pg * F->upp;
-        if (pg + 2 < F->ppb) { /* the relocation rewrites l2p[lpn]: random, fetch ahead */
-            const uint32_t *nx = F->p2l + pb + 2 * F->upp;
-            for (int32_t k = 0; k < F->upp; k++)
+    int64_t base = (int64_t)b * F->units_per_block;
+    for (int32_t pg = 0; pg < F->pages_per_block && F->valid_cnt[b] > 0; pg++) {
+        int64_t pb = base + (int64_t)pg * F->units_per_page;
+        if (pg + 2 < F->pages_per_block) { /* the relocation rewrites l2p[lpn]: random, fetch ahead */
+            const uint32_t *nx = F->p2l + pb + 2 * F->units_per_page;
+            for (int32_t k = 0; k < F->units_per_page; k++)
                 if (nx[k] != SSD_NONE)
                     __builtin_prefetch(&F->l2p[nx[k]], 1, 1);
         }
         int32_t c = 0;
-        for (int32_t k = 0; k < F->upp; k++)
+        for (int32_t k = 0; k < F->units_per_page; k++)
             c += (F->p2l[pb + k] != SSD_NONE);
         if (!c)
             continue;
         int64_t ready = ssd_nand_read(&F->T, d, t, (int64_t)c * SSD_UNIT);
-        for (int32_t k = 0; k < F->upp; k++) {
+        for (int32_t k = 0; k < F->units_per_page; k++) {
             uint32_t lpn = F->p2l[pb + k];
             if (lpn == SSD_NONE)
                 continue;
             F->p2l[pb + k] = SSD_NONE;
-            F->vcnt[b]--;
+            F->valid_cnt[b]--;
             F->valid_units--;
             gc_place(F, d, lpn, ready);
         }
@@ -225,8 +238,8 @@ static int gc_victim(conv_ftl *F, int d, int64_t t)
 
 static void gc_die(conv_ftl *F, int d, int64_t t)
 {
-    int32_t guard = F->bpd;
-    while (F->free_cnt[d] < F->gc_high && guard-- > 0)
+    int32_t guard = F->blocks_per_die;
+    while (F->free_cnt[d] < F->gc_high_blocks && guard-- > 0)
         if (!gc_victim(F, d, t))
             break;
 }
@@ -238,11 +251,11 @@ static void gc_die(conv_ftl *F, int d, int64_t t)
 static int next_die(const conv_ftl *F, int d)
 {
     int best = (d + 1) % F->n_dies;
-    int64_t bt = F->T.die_free[best];
+    int64_t bt = F->T.die_free_ns[best];
     for (int k = 2; k <= F->n_dies; k++) {
         int c = (d + k) % F->n_dies;
-        if (F->T.die_free[c] < bt) {
-            bt = F->T.die_free[c];
+        if (F->T.die_free_ns[c] < bt) {
+            bt = F->T.die_free_ns[c];
             best = c;
         }
     }
@@ -253,18 +266,18 @@ static int host_place(conv_ftl *F, uint32_t lpn, int64_t t)
 {
     int d = F->cur_die;
     for (int tries = 0;; tries++) {
-        if (F->host_blk[d] >= 0 && F->host_wp[d] < F->upb)
+        if (F->host_blk[d] >= 0 && F->host_wp_units[d] < F->units_per_block)
             break;
         if (F->host_blk[d] >= 0) {
             seal_block(F, F->host_blk[d]);
             F->host_blk[d] = -1;
         }
-        if (F->free_cnt[d] <= F->gc_low)
+        if (F->free_cnt[d] <= F->gc_low_blocks)
             gc_die(F, d, t);
         int32_t b = alloc_block(F, d);
         if (b >= 0) {
             F->host_blk[d] = b;
-            F->host_wp[d] = 0;
+            F->host_wp_units[d] = 0;
             break;
         }
         if (tries >= F->n_dies)
@@ -272,17 +285,9 @@ static int host_place(conv_ftl *F, uint32_t lpn, int64_t t)
         d = (d + 1) % F->n_dies;
         F->cur_die = d;
     }
-    int32_t b = F->host_blk[d];
-    uint32_t ppn = (uint32_t)((int64_t)b * F->upb + F->host_wp[d]);
-    F->l2p[lpn] = ppn;
-    F->p2l[ppn] = lpn;
-    F->vcnt[b]++;
-    F->valid_units++;
-    F->T.cnt.media_write_bytes += SSD_UNIT;
-    F->host_wp[d]++;
-    if (F->host_wp[d] % F->upu == 0) {
-        int64_t done = ssd_nand_prog(&F->T, d, t, (int64_t)F->upu * SSD_UNIT);
-        ssd_wb_program(&F->T, d, done, F->upu);
+    if (place_unit(F, F->host_blk[d], &F->host_wp_units[d], lpn)) {
+        int64_t done = ssd_nand_prog(&F->T, d, t, (int64_t)F->units_per_prog * SSD_UNIT);
+        ssd_wb_program(&F->T, d, done, F->units_per_prog);
         F->cur_die = next_die(F, d);
     }
     return 0;
@@ -296,7 +301,7 @@ static int64_t conv_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_i
         off + len > F->n_lpn * SSD_UNIT)
         return -1;
     int64_t lpn0 = off / SSD_UNIT, n = len / SSD_UNIT;
-    int64_t t = t_issue + T->t_cmd;
+    int64_t t = t_issue + T->t_cmd_ns;
     if (op == SSD_OP_WRITE) {
         t = ssd_wb_reserve(T, t, n);
         int64_t done = ssd_link_in(T, t, len);
@@ -343,14 +348,14 @@ static int64_t conv_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_i
             T->cnt.buffer_read_bytes += bufd * SSD_UNIT;
             ready = t;
         } else {
-            uint32_t fp = ppn / (uint32_t)F->upp;
+            uint32_t fp = ppn / (uint32_t)F->units_per_page;
             while (j < n) {
                 uint32_t q = F->l2p[lpn0 + j];
-                if (q == SSD_NONE || q / (uint32_t)F->upp != fp || in_buffer(F, q))
+                if (q == SSD_NONE || q / (uint32_t)F->units_per_page != fp || in_buffer(F, q))
                     break;
                 j++;
             }
-            int die = (int)(ppn / ((uint32_t)F->upb * (uint32_t)F->bpd));
+            int die = (int)(ppn / ((uint32_t)F->units_per_block * (uint32_t)F->blocks_per_die));
             ready = ssd_host_read(T, die, t, (j - i) * SSD_UNIT);
         }
         int64_t le = ssd_link_out(T, ready, (j - i) * SSD_UNIT);
@@ -377,54 +382,54 @@ conv_ftl *conv_new(const ssd_params *p, int64_t logical_units, int32_t blocks_pe
         return NULL;
     }
     F->n_dies = F->T.n_dies;
-    F->upp = p->page_size / SSD_UNIT;
-    F->upu = F->upp * p->oneshot_pages;
-    F->ppb = p->pages_per_block;
-    F->upb = F->upp * F->ppb;
-    F->bpd = blocks_per_die;
-    F->n_blocks = (int64_t)F->n_dies * F->bpd;
-    F->n_ppn = F->n_blocks * F->upb;
+    F->units_per_page = p->page_size / SSD_UNIT;
+    F->units_per_prog = F->units_per_page * p->oneshot_pages;
+    F->pages_per_block = p->pages_per_block;
+    F->units_per_block = F->units_per_page * F->pages_per_block;
+    F->blocks_per_die = blocks_per_die;
+    F->n_blocks = (int64_t)F->n_dies * F->blocks_per_die;
+    F->n_ppn = F->n_blocks * F->units_per_block;
     F->n_lpn = logical_units;
-    F->gc_low = gc_low < 2 ? 2 : gc_low;
-    F->gc_high = gc_high <= F->gc_low ? F->gc_low + 1 : gc_high;
+    F->gc_low_blocks = gc_low < 2 ? 2 : gc_low;
+    F->gc_high_blocks = gc_high <= F->gc_low_blocks ? F->gc_low_blocks + 1 : gc_high;
     if (F->n_ppn >= (int64_t)SSD_NONE || F->n_lpn >= (int64_t)SSD_NONE || F->n_lpn > F->n_ppn) {
         conv_free(F);
         return NULL;
     }
     F->l2p = (uint32_t *)malloc((size_t)F->n_lpn * sizeof(uint32_t));
     F->p2l = (uint32_t *)malloc((size_t)F->n_ppn * sizeof(uint32_t));
-    F->vcnt = (uint32_t *)calloc((size_t)F->n_blocks, sizeof(uint32_t));
-    F->bnext = (int32_t *)malloc((size_t)F->n_blocks * sizeof(int32_t));
-    F->bprev = (int32_t *)malloc((size_t)F->n_blocks * sizeof(int32_t));
-    F->bstate = (uint8_t *)calloc((size_t)F->n_blocks, 1);
-    F->bhead = (int32_t *)malloc((size_t)F->n_dies * (F->upb + 1) * sizeof(int32_t));
-    F->minv = (int32_t *)malloc((size_t)F->n_dies * sizeof(int32_t));
+    F->valid_cnt = (uint32_t *)calloc((size_t)F->n_blocks, sizeof(uint32_t));
+    F->blk_next = (int32_t *)malloc((size_t)F->n_blocks * sizeof(int32_t));
+    F->blk_prev = (int32_t *)malloc((size_t)F->n_blocks * sizeof(int32_t));
+    F->blk_state = (uint8_t *)calloc((size_t)F->n_blocks, 1);
+    F->bucket_head = (int32_t *)malloc((size_t)F->n_dies * (F->units_per_block + 1) * sizeof(int32_t));
+    F->min_valid = (int32_t *)malloc((size_t)F->n_dies * sizeof(int32_t));
     F->free_head = (int32_t *)malloc((size_t)F->n_dies * sizeof(int32_t));
     F->free_cnt = (int32_t *)calloc((size_t)F->n_dies, sizeof(int32_t));
     F->host_blk = (int32_t *)malloc((size_t)F->n_dies * sizeof(int32_t));
-    F->host_wp = (int32_t *)calloc((size_t)F->n_dies, sizeof(int32_t));
+    F->host_wp_units = (int32_t *)calloc((size_t)F->n_dies, sizeof(int32_t));
     F->gc_blk = (int32_t *)malloc((size_t)F->n_dies * sizeof(int32_t));
-    F->gc_wp = (int32_t *)calloc((size_t)F->n_dies, sizeof(int32_t));
-    F->gc_ready = (int64_t *)calloc((size_t)F->n_dies, sizeof(int64_t));
-    if (!F->l2p || !F->p2l || !F->vcnt || !F->bnext || !F->bprev || !F->bstate || !F->bhead ||
-        !F->minv || !F->free_head || !F->free_cnt || !F->host_blk || !F->host_wp || !F->gc_blk ||
-        !F->gc_wp || !F->gc_ready) {
+    F->gc_wp_units = (int32_t *)calloc((size_t)F->n_dies, sizeof(int32_t));
+    F->gc_ready_ns = (int64_t *)calloc((size_t)F->n_dies, sizeof(int64_t));
+    if (!F->l2p || !F->p2l || !F->valid_cnt || !F->blk_next || !F->blk_prev || !F->blk_state || !F->bucket_head ||
+        !F->min_valid || !F->free_head || !F->free_cnt || !F->host_blk || !F->host_wp_units || !F->gc_blk ||
+        !F->gc_wp_units || !F->gc_ready_ns) {
         conv_free(F);
         return NULL;
     }
     memset(F->l2p, 0xFF, (size_t)F->n_lpn * sizeof(uint32_t));
     memset(F->p2l, 0xFF, (size_t)F->n_ppn * sizeof(uint32_t));
-    for (int64_t i = 0; i < (int64_t)F->n_dies * (F->upb + 1); i++)
-        F->bhead[i] = -1;
+    for (int64_t i = 0; i < (int64_t)F->n_dies * (F->units_per_block + 1); i++)
+        F->bucket_head[i] = -1;
     for (int d = 0; d < F->n_dies; d++) {
-        F->minv[d] = F->upb + 1;
+        F->min_valid[d] = F->units_per_block + 1;
         F->free_head[d] = -1;
         F->host_blk[d] = -1;
         F->gc_blk[d] = -1;
-        for (int32_t k = F->bpd - 1; k >= 0; k--) {
-            int32_t b = d * F->bpd + k;
-            F->bnext[b] = F->free_head[d];
-            F->bprev[b] = -1;
+        for (int32_t k = F->blocks_per_die - 1; k >= 0; k--) {
+            int32_t b = d * F->blocks_per_die + k;
+            F->blk_next[b] = F->free_head[d];
+            F->blk_prev[b] = -1;
             F->free_head[d] = b;
             F->free_cnt[d]++;
         }
@@ -439,19 +444,19 @@ void conv_free(conv_ftl *F)
     ssd_timing_free(&F->T);
     free(F->l2p);
     free(F->p2l);
-    free(F->vcnt);
-    free(F->bnext);
-    free(F->bprev);
-    free(F->bstate);
-    free(F->bhead);
-    free(F->minv);
+    free(F->valid_cnt);
+    free(F->blk_next);
+    free(F->blk_prev);
+    free(F->blk_state);
+    free(F->bucket_head);
+    free(F->min_valid);
     free(F->free_head);
     free(F->free_cnt);
     free(F->host_blk);
-    free(F->host_wp);
+    free(F->host_wp_units);
     free(F->gc_blk);
-    free(F->gc_wp);
-    free(F->gc_ready);
+    free(F->gc_wp_units);
+    free(F->gc_ready_ns);
     free(F);
 }
 
@@ -493,11 +498,11 @@ int64_t conv_valid_units(conv_ftl *F) { return F->valid_units; }
    the foreground stop point gc_high would never run, so it is raised to gc_high + 1. */
 void conv_set_idle_gc(conv_ftl *F, int32_t bg_blocks)
 {
-    if (bg_blocks > 0 && bg_blocks <= F->gc_high)
-        bg_blocks = F->gc_high + 1;
-    if (bg_blocks > F->bpd)
-        bg_blocks = F->bpd;
-    F->gc_bg = bg_blocks > 0 ? bg_blocks : 0;
+    if (bg_blocks > 0 && bg_blocks <= F->gc_high_blocks)
+        bg_blocks = F->gc_high_blocks + 1;
+    if (bg_blocks > F->blocks_per_die)
+        bg_blocks = F->blocks_per_die;
+    F->gc_bg_blocks = bg_blocks > 0 ? bg_blocks : 0;
 }
 
 /* The host is idle from now until `until`: background GC (if on), then now = until.  Dies take
@@ -507,16 +512,16 @@ void conv_idle(conv_ftl *F, int64_t until)
     ssd_timing *T = &F->T;
     if (until <= T->now)
         return;
-    if (F->gc_bg > 0) {
-        T->floor = T->now;
+    if (F->gc_bg_blocks > 0) {
+        T->floor_ns = T->now;
         int64_t bytes0 = T->cnt.gc_write_bytes, runs0 = T->cnt.gc_runs;
-        int64_t guard = (int64_t)F->n_dies * F->bpd; /* rounds; each cleans >= 1 victim */
+        int64_t guard = (int64_t)F->n_dies * F->blocks_per_die; /* rounds; each cleans >= 1 victim */
         for (int progress = 1; progress && guard-- > 0;) {
             progress = 0;
             for (int d = 0; d < F->n_dies; d++) {
-                if (F->free_cnt[d] >= F->gc_bg)
+                if (F->free_cnt[d] >= F->gc_bg_blocks)
                     continue;
-                int64_t s = T->die_free[d] > T->now ? T->die_free[d] : T->now;
+                int64_t s = T->die_free_ns[d] > T->now ? T->die_free_ns[d] : T->now;
                 if (s >= until)
                     continue;
                 progress |= gc_victim(F, d, s);
@@ -561,44 +566,44 @@ int conv_check(conv_ftl *F, char *msg, int msglen)
             continue;
         if ((int64_t)l >= F->n_lpn || F->l2p[l] != (uint32_t)p)
             FAIL("ppn %lld -> lpn %u not backed by the forward map", (long long)p, l);
-        cnt[p / F->upb]++;
+        cnt[p / F->units_per_block]++;
         rev++;
     }
     if (rev != mapped || mapped != F->valid_units)
         FAIL("mapped %lld, reverse %lld, valid counter %lld", (long long)mapped, (long long)rev,
              (long long)F->valid_units);
     for (int64_t b = 0; b < F->n_blocks; b++) {
-        if (cnt[b] != F->vcnt[b])
-            FAIL("block %lld valid count %u, actual %u", (long long)b, F->vcnt[b], cnt[b]);
-        if (F->bstate[b] == B_FREE && cnt[b])
+        if (cnt[b] != F->valid_cnt[b])
+            FAIL("block %lld valid count %u, actual %u", (long long)b, F->valid_cnt[b], cnt[b]);
+        if (F->blk_state[b] == B_FREE && cnt[b])
             FAIL("free block %lld holds %u valid units", (long long)b, cnt[b]);
-        if (F->bstate[b] == B_VICTIM)
+        if (F->blk_state[b] == B_VICTIM)
             FAIL("block %lld left in victim state", (long long)b);
     }
     int64_t in_buckets = 0, sealed = 0;
     for (int d = 0; d < F->n_dies; d++) {
-        for (int32_t v = 0; v <= F->upb; v++) {
-            for (int32_t b = F->bhead[(int64_t)d * (F->upb + 1) + v]; b >= 0; b = F->bnext[b]) {
-                if (F->bstate[b] != B_SEALED || (int32_t)F->vcnt[b] != v || b / F->bpd != d)
+        for (int32_t v = 0; v <= F->units_per_block; v++) {
+            for (int32_t b = F->bucket_head[(int64_t)d * (F->units_per_block + 1) + v]; b >= 0; b = F->blk_next[b]) {
+                if (F->blk_state[b] != B_SEALED || (int32_t)F->valid_cnt[b] != v || b / F->blocks_per_die != d)
                     FAIL("bucket %d/%d holds block %d (state %d, valid %u)", d, v, b,
-                         F->bstate[b], F->vcnt[b]);
-                if (v < F->minv[d])
-                    FAIL("die %d min pointer %d above a non-empty bucket %d", d, F->minv[d], v);
+                         F->blk_state[b], F->valid_cnt[b]);
+                if (v < F->min_valid[d])
+                    FAIL("die %d min pointer %d above a non-empty bucket %d", d, F->min_valid[d], v);
                 in_buckets++;
             }
         }
         int32_t nf = 0;
-        for (int32_t b = F->free_head[d]; b >= 0; b = F->bnext[b]) {
-            if (F->bstate[b] != B_FREE || b / F->bpd != d)
-                FAIL("free list of die %d holds block %d (state %d)", d, b, F->bstate[b]);
-            if (++nf > F->bpd)
+        for (int32_t b = F->free_head[d]; b >= 0; b = F->blk_next[b]) {
+            if (F->blk_state[b] != B_FREE || b / F->blocks_per_die != d)
+                FAIL("free list of die %d holds block %d (state %d)", d, b, F->blk_state[b]);
+            if (++nf > F->blocks_per_die)
                 FAIL("free list of die %d loops", d);
         }
         if (nf != F->free_cnt[d])
             FAIL("die %d free count %d, list %d", d, F->free_cnt[d], nf);
     }
     for (int64_t b = 0; b < F->n_blocks; b++)
-        sealed += (F->bstate[b] == B_SEALED);
+        sealed += (F->blk_state[b] == B_SEALED);
     if (sealed != in_buckets)
         FAIL("%lld sealed blocks, %lld in buckets", (long long)sealed, (long long)in_buckets);
     free(cnt);

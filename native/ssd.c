@@ -13,7 +13,7 @@
  *  erase:        die busy t_erase for a block of the preset's size; an erase of n pages (a
  *                scaled-down block or a ZNS zone slice) costs t_erase * n / pages_per_block,
  *                so erasing costs the same per byte whatever the block size.
- *  host link:    one busy-until per direction, bytes / host_link bandwidth.
+ *  host link:    one timeline per direction, bytes / host_link bandwidth.
  *  command:      a fixed controller latency t_cmd before any work starts (not a shared
  *                resource: controllers process commands on several cores).
  *
@@ -24,10 +24,10 @@
  *
  * Program/erase suspend (optional, `suspend`): a host read arriving at a die with queued
  * program/erase work does not queue behind it.  It starts after at most the suspend latency
- * t_sus (or when the die's work ends, if sooner), or right after host reads already ahead of it
- * on that die (reads stay in FIFO order among themselves, the suspended work stays suspended).
- * All of the die's queued work, and the write-buffer release of its programs, moves back by
- * the read's die time t_read.  With suspend off nothing here changes any result.
+ * t_suspend (or when the die's work ends, if sooner), or right after host reads already ahead
+ * of it on that die (reads stay in FIFO order among themselves, the suspended work stays
+ * suspended).  All of the die's queued work, and the write-buffer release of its programs,
+ * moves back by the read's die time t_read.  With suspend off nothing here changes any result.
  */
 #include "ssd.h"
 
@@ -36,12 +36,89 @@
 
 static int64_t ns_of_us(double us) { return (int64_t)(us * 1000.0 + 0.5); }
 
+static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* ---- binary min-heap on key_ns ----
+   Results depend on which of two equal-keyed write-buffer entries leaves first, so the sift
+   rules below are part of the model: change them only with the golden test. */
+
+static int heap_reserve(ssd_heap *H, int64_t cap)
+{
+    if (H->cap >= cap)
+        return 0;
+    ssd_heap_ent *a = (ssd_heap_ent *)realloc(H->a, (size_t)cap * sizeof(ssd_heap_ent));
+    if (!a)
+        return -1;
+    H->a = a;
+    H->cap = cap;
+    return 0;
+}
+
+static void heap_free(ssd_heap *H)
+{
+    free(H->a);
+    H->a = NULL;
+    H->n = H->cap = 0;
+}
+
+/* Put x at hole i and move it down to its place among n entries. */
+static inline void heap_sift_down(ssd_heap_ent *h, int64_t n, int64_t i, ssd_heap_ent x)
+{
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && h[c + 1].key_ns < h[c].key_ns)
+            c++;
+        if (h[c].key_ns >= x.key_ns)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = x;
+}
+
+/* Push; the caller made room (heap_reserve). */
+static inline void heap_push(ssd_heap *H, ssd_heap_ent x)
+{
+    ssd_heap_ent *h = H->a;
+    int64_t i = H->n++;
+    while (i > 0) {
+        int64_t p = (i - 1) / 2;
+        if (h[p].key_ns <= x.key_ns)
+            break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = x;
+}
+
+static inline void heap_pop(ssd_heap *H)
+{
+    int64_t n = --H->n;
+    if (n > 0)
+        heap_sift_down(H->a, n, 0, H->a[n]);
+}
+
+/* Pop the minimum and push x in one sift (the issue loop's steady state). */
+static inline void heap_replace_top(ssd_heap *H, ssd_heap_ent x)
+{
+    heap_sift_down(H->a, H->n, 0, x);
+}
+
+static void heap_rebuild(ssd_heap *H)
+{
+    for (int64_t i = H->n / 2 - 1; i >= 0; i--)
+        heap_sift_down(H->a, H->n, i, H->a[i]);
+}
+
+/* ---- transfer timelines ---- */
+
 static void tl_free(ssd_tl *L)
 {
-    free(L->s);
-    free(L->e);
-    L->s = L->e = NULL;
-    L->h = L->n = L->cap = 0;
+    free(L->v);
+    L->v = NULL;
+    L->head = L->n = L->cap = 0;
 }
 
 /* Make room for one more interval; returns the shift applied to indices (compaction). */
@@ -49,105 +126,102 @@ static int64_t tl_room(ssd_tl *L)
 {
     if (L->n < L->cap)
         return 0;
-    int64_t live = L->n - L->h, shift = L->h;
-    if (L->h > 0 && live < L->cap / 2) {
-        memmove(L->s, L->s + L->h, (size_t)live * sizeof(int64_t));
-        memmove(L->e, L->e + L->h, (size_t)live * sizeof(int64_t));
+    int64_t live = L->n - L->head, shift = L->head;
+    if (L->head > 0 && live < L->cap / 2) {
+        memmove(L->v, L->v + L->head, (size_t)live * sizeof(ssd_span));
     } else {
         int64_t nc = L->cap ? L->cap * 2 : 64;
-        int64_t *ns_ = (int64_t *)malloc((size_t)nc * sizeof(int64_t));
-        int64_t *ne_ = (int64_t *)malloc((size_t)nc * sizeof(int64_t));
-        if (live) {
-            memcpy(ns_, L->s + L->h, (size_t)live * sizeof(int64_t));
-            memcpy(ne_, L->e + L->h, (size_t)live * sizeof(int64_t));
-        }
-        free(L->s);
-        free(L->e);
-        L->s = ns_;
-        L->e = ne_;
+        ssd_span *nv = (ssd_span *)malloc((size_t)nc * sizeof(ssd_span));
+        if (live)
+            memcpy(nv, L->v + L->head, (size_t)live * sizeof(ssd_span));
+        free(L->v);
+        L->v = nv;
         L->cap = nc;
     }
     L->n = live;
-    L->h = 0;
+    L->head = 0;
     return shift;
 }
 
 /* Reserve dur ns on L in the earliest gap that starts at or after t; returns the start. */
-static int64_t tl_reserve(ssd_tl *L, int64_t t, int64_t dur, int64_t floor)
+static int64_t tl_reserve(ssd_tl *L, int64_t t, int64_t dur, int64_t floor_ns)
 {
-    L->busy_ns += dur;
     if (dur <= 0)
         return t;
-    while (L->h < L->n && L->e[L->h] <= floor) /* drop intervals over before the floor */
-        L->h++;
-    if (L->h == L->n)
-        L->h = L->n = 0;
-    int64_t c = t, j = L->n;
-    if (L->n > L->h && t < L->e[L->n - 1]) {
-        int64_t lo = L->h, hi = L->n - 1; /* first interval ending after t */
+    ssd_span *v = L->v;
+    int64_t h = L->head, n = L->n;
+    while (h < n && v[h].end_ns <= floor_ns) /* drop intervals over before the floor */
+        h++;
+    if (h == n)
+        h = n = 0;
+    L->head = h;
+    L->n = n;
+    int64_t c = t, j = n;
+    if (n > h && t < v[n - 1].end_ns) {
+        int64_t lo = h, hi = n - 1; /* first interval ending after t */
         while (lo < hi) {
             int64_t mid = (lo + hi) / 2;
-            if (L->e[mid] > t)
+            if (v[mid].end_ns > t)
                 hi = mid;
             else
                 lo = mid + 1;
         }
-        for (j = lo; j < L->n; j++) {
-            if (L->s[j] >= c + dur)
+        for (j = lo; j < n; j++) {
+            if (v[j].start_ns >= c + dur)
                 break;
-            if (L->e[j] > c)
-                c = L->e[j];
+            if (v[j].end_ns > c)
+                c = v[j].end_ns;
         }
     }
     /* place [c, c+dur) before index j, merging with touching neighbours */
-    int prev_touch = (j > L->h && L->e[j - 1] == c);
-    int next_touch = (j < L->n && L->s[j] == c + dur);
+    int prev_touch = (j > h && v[j - 1].end_ns == c);
+    int next_touch = (j < n && v[j].start_ns == c + dur);
     if (prev_touch && next_touch) {
-        L->e[j - 1] = L->e[j];
-        memmove(L->s + j, L->s + j + 1, (size_t)(L->n - j - 1) * sizeof(int64_t));
-        memmove(L->e + j, L->e + j + 1, (size_t)(L->n - j - 1) * sizeof(int64_t));
-        L->n--;
+        v[j - 1].end_ns = v[j].end_ns;
+        memmove(v + j, v + j + 1, (size_t)(n - j - 1) * sizeof(ssd_span));
+        L->n = n - 1;
     } else if (prev_touch) {
-        L->e[j - 1] = c + dur;
+        v[j - 1].end_ns = c + dur;
     } else if (next_touch) {
-        L->s[j] = c;
+        v[j].start_ns = c;
     } else {
         j -= tl_room(L);
-        if (j < L->n) {
-            memmove(L->s + j + 1, L->s + j, (size_t)(L->n - j) * sizeof(int64_t));
-            memmove(L->e + j + 1, L->e + j, (size_t)(L->n - j) * sizeof(int64_t));
-        }
-        L->s[j] = c;
-        L->e[j] = c + dur;
-        L->n++;
+        v = L->v;
+        n = L->n;
+        if (j < n)
+            memmove(v + j + 1, v + j, (size_t)(n - j) * sizeof(ssd_span));
+        v[j].start_ns = c;
+        v[j].end_ns = c + dur;
+        L->n = n + 1;
     }
     return c;
 }
 
+/* ---- set-up ---- */
+
 int ssd_timing_init(ssd_timing *T, const ssd_params *p)
 {
     memset(T, 0, sizeof(*T));
-    T->n_ch = p->channels;
+    T->n_channels = p->channels;
     T->n_dies = p->channels * p->dies_per_channel;
-    T->ch = (ssd_tl *)calloc((size_t)T->n_ch, sizeof(ssd_tl));
-    T->die_free = (int64_t *)calloc((size_t)T->n_dies, sizeof(int64_t));
-    T->ch_ns_per_byte = 1000.0 / p->channel_mb_s; /* MB/s = 1e6 B/s -> ns per byte */
+    T->channel = (ssd_tl *)calloc((size_t)T->n_channels, sizeof(ssd_tl));
+    T->die_free_ns = (int64_t *)calloc((size_t)T->n_dies, sizeof(int64_t));
+    T->channel_ns_per_byte = 1000.0 / p->channel_mb_s; /* MB/s = 1e6 B/s -> ns per byte */
     T->link_ns_per_byte = 1000.0 / p->host_link_mb_s;
-    T->t_read = ns_of_us(p->t_read_us);
-    T->t_prog = ns_of_us(p->t_prog_us);
-    T->t_erase = ns_of_us(p->t_erase_us);
-    T->t_cmd = ns_of_us(p->cmd_overhead_us);
-    T->ppb = p->pages_per_block > 0 ? p->pages_per_block : 1;
-    T->page_size = p->page_size;
+    T->t_read_ns = ns_of_us(p->t_read_us);
+    T->t_prog_ns = ns_of_us(p->t_prog_us);
+    T->t_erase_ns = ns_of_us(p->t_erase_us);
+    T->t_cmd_ns = ns_of_us(p->cmd_overhead_us);
+    T->pages_per_block = p->pages_per_block > 0 ? p->pages_per_block : 1;
+    T->page_bytes = p->page_size;
     T->suspend = p->suspend != 0;
-    T->t_sus = ns_of_us(p->t_suspend_us);
-    T->rd_end = (int64_t *)calloc((size_t)T->n_dies, sizeof(int64_t));
-    T->wb_cap = p->write_buffer_bytes / SSD_UNIT;
-    if (T->wb_cap < 1)
-        T->wb_cap = 1;
-    T->wb_size = T->wb_cap + 64;
-    T->wb_heap = (ssd_wb_ent *)malloc((size_t)T->wb_size * sizeof(ssd_wb_ent));
-    if (!T->ch || !T->die_free || !T->wb_heap || !T->rd_end) {
+    T->t_suspend_ns = ns_of_us(p->t_suspend_us);
+    T->read_end_ns = (int64_t *)calloc((size_t)T->n_dies, sizeof(int64_t));
+    T->wb_cap_units = p->write_buffer_bytes / SSD_UNIT;
+    if (T->wb_cap_units < 1)
+        T->wb_cap_units = 1;
+    if (!T->channel || !T->die_free_ns || !T->read_end_ns ||
+        heap_reserve(&T->wb, T->wb_cap_units + 64) < 0) {
         ssd_timing_free(T);
         return -1;
     }
@@ -156,24 +230,22 @@ int ssd_timing_init(ssd_timing *T, const ssd_params *p)
 
 void ssd_timing_free(ssd_timing *T)
 {
-    if (T->ch)
-        for (int c = 0; c < T->n_ch; c++)
-            tl_free(&T->ch[c]);
+    if (T->channel)
+        for (int c = 0; c < T->n_channels; c++)
+            tl_free(&T->channel[c]);
     tl_free(&T->link_in);
     tl_free(&T->link_out);
-    free(T->ch);
-    free(T->die_free);
-    free(T->rd_end);
-    free(T->wb_heap);
-    free(T->qheap);
-    T->ch = NULL;
-    T->die_free = NULL;
-    T->rd_end = NULL;
-    T->wb_heap = NULL;
-    T->qheap = NULL;
+    free(T->channel);
+    free(T->die_free_ns);
+    free(T->read_end_ns);
+    heap_free(&T->wb);
+    heap_free(&T->queue);
+    T->channel = NULL;
+    T->die_free_ns = NULL;
+    T->read_end_ns = NULL;
 }
 
-static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+/* ---- flash operations ---- */
 
 static inline int64_t xfer(double ns_per_byte, int64_t bytes)
 {
@@ -182,15 +254,15 @@ static inline int64_t xfer(double ns_per_byte, int64_t bytes)
 
 int64_t ssd_nand_read(ssd_timing *T, int die, int64_t t, int64_t bytes)
 {
-    int ch = die % T->n_ch;
-    int64_t s = max64(t, T->die_free[die]);
-    int64_t sensed = s + T->t_read;
-    T->die_free[die] = sensed; /* cache read: the die senses the next page during the transfer */
-    int64_t x = xfer(T->ch_ns_per_byte, bytes);
-    int64_t ce = tl_reserve(&T->ch[ch], sensed, x, T->floor) + x;
+    int ch = die % T->n_channels;
+    int64_t s = max64(t, T->die_free_ns[die]);
+    int64_t sensed = s + T->t_read_ns;
+    T->die_free_ns[die] = sensed; /* cache read: the die senses the next page during the transfer */
+    int64_t x = xfer(T->channel_ns_per_byte, bytes);
+    int64_t ce = tl_reserve(&T->channel[ch], sensed, x, T->floor_ns) + x;
     T->cnt.media_read_bytes += bytes;
     T->cnt.nand_read_ops++;
-    T->cnt.die_busy_ns += T->t_read;
+    T->cnt.die_busy_ns += T->t_read_ns;
     return ce;
 }
 
@@ -202,114 +274,93 @@ int64_t ssd_host_read(ssd_timing *T, int die, int64_t t, int64_t bytes)
 {
     if (!T->suspend)
         return ssd_nand_read(T, die, t, bytes);
-    int64_t busy = T->die_free[die];
+    int64_t busy = T->die_free_ns[die];
     if (busy <= t) {
         int64_t ce = ssd_nand_read(T, die, t, bytes);
-        T->rd_end[die] = T->die_free[die];
+        T->read_end_ns[die] = T->die_free_ns[die];
         return ce;
     }
     int64_t s;
-    if (T->rd_end[die] > t) {
-        s = T->rd_end[die]; /* behind host reads already in front of the suspended work */
+    if (T->read_end_ns[die] > t) {
+        s = T->read_end_ns[die]; /* behind host reads already in front of the suspended work */
     } else {
-        s = t + T->t_sus;   /* suspend the die's work, or wait for it if it ends sooner */
+        s = t + T->t_suspend_ns; /* suspend the die's work, or wait for it if it ends sooner */
         if (s > busy)
             s = busy;
     }
-    int64_t sensed = s + T->t_read;
+    int64_t sensed = s + T->t_read_ns;
     if (busy > s) {
-        T->die_free[die] = busy + T->t_read; /* the suspended work resumes after the read */
-        wb_push_back(T, die, s, T->t_read);
+        T->die_free_ns[die] = busy + T->t_read_ns; /* the suspended work resumes after the read */
+        wb_push_back(T, die, s, T->t_read_ns);
         T->cnt.suspend_count++;
     } else {
-        T->die_free[die] = sensed;
+        T->die_free_ns[die] = sensed;
     }
-    T->rd_end[die] = sensed;
-    int64_t x = xfer(T->ch_ns_per_byte, bytes);
-    int64_t ce = tl_reserve(&T->ch[die % T->n_ch], sensed, x, T->floor) + x;
+    T->read_end_ns[die] = sensed;
+    int64_t x = xfer(T->channel_ns_per_byte, bytes);
+    int64_t ce = tl_reserve(&T->channel[die % T->n_channels], sensed, x, T->floor_ns) + x;
     T->cnt.media_read_bytes += bytes;
     T->cnt.nand_read_ops++;
-    T->cnt.die_busy_ns += T->t_read;
+    T->cnt.die_busy_ns += T->t_read_ns;
     return ce;
 }
 
 int64_t ssd_nand_prog(ssd_timing *T, int die, int64_t t, int64_t bytes)
 {
-    int ch = die % T->n_ch;
-    int64_t x = xfer(T->ch_ns_per_byte, bytes);
-    int64_t cs = tl_reserve(&T->ch[ch], max64(t, T->die_free[die]), x, T->floor);
+    int ch = die % T->n_channels;
+    int64_t x = xfer(T->channel_ns_per_byte, bytes);
+    int64_t cs = tl_reserve(&T->channel[ch], max64(t, T->die_free_ns[die]), x, T->floor_ns);
     int64_t ce = cs + x;
-    int64_t done = ce + T->t_prog;
-    T->die_free[die] = done;
+    int64_t done = ce + T->t_prog_ns;
+    T->die_free_ns[die] = done;
     T->cnt.nand_prog_ops++;
     T->cnt.die_busy_ns += done - cs;
     return done;
 }
 
-static int64_t erase_for(ssd_timing *T, int die, int64_t t, int64_t dur, int64_t pages)
+static int64_t erase_for(ssd_timing *T, int die, int64_t t, int64_t dur_ns, int64_t pages)
 {
-    int64_t s = max64(t, T->die_free[die]);
-    T->die_free[die] = s + dur;
+    int64_t s = max64(t, T->die_free_ns[die]);
+    T->die_free_ns[die] = s + dur_ns;
     T->cnt.erase_count++;
-    T->cnt.die_busy_ns += dur;
-    T->cnt.erase_ns += dur;
-    T->cnt.erase_bytes += pages * T->page_size;
-    return T->die_free[die];
+    T->cnt.die_busy_ns += dur_ns;
+    T->cnt.erase_ns += dur_ns;
+    T->cnt.erase_bytes += pages * T->page_bytes;
+    return T->die_free_ns[die];
 }
 
 /* Erase of one block of the configured size (pages_per_block): t_erase. */
 int64_t ssd_nand_erase(ssd_timing *T, int die, int64_t t)
 {
-    return erase_for(T, die, t, T->t_erase, T->ppb);
+    return erase_for(T, die, t, T->t_erase_ns, T->pages_per_block);
 }
 
 /* Erase of a block of `pages` pages: t_erase scaled to its size (same cost per erased byte). */
 int64_t ssd_nand_erase_pages(ssd_timing *T, int die, int64_t t, int64_t pages)
 {
-    int64_t dur = (T->t_erase * pages + T->ppb / 2) / T->ppb;
+    int64_t ppb = T->pages_per_block;
+    int64_t dur = (T->t_erase_ns * pages + ppb / 2) / ppb;
     return erase_for(T, die, t, dur, pages);
 }
 
 int64_t ssd_link_in(ssd_timing *T, int64_t t, int64_t bytes)
 {
     int64_t x = xfer(T->link_ns_per_byte, bytes);
-    return tl_reserve(&T->link_in, t, x, T->floor) + x;
+    return tl_reserve(&T->link_in, t, x, T->floor_ns) + x;
 }
 
 int64_t ssd_link_out(ssd_timing *T, int64_t t, int64_t bytes)
 {
     int64_t x = xfer(T->link_ns_per_byte, bytes);
-    return tl_reserve(&T->link_out, t, x, T->floor) + x;
+    return tl_reserve(&T->link_out, t, x, T->floor_ns) + x;
 }
 
-/* ---- write buffer: min-heap of in-flight programs keyed by completion time ---- */
+/* ---- write buffer: programs in flight on the heap, keyed by completion ---- */
 
-static void wb_sift_down(ssd_wb_ent *h, int64_t n, int64_t i)
+static inline void wb_pop(ssd_timing *T)
 {
-    ssd_wb_ent x = h[i];
-    for (;;) {
-        int64_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && h[c + 1].t < h[c].t)
-            c++;
-        if (h[c].t >= x.t)
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = x;
-}
-
-static void wb_pop(ssd_timing *T)
-{
-    ssd_wb_ent *h = T->wb_heap;
-    T->wb_inflight -= h[0].units;
-    int64_t n = --T->wb_n;
-    if (n == 0)
-        return;
-    h[0] = h[n];
-    wb_sift_down(h, n, 0);
+    T->wb_inflight_units -= T->wb.a[0].units;
+    heap_pop(&T->wb);
 }
 
 /* A suspend on `die` at `after` delays the die's programs completing after it by dt: their
@@ -317,42 +368,13 @@ static void wb_pop(ssd_timing *T)
 static void wb_push_back(ssd_timing *T, int die, int64_t after, int64_t dt)
 {
     int changed = 0;
-    for (int64_t i = 0; i < T->wb_n; i++)
-        if (T->wb_heap[i].die == die && T->wb_heap[i].t > after) {
-            T->wb_heap[i].t += dt;
+    for (int64_t i = 0; i < T->wb.n; i++)
+        if (T->wb.a[i].die == die && T->wb.a[i].key_ns > after) {
+            T->wb.a[i].key_ns += dt;
             changed = 1;
         }
     if (changed)
-        for (int64_t i = T->wb_n / 2 - 1; i >= 0; i--)
-            wb_sift_down(T->wb_heap, T->wb_n, i);
-}
-
-static void wb_push(ssd_timing *T, int die, int64_t t, int64_t units)
-{
-    if (T->wb_n >= T->wb_size) {
-        /* more programs in flight than expected (only when programs are tiny): merge into
-           the latest-completing entry is not cheap; grow instead */
-        int64_t ns = T->wb_size * 2;
-        ssd_wb_ent *nh = (ssd_wb_ent *)realloc(T->wb_heap, (size_t)ns * sizeof(ssd_wb_ent));
-        if (!nh) { /* cannot track: treat as already released */
-            return;
-        }
-        T->wb_heap = nh;
-        T->wb_size = ns;
-    }
-    ssd_wb_ent *h = T->wb_heap;
-    int64_t i = T->wb_n++;
-    while (i > 0) {
-        int64_t p = (i - 1) / 2;
-        if (h[p].t <= t)
-            break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i].t = t;
-    h[i].units = (int32_t)units;
-    h[i].die = die;
-    T->wb_inflight += units;
+        heap_rebuild(&T->wb);
 }
 
 /* Reserve `units` of buffer at time t; returns the time the space is available.  Data that is
@@ -360,69 +382,40 @@ static void wb_push(ssd_timing *T, int die, int64_t t, int64_t units)
    in flight can free space, so a buffer filled by pending data alone does not stall. */
 int64_t ssd_wb_reserve(ssd_timing *T, int64_t t, int64_t units)
 {
-    while (T->wb_n > 0 && T->wb_heap[0].t <= t)
+    while (T->wb.n > 0 && T->wb.a[0].key_ns <= t)
         wb_pop(T);
-    while (T->wb_n > 0 && T->wb_pending + T->wb_inflight + units > T->wb_cap) {
-        t = max64(t, T->wb_heap[0].t);
+    while (T->wb.n > 0 && T->wb_pending_units + T->wb_inflight_units + units > T->wb_cap_units) {
+        t = max64(t, T->wb.a[0].key_ns);
         wb_pop(T);
     }
-    T->wb_pending += units;
+    T->wb_pending_units += units;
     return t;
 }
 
 void ssd_wb_program(ssd_timing *T, int die, int64_t done, int64_t units)
 {
-    if (units > T->wb_pending)
-        units = T->wb_pending;
+    if (units > T->wb_pending_units)
+        units = T->wb_pending_units;
     if (units <= 0)
         return;
-    T->wb_pending -= units;
-    wb_push(T, die, done, units);
+    T->wb_pending_units -= units;
+    /* more programs in flight than expected (only when programs are tiny): grow; if that
+       fails the program cannot be tracked and its space counts as released */
+    if (T->wb.n >= T->wb.cap && heap_reserve(&T->wb, T->wb.cap * 2) < 0)
+        return;
+    ssd_heap_ent e = {done, (int32_t)units, die};
+    heap_push(&T->wb, e);
+    T->wb_inflight_units += units;
 }
 
 void ssd_wb_drop(ssd_timing *T, int64_t units)
 {
-    T->wb_pending -= units;
-    if (T->wb_pending < 0)
-        T->wb_pending = 0;
+    T->wb_pending_units -= units;
+    if (T->wb_pending_units < 0)
+        T->wb_pending_units = 0;
 }
 
 /* ---- queue-depth issue loop ---- */
-
-static void q_push(int64_t *h, int64_t *n, int64_t t)
-{
-    int64_t i = (*n)++;
-    while (i > 0) {
-        int64_t p = (i - 1) / 2;
-        if (h[p] <= t)
-            break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = t;
-}
-
-static int64_t q_pop(int64_t *h, int64_t *n)
-{
-    int64_t top = h[0];
-    int64_t m = --(*n);
-    if (m > 0) {
-        int64_t x = h[m], i = 0;
-        for (;;) {
-            int64_t c = 2 * i + 1;
-            if (c >= m)
-                break;
-            if (c + 1 < m && h[c + 1] < h[c])
-                c++;
-            if (h[c] >= x)
-                break;
-            h[i] = h[c];
-            i = c;
-        }
-        h[i] = x;
-    }
-    return top;
-}
 
 /* Issue requests in order with at most qd outstanding: the first qd at T->now, each later one
    when the earliest outstanding request completes.  out[i] = completion (seconds).
@@ -438,16 +431,12 @@ int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf, int64
         qd = 1;
     if (qd > n)
         qd = n > 0 ? n : 1;
-    if (T->qcap < qd) {
-        int64_t *nq = (int64_t *)realloc(T->qheap, (size_t)qd * sizeof(int64_t));
-        if (!nq)
-            return -1;
-        T->qheap = nq;
-        T->qcap = qd;
-    }
-    int64_t *h = T->qheap, hn = 0;
+    if (heap_reserve(&T->queue, qd) < 0)
+        return -1;
+    ssd_heap *Q = &T->queue;
+    Q->n = 0;
     int64_t start = T->now, last = T->now;
-    T->floor = start;
+    T->floor_ns = start;
     for (int64_t i = 0; i < n; i++) {
         if (pf) {
             if (i + PF_FAR < n)
@@ -455,8 +444,9 @@ int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf, int64
             if (i + PF_NEAR < n)
                 pf(ftl, 1, ops[i + PF_NEAR], offs[i + PF_NEAR]);
         }
-        int64_t t = (hn < qd) ? start : q_pop(h, &hn);
-        T->floor = t;
+        int full = Q->n >= qd;
+        int64_t t = full ? Q->a[0].key_ns : start;
+        T->floor_ns = t;
         int64_t c = fn(ftl, ops[i], offs[i], lens[i], t);
         if (c < 0) {
             T->now = last;
@@ -467,7 +457,11 @@ int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf, int64
         out[i] = (double)c * 1e-9;
         if (c > last)
             last = c;
-        q_push(h, &hn, c);
+        ssd_heap_ent e = {c, 0, 0};
+        if (full)
+            heap_replace_top(Q, e); /* the request issued at t took the earliest one's slot */
+        else
+            heap_push(Q, e);
     }
     T->now = last;
     return 0;

@@ -11,21 +11,54 @@
  *   zns_ftl.c  zoned mapping: a zone is a fixed set of erase blocks striped across dies,
  *              reset = erase (same cost per erased byte as the conventional FTL), no device GC.
  *
- * All times are int64 nanoseconds of modeled device time.  Sizes in bytes unless named *_units
- * (4 KiB mapping units).  Nothing here allocates per request.
+ * All times are int64 nanoseconds of modeled device time (fields named *_ns), sizes are bytes
+ * (*_bytes) or 4 KiB mapping units (*_units).  Nothing here allocates per request.
+ *
+ * The parts between "cffi:begin" and "cffi:end" markers are the Python-visible API:
+ * native/build_native.py hands them to cffi (comments and preprocessor lines stripped, the fields
+ * after a "cffi:opaque-rest" marker replaced by "...;").  Keep them plain C declarations.
  */
 #ifndef ZSWAP_SSD_H
 #define ZSWAP_SSD_H
 
 #include <stdint.h>
 
-#define SSD_UNIT 4096
-#define SSD_NONE 0xFFFFFFFFu
+#define SSD_UNIT 4096           /* mapping unit and logical block, bytes */
+#define SSD_NONE 0xFFFFFFFFu    /* unmapped entry of l2p / p2l */
 
 #define SSD_OP_READ 0
 #define SSD_OP_WRITE 1
 #define SSD_OP_TRIM 2
 
+/* Binary min-heap entry: key (a completion time, ns) and what completes then. */
+typedef struct {
+    int64_t key_ns;             /* completion time */
+    int32_t units;              /* write buffer: 4 KiB units the program releases */
+    int32_t die;                /* write buffer: die of the program (a suspend there delays it) */
+} ssd_heap_ent;
+
+/* One binary min-heap implementation (ssd.c) serves the write buffer's programs in flight
+   and the issue loop's outstanding requests. */
+typedef struct {
+    ssd_heap_ent *a;
+    int64_t n, cap;             /* entries used, entries allocated */
+} ssd_heap;
+
+/* One busy interval [start_ns, end_ns) of a transfer resource. */
+typedef struct {
+    int64_t start_ns, end_ns;
+} ssd_span;
+
+/* Timeline of a shared transfer resource (channel, link direction): sorted, merged busy
+   intervals from the current floor on.  Reservations arrive out of time order (a die's queued
+   work reserves its channel ahead of time), so a transfer takes the earliest gap that fits
+   rather than queueing behind the latest reservation. */
+typedef struct {
+    ssd_span *v;
+    int64_t head, n, cap;       /* live intervals are v[head, n) */
+} ssd_tl;
+
+/* cffi:begin */
 typedef struct {
     int64_t host_write_bytes;
     int64_t host_read_bytes;
@@ -37,8 +70,8 @@ typedef struct {
     int64_t erase_count;        /* erase-block erases */
     int64_t gc_runs;            /* victim blocks cleaned by device GC */
     int64_t buffer_read_bytes;  /* host reads served from the write buffer */
-    int64_t nand_read_ops;
-    int64_t nand_prog_ops;
+    int64_t nand_read_ops;      /* flash page reads (host + GC) */
+    int64_t nand_prog_ops;      /* program-unit programs (host + GC + padding) */
     int64_t die_busy_ns;        /* die time of reads, programs (with their transfer) and erases */
     int64_t erase_ns;           /* die time spent erasing */
     int64_t erase_bytes;        /* flash bytes erased (erase block or zone slice sizes) */
@@ -47,84 +80,51 @@ typedef struct {
     int64_t suspend_count;      /* host reads that suspended a die's program/erase work */
 } ssd_counters;
 
+/* Device parameters, as Python's presets give them (microseconds, MB/s = 1e6 B/s). */
 typedef struct {
-    int32_t channels;
-    int32_t dies_per_channel;
+    int32_t channels;           /* flash channels */
+    int32_t dies_per_channel;   /* dies (LUNs) per channel; die d is on channel d % channels */
     int32_t page_size;          /* flash page bytes (read unit), multiple of 4096 */
-    int32_t pages_per_block;    /* multiple of oneshot_pages */
+    int32_t pages_per_block;    /* erase block in pages, multiple of oneshot_pages */
     int32_t oneshot_pages;      /* pages programmed together on one die (TLC one-shot) */
-    double t_read_us;
-    double t_prog_us;
-    double t_erase_us;
-    double channel_mb_s;
-    double host_link_mb_s;
-    double cmd_overhead_us;
+    double t_read_us;           /* array read (tR) of one page */
+    double t_prog_us;           /* program of one program unit (oneshot_pages pages) */
+    double t_erase_us;          /* erase of one block of pages_per_block pages */
+    double channel_mb_s;        /* per-channel transfer rate */
+    double host_link_mb_s;      /* host link rate per direction */
+    double cmd_overhead_us;     /* controller latency per command */
     int64_t write_buffer_bytes; /* DRAM write buffer */
     double t_suspend_us;        /* program/erase suspend latency (a read waits at most this) */
     int32_t suspend;            /* 1 = host reads suspend programs/erases on their die */
 } ssd_params;
 
 typedef struct {
-    int64_t t;
-    int32_t units;
-    int32_t die; /* die of the program (a suspend on that die pushes t back) */
-} ssd_wb_ent;
-
-/* Timeline of a shared transfer resource (channel, link direction): sorted, merged busy
-   intervals from the current floor on.  Reservations arrive out of time order (a die's queued
-   work reserves its channel ahead of time), so a transfer takes the earliest gap that fits
-   rather than queueing behind the latest reservation. */
-typedef struct {
-    int64_t *s, *e;
-    int64_t h, n, cap; /* live intervals are [h, n) */
-    int64_t busy_ns;
-} ssd_tl;
-
-typedef struct {
-    int n_ch, n_dies;
-    ssd_tl *ch;                 /* per channel */
-    int64_t *die_free;          /* busy-until per die (dies queue their own work in order) */
+    int64_t now;                /* ns: the model's clock; a submit issues its first requests at it */
+    ssd_counters cnt;
+    /* cffi:opaque-rest */
+    int n_channels, n_dies;
+    ssd_tl *channel;            /* per channel: transfer timeline */
     ssd_tl link_in;             /* host -> device */
     ssd_tl link_out;            /* device -> host */
-    int64_t floor;              /* no reservation starts before this (current issue time) */
-    double ch_ns_per_byte, link_ns_per_byte;
-    int64_t t_read, t_prog, t_erase, t_cmd;
-    int32_t ppb, page_size;     /* the erase block t_erase is for (erase_pages scales from it) */
-    int suspend;                /* program/erase suspend for host reads */
-    int64_t t_sus;              /* suspend latency */
-    int64_t *rd_end;            /* per die: end of the last host-read sense (reads keep FIFO order) */
-    /* write buffer, in 4 KiB units: pending = accepted, not yet handed to a program;
-       inflight = in a program that completes at heap[].t */
-    int64_t wb_cap, wb_pending, wb_inflight;
-    ssd_wb_ent *wb_heap;
-    int64_t wb_n, wb_size;
-    int64_t now;
-    int64_t *qheap;
-    int64_t qcap;
-    ssd_counters cnt;
+    int64_t *die_free_ns;       /* per die: busy until (a die does its own work in issue order) */
+    int64_t *read_end_ns;       /* per die: end of the last host-read sense (suspend: FIFO reads) */
+    int64_t floor_ns;           /* no reservation starts before this (the current issue time) */
+    double channel_ns_per_byte; /* channel transfer time */
+    double link_ns_per_byte;    /* host link transfer time */
+    int64_t t_read_ns;          /* page sense */
+    int64_t t_prog_ns;          /* program of one program unit */
+    int64_t t_erase_ns;         /* erase of one block of pages_per_block pages */
+    int64_t t_cmd_ns;           /* controller latency per command */
+    int64_t t_suspend_ns;       /* longest wait of a host read for a program/erase to suspend */
+    int32_t pages_per_block;    /* the erase block t_erase_ns is for (erase_pages scales from it) */
+    int32_t page_bytes;         /* flash page */
+    int32_t suspend;            /* program/erase suspend for host reads */
+    /* write buffer in 4 KiB units: pending = accepted, not yet handed to a program;
+       inflight = in a program that completes at its wb heap key */
+    int64_t wb_cap_units, wb_pending_units, wb_inflight_units;
+    ssd_heap wb;                /* programs in flight, keyed by completion */
+    ssd_heap queue;             /* the issue loop's outstanding requests, keyed by completion */
 } ssd_timing;
-
-/* ---- timing model (ssd.c) ---- */
-int ssd_timing_init(ssd_timing *T, const ssd_params *p);
-void ssd_timing_free(ssd_timing *T);
-int64_t ssd_nand_read(ssd_timing *T, int die, int64_t t, int64_t bytes);
-int64_t ssd_nand_prog(ssd_timing *T, int die, int64_t t, int64_t bytes);
-int64_t ssd_nand_erase(ssd_timing *T, int die, int64_t t);
-int64_t ssd_nand_erase_pages(ssd_timing *T, int die, int64_t t, int64_t pages);
-int64_t ssd_host_read(ssd_timing *T, int die, int64_t t, int64_t bytes);
-int64_t ssd_link_in(ssd_timing *T, int64_t t, int64_t bytes);
-int64_t ssd_link_out(ssd_timing *T, int64_t t, int64_t bytes);
-int64_t ssd_wb_reserve(ssd_timing *T, int64_t t, int64_t units);
-void ssd_wb_program(ssd_timing *T, int die, int64_t done, int64_t units);
-void ssd_wb_drop(ssd_timing *T, int64_t units);
-
-/* one request: returns its completion time, or < 0 on error */
-typedef int64_t (*ssd_req_fn)(void *ftl, int op, int64_t off, int64_t len, int64_t t_issue);
-/* optional: warm the caches for a request issued later (stage 0 far ahead, stage 1 nearer) */
-typedef void (*ssd_pf_fn)(void *ftl, int stage, int op, int64_t off);
-int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf, int64_t n,
-                    const uint8_t *ops, const int64_t *offs, const int64_t *lens, int64_t qd,
-                    double *out);
 
 /* ---- conventional FTL (conv_ftl.c) ---- */
 typedef struct conv_ftl conv_ftl;
@@ -151,5 +151,28 @@ void zns_finish(zns_ftl *Z, int64_t zone);
 ssd_timing *zns_timing(zns_ftl *Z);
 int32_t zns_dies_per_zone(zns_ftl *Z);
 int64_t zns_zone_wp(zns_ftl *Z, int64_t zone);
+/* cffi:end */
+
+/* ---- timing model (ssd.c), used by the FTLs ---- */
+int ssd_timing_init(ssd_timing *T, const ssd_params *p);
+void ssd_timing_free(ssd_timing *T);
+int64_t ssd_nand_read(ssd_timing *T, int die, int64_t t, int64_t bytes);
+int64_t ssd_nand_prog(ssd_timing *T, int die, int64_t t, int64_t bytes);
+int64_t ssd_nand_erase(ssd_timing *T, int die, int64_t t);
+int64_t ssd_nand_erase_pages(ssd_timing *T, int die, int64_t t, int64_t pages);
+int64_t ssd_host_read(ssd_timing *T, int die, int64_t t, int64_t bytes);
+int64_t ssd_link_in(ssd_timing *T, int64_t t, int64_t bytes);
+int64_t ssd_link_out(ssd_timing *T, int64_t t, int64_t bytes);
+int64_t ssd_wb_reserve(ssd_timing *T, int64_t t, int64_t units);
+void ssd_wb_program(ssd_timing *T, int die, int64_t done, int64_t units);
+void ssd_wb_drop(ssd_timing *T, int64_t units);
+
+/* one request: returns its completion time, or < 0 on error */
+typedef int64_t (*ssd_req_fn)(void *ftl, int op, int64_t off, int64_t len, int64_t t_issue);
+/* optional: warm the caches for a request issued later (stage 0 far ahead, stage 1 nearer) */
+typedef void (*ssd_pf_fn)(void *ftl, int stage, int op, int64_t off);
+int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf, int64_t n,
+                    const uint8_t *ops, const int64_t *offs, const int64_t *lens, int64_t qd,
+                    double *out);
 
 #endif

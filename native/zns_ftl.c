@@ -2,11 +2,11 @@
  * zns_ftl.c - zoned mapping on the shared timing model.  No mapping table, no device GC.
  *
  * A zone's capacity is cut into program units (one-shot units of oneshot_pages flash pages);
- * program unit p of zone z lives on die (base(z) + p % dpz) % n_dies, where
- *   dpz = min(n_dies, program units per zone)     (a small zone uses fewer dies), and
- *   base(z) = (z * dpz) % n_dies                   (small zones are spread over the dies).
+ * program unit p of zone z lives on die (base(z) + p % dies_per_zone) % n_dies, where
+ *   dies_per_zone = min(n_dies, program units per zone)     (a small zone uses fewer dies), and
+ *   base(z) = (z * dies_per_zone) % n_dies                   (small zones are spread over the dies).
  * Each die's share of a zone (its "slice") is a whole number of erase blocks: the slice is
- * ceil(units / dpz) program units; if that is larger than one preset erase block it takes several
+ * ceil(units / dies_per_zone) program units; if that is larger than one preset erase block it takes several
  * blocks (erased one after another on that die), otherwise the zone geometry defines the block
  * (as NVMeVirt does: BLK_SIZE = ZONE_SIZE / DIES_PER_ZONE).  Reset = erase of the slices that
  * were programmed, in parallel over the zone's dies.  An erase costs t_erase scaled by the
@@ -27,26 +27,32 @@
 struct zns_ftl {
     ssd_timing T;
     int n_dies;
-    int32_t upp, upu, ppb, oneshot;
-    int64_t nr_zones, zone_size, zone_cap;
-    int64_t zone_units, pus_per_zone;
-    int32_t dpz;
-    int64_t *wp;    /* units written (data accepted) */
-    int64_t *prog;  /* units handed to NAND programs (incl. padded ones) */
-    int64_t *ready; /* time the zone's pending data last arrived */
+    int32_t units_per_page;     /* 4 KiB units per flash page */
+    int32_t units_per_prog;     /* 4 KiB units per program unit */
+    int32_t pages_per_block;    /* the preset's erase block, in pages */
+    int32_t oneshot_pages;      /* pages per program unit */
+    int64_t nr_zones;
+    int64_t zone_bytes;         /* zone size (address space) */
+    int64_t zone_cap_bytes;     /* zone capacity (writable) */
+    int64_t zone_units;         /* zone capacity in 4 KiB units */
+    int64_t progs_per_zone;     /* program units per zone capacity (the last may be short) */
+    int32_t dies_per_zone;      /* dies a zone is striped over */
+    int64_t *wp_units;          /* per zone: units written (data accepted) */
+    int64_t *prog_units;        /* per zone: units handed to NAND programs (incl. padded ones) */
+    int64_t *ready_ns;          /* per zone: time the zone's pending data last arrived */
 };
 
 static inline int zdie(const zns_ftl *Z, int64_t z, int64_t pu)
 {
-    int64_t base = (z * Z->dpz) % Z->n_dies;
-    return (int)((base + pu % Z->dpz) % Z->n_dies);
+    int64_t base = (z * Z->dies_per_zone) % Z->n_dies;
+    return (int)((base + pu % Z->dies_per_zone) % Z->n_dies);
 }
 
 static void zns_program_pu(zns_ftl *Z, int64_t z, int64_t pu, int64_t units, int64_t t)
 {
-    int64_t pad = (int64_t)Z->upu - units;
+    int64_t pad = (int64_t)Z->units_per_prog - units;
     int die = zdie(Z, z, pu);
-    int64_t done = ssd_nand_prog(&Z->T, die, t, (int64_t)Z->upu * SSD_UNIT);
+    int64_t done = ssd_nand_prog(&Z->T, die, t, (int64_t)Z->units_per_prog * SSD_UNIT);
     ssd_wb_program(&Z->T, die, done, units);
     if (pad > 0) {
         Z->T.cnt.pad_bytes += pad * SSD_UNIT;
@@ -59,33 +65,33 @@ static int64_t zns_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_is
     zns_ftl *Z = (zns_ftl *)ftl;
     ssd_timing *T = &Z->T;
     if (off < 0 || len < 0 || (off % SSD_UNIT) || (len % SSD_UNIT) ||
-        off + len > Z->nr_zones * Z->zone_size)
+        off + len > Z->nr_zones * Z->zone_bytes)
         return -1;
-    int64_t t = t_issue + T->t_cmd;
+    int64_t t = t_issue + T->t_cmd_ns;
     int64_t n = len / SSD_UNIT;
     if (op == SSD_OP_WRITE) {
         t = ssd_wb_reserve(T, t, n);
         int64_t done = ssd_link_in(T, t, len);
         /* a write lies inside one zone's capacity (the device layer enforces it) */
-        int64_t z = off / Z->zone_size;
-        int64_t u0 = (off % Z->zone_size) / SSD_UNIT;
+        int64_t z = off / Z->zone_bytes;
+        int64_t u0 = (off % Z->zone_bytes) / SSD_UNIT;
         if (u0 + n > Z->zone_units)
             return -1;
         for (int64_t u = u0; u < u0 + n; u++) {
-            int64_t in_pu = u % Z->upu + 1;
-            if (in_pu == Z->upu || u + 1 == Z->zone_units) {
+            int64_t in_pu = u % Z->units_per_prog + 1;
+            if (in_pu == Z->units_per_prog || u + 1 == Z->zone_units) {
                 int64_t first = u + 1 - in_pu;
                 /* program the part of the unit not already programmed */
-                int64_t lo = Z->prog[z] > first ? Z->prog[z] : first;
+                int64_t lo = Z->prog_units[z] > first ? Z->prog_units[z] : first;
                 if (u + 1 > lo) {
-                    zns_program_pu(Z, z, u / Z->upu, u + 1 - lo, done);
-                    Z->prog[z] = u + 1;
+                    zns_program_pu(Z, z, u / Z->units_per_prog, u + 1 - lo, done);
+                    Z->prog_units[z] = u + 1;
                 }
             }
         }
-        if (u0 + n > Z->wp[z])
-            Z->wp[z] = u0 + n;
-        Z->ready[z] = done;
+        if (u0 + n > Z->wp_units[z])
+            Z->wp_units[z] = u0 + n;
+        Z->ready_ns[z] = done;
         T->cnt.host_write_bytes += len;
         T->cnt.media_write_bytes += len;
         return done;
@@ -95,31 +101,31 @@ static int64_t zns_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_is
     int64_t end = t;
     int64_t pos = off;
     while (pos < off + len) {
-        int64_t z = pos / Z->zone_size;
-        int64_t u = (pos % Z->zone_size) / SSD_UNIT;
-        int64_t zone_left = (Z->zone_size - pos % Z->zone_size) / SSD_UNIT;
+        int64_t z = pos / Z->zone_bytes;
+        int64_t u = (pos % Z->zone_bytes) / SSD_UNIT;
+        int64_t zone_left = (Z->zone_bytes - pos % Z->zone_bytes) / SSD_UNIT;
         int64_t left = (off + len - pos) / SSD_UNIT;
         if (left > zone_left)
             left = zone_left;
         int64_t cnt, ready;
-        if (u >= Z->wp[z] || u >= Z->zone_units) {
+        if (u >= Z->wp_units[z] || u >= Z->zone_units) {
             cnt = left; /* never written / beyond capacity: zeroes */
             ready = t;
-        } else if (u >= Z->prog[z]) {
-            cnt = Z->wp[z] - u; /* in the write buffer */
+        } else if (u >= Z->prog_units[z]) {
+            cnt = Z->wp_units[z] - u; /* in the write buffer */
             if (cnt > left)
                 cnt = left;
             T->cnt.buffer_read_bytes += cnt * SSD_UNIT;
             ready = t;
         } else {
             /* run inside one flash page of one program unit */
-            int64_t page_end = (u / Z->upp + 1) * Z->upp;
+            int64_t page_end = (u / Z->units_per_page + 1) * Z->units_per_page;
             cnt = page_end - u;
             if (cnt > left)
                 cnt = left;
-            if (u + cnt > Z->prog[z])
-                cnt = Z->prog[z] - u;
-            ready = ssd_host_read(T, zdie(Z, z, u / Z->upu), t, cnt * SSD_UNIT);
+            if (u + cnt > Z->prog_units[z])
+                cnt = Z->prog_units[z] - u;
+            ready = ssd_host_read(T, zdie(Z, z, u / Z->units_per_prog), t, cnt * SSD_UNIT);
         }
         int64_t le = ssd_link_out(T, ready, cnt * SSD_UNIT);
         if (le > end)
@@ -144,20 +150,20 @@ zns_ftl *zns_new(const ssd_params *p, int64_t nr_zones, int64_t zone_size, int64
         return NULL;
     }
     Z->n_dies = Z->T.n_dies;
-    Z->upp = p->page_size / SSD_UNIT;
-    Z->oneshot = p->oneshot_pages;
-    Z->upu = Z->upp * Z->oneshot;
-    Z->ppb = p->pages_per_block > 0 ? p->pages_per_block : Z->oneshot;
+    Z->units_per_page = p->page_size / SSD_UNIT;
+    Z->oneshot_pages = p->oneshot_pages;
+    Z->units_per_prog = Z->units_per_page * Z->oneshot_pages;
+    Z->pages_per_block = p->pages_per_block > 0 ? p->pages_per_block : Z->oneshot_pages;
     Z->nr_zones = nr_zones;
-    Z->zone_size = zone_size;
-    Z->zone_cap = zone_capacity;
+    Z->zone_bytes = zone_size;
+    Z->zone_cap_bytes = zone_capacity;
     Z->zone_units = zone_capacity / SSD_UNIT;
-    Z->pus_per_zone = (Z->zone_units + Z->upu - 1) / Z->upu;
-    Z->dpz = (int32_t)(Z->pus_per_zone < Z->n_dies ? Z->pus_per_zone : Z->n_dies);
-    Z->wp = (int64_t *)calloc((size_t)nr_zones, sizeof(int64_t));
-    Z->prog = (int64_t *)calloc((size_t)nr_zones, sizeof(int64_t));
-    Z->ready = (int64_t *)calloc((size_t)nr_zones, sizeof(int64_t));
-    if (!Z->wp || !Z->prog || !Z->ready) {
+    Z->progs_per_zone = (Z->zone_units + Z->units_per_prog - 1) / Z->units_per_prog;
+    Z->dies_per_zone = (int32_t)(Z->progs_per_zone < Z->n_dies ? Z->progs_per_zone : Z->n_dies);
+    Z->wp_units = (int64_t *)calloc((size_t)nr_zones, sizeof(int64_t));
+    Z->prog_units = (int64_t *)calloc((size_t)nr_zones, sizeof(int64_t));
+    Z->ready_ns = (int64_t *)calloc((size_t)nr_zones, sizeof(int64_t));
+    if (!Z->wp_units || !Z->prog_units || !Z->ready_ns) {
         zns_free(Z);
         return NULL;
     }
@@ -169,9 +175,9 @@ void zns_free(zns_ftl *Z)
     if (!Z)
         return;
     ssd_timing_free(&Z->T);
-    free(Z->wp);
-    free(Z->prog);
-    free(Z->ready);
+    free(Z->wp_units);
+    free(Z->prog_units);
+    free(Z->ready_ns);
     free(Z);
 }
 
@@ -187,28 +193,28 @@ int64_t zns_reset(zns_ftl *Z, int64_t z)
     ssd_timing *T = &Z->T;
     if (z < 0 || z >= Z->nr_zones)
         return -1;
-    int64_t t = T->now + T->t_cmd, end = t;
-    if (Z->wp[z] > 0) {
-        if (Z->wp[z] > Z->prog[z])
-            ssd_wb_drop(T, Z->wp[z] - Z->prog[z]); /* buffered data that never reached NAND */
-        int64_t npu = (Z->prog[z] + Z->upu - 1) / Z->upu;
-        for (int32_t s = 0; s < Z->dpz && s < npu; s++) {
-            int64_t pus_here = (npu - s + Z->dpz - 1) / Z->dpz;
-            int64_t pages = pus_here * Z->oneshot;
-            /* the die's slice: blocks of ppb pages, the last one (or a slice smaller than a
+    int64_t t = T->now + T->t_cmd_ns, end = t;
+    if (Z->wp_units[z] > 0) {
+        if (Z->wp_units[z] > Z->prog_units[z])
+            ssd_wb_drop(T, Z->wp_units[z] - Z->prog_units[z]); /* buffered data that never reached NAND */
+        int64_t npu = (Z->prog_units[z] + Z->units_per_prog - 1) / Z->units_per_prog;
+        for (int32_t s = 0; s < Z->dies_per_zone && s < npu; s++) {
+            int64_t pus_here = (npu - s + Z->dies_per_zone - 1) / Z->dies_per_zone;
+            int64_t pages = pus_here * Z->oneshot_pages;
+            /* the die's slice: blocks of pages_per_block pages, the last one (or a slice smaller than a
                block) scaled down; only the blocks holding programmed pages are erased */
-            int64_t slice = (Z->pus_per_zone - s + Z->dpz - 1) / Z->dpz * Z->oneshot;
-            int64_t blocks = (pages + Z->ppb - 1) / Z->ppb;
+            int64_t slice = (Z->progs_per_zone - s + Z->dies_per_zone - 1) / Z->dies_per_zone * Z->oneshot_pages;
+            int64_t blocks = (pages + Z->pages_per_block - 1) / Z->pages_per_block;
             int die = zdie(Z, z, s);
             for (int64_t b = 0; b < blocks; b++) {
-                int64_t bp = slice - b * Z->ppb;
-                int64_t e = ssd_nand_erase_pages(T, die, t, bp < Z->ppb ? bp : Z->ppb);
+                int64_t bp = slice - b * Z->pages_per_block;
+                int64_t e = ssd_nand_erase_pages(T, die, t, bp < Z->pages_per_block ? bp : Z->pages_per_block);
                 if (e > end)
                     end = e;
             }
         }
     }
-    Z->wp[z] = Z->prog[z] = 0;
+    Z->wp_units[z] = Z->prog_units[z] = 0;
     if (end > T->now)
         T->now = end;
     return end;
@@ -219,19 +225,19 @@ void zns_finish(zns_ftl *Z, int64_t z)
 {
     if (z < 0 || z >= Z->nr_zones)
         return;
-    if (Z->wp[z] > Z->prog[z]) {
-        int64_t units = Z->wp[z] - Z->prog[z];
-        int64_t t = Z->T.now > Z->ready[z] ? Z->T.now : Z->ready[z];
-        zns_program_pu(Z, z, Z->prog[z] / Z->upu, units, t);
-        int64_t end = (Z->wp[z] + Z->upu - 1) / Z->upu * Z->upu;
-        Z->prog[z] = end < Z->zone_units ? end : Z->zone_units;
+    if (Z->wp_units[z] > Z->prog_units[z]) {
+        int64_t units = Z->wp_units[z] - Z->prog_units[z];
+        int64_t t = Z->T.now > Z->ready_ns[z] ? Z->T.now : Z->ready_ns[z];
+        zns_program_pu(Z, z, Z->prog_units[z] / Z->units_per_prog, units, t);
+        int64_t end = (Z->wp_units[z] + Z->units_per_prog - 1) / Z->units_per_prog * Z->units_per_prog;
+        Z->prog_units[z] = end < Z->zone_units ? end : Z->zone_units;
         /* the padding of a final short unit at zone capacity is not padding beyond capacity */
     }
 }
 
 ssd_timing *zns_timing(zns_ftl *Z) { return &Z->T; }
-int32_t zns_dies_per_zone(zns_ftl *Z) { return Z->dpz; }
+int32_t zns_dies_per_zone(zns_ftl *Z) { return Z->dies_per_zone; }
 int64_t zns_zone_wp(zns_ftl *Z, int64_t z)
 {
-    return (z >= 0 && z < Z->nr_zones) ? Z->wp[z] * SSD_UNIT : -1;
+    return (z >= 0 && z < Z->nr_zones) ? Z->wp_units[z] * SSD_UNIT : -1;
 }
