@@ -141,3 +141,30 @@ def test_help_says_how_to_install():
     r = run("--help")
     assert r.exit_code == 0
     assert "pip install 'zswap-host[nvme]'" in r.output and "apt install swig" in r.output
+
+
+def test_zone_limits_come_from_the_queue_folder(tmp_path):
+    """The sysfs reader discovery and the zoned backend share: whole blocks, 0 where sysfs says nothing."""
+    from zswap_host.devices.sysfs import max_transfer_bytes, queue_zone_limits
+
+    q = tmp_path / "queue"
+    q.mkdir()
+    for name, value in {"logical_block_size": "4096", "chunk_sectors": "8192", "nr_zones": "128",
+                        "max_open_zones": "2", "max_active_zones": "3", "zone_append_max_bytes": "524800",
+                        "max_sectors_kb": "1280"}.items():
+        (q / name).write_text(value + "\n")
+    lim = queue_zone_limits(str(q))
+    assert lim == (4096, 8192, 128, 2, 3, 512 << 10)          # 524800 rounded down to whole blocks
+    assert max_transfer_bytes(str(q)) == 1280 << 10
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert tuple(queue_zone_limits(str(empty))) == (0, 0, 0, 0, 0, 0) and max_transfer_bytes(str(empty)) == 0
+
+
+def test_zone_capacity_of_something_that_is_not_zoned_is_unknown(tmp_path):
+    from zswap_host.devices.blkzoned import first_zone_capacity
+
+    f = tmp_path / "plain.img"
+    f.write_bytes(bytes(1 << 20))
+    assert first_zone_capacity(str(f), 8192) is None              # the report ioctl is refused
+    assert first_zone_capacity(str(tmp_path / "missing"), 8192) is None

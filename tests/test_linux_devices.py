@@ -17,9 +17,11 @@ from click.testing import CliRunner
 
 from zswap_host import open_device
 from zswap_host.cli import main
-from zswap_host.devices import safety
+from zswap_host.devices import BlockDevice, safety, sysfs
+from zswap_host.devices import url as url_registry
 from zswap_host.devices.blockdev import FileBlockDevice
-from zswap_host.errors import DeviceIOError, NotZonedError, UnsafeDeviceError
+from zswap_host.devices.direct_io import held_here
+from zswap_host.errors import DeviceIOError, DeviceSpecError, InvalidIOError, NotZonedError, UnsafeDeviceError
 
 
 def _loop_reason() -> str | None:
@@ -238,3 +240,53 @@ def test_second_handle_in_the_same_process_shares_the_claim(loopdev):
     finally:
         first.close()
     open_device(dev_path).close()
+
+
+@needs_loop
+def test_linux_block_device_implements_the_block_protocol(loopdev):
+    dev_path, _ = loopdev
+    dev = open_device(dev_path)
+    try:
+        assert isinstance(dev, BlockDevice) and not dev.zoned and dev.kind == "linux-block"
+        assert dev.describe()["zoned"] is False and dev.url == dev_path
+        t0 = dev.now()
+        dev.advance(3600.0)                        # a wall clock: idle time is not the host's to add
+        assert t0 <= dev.now() < t0 + 3600.0
+        data = np.random.default_rng(2).integers(0, 256, 3 * 4096, dtype=np.uint8)
+        with pytest.raises(InvalidIOError, match="outside the device"):
+            dev.write_batch(np.array([0, dev.size - 4096]), data, np.array([4096, 8192]))
+        with pytest.raises(InvalidIOError, match="lengths add up"):
+            dev.write_batch(np.array([0]), data, np.array([4096]))
+        assert dev.stats().device_write_bytes == 0 and not dev.read(0, 4096).any()   # nothing written
+        done = dev.write_batch(np.array([65536, 0]), data, np.array([8192, 4096]))
+        assert done.shape == (2,) and done[0] <= done[1] <= dev.now()
+        assert np.array_equal(dev.read(65536, 8192), data[:8192]) and np.array_equal(dev.read(0, 4096), data[8192:])
+        with pytest.raises(InvalidIOError, match="not aligned"):
+            dev.read_batch(np.array([0, 100]), np.array([4096, 4096]))
+    finally:
+        dev.close()
+
+
+@needs_loop
+def test_sysfs_describes_a_loop_device_and_the_claim_is_released(loopdev):
+    dev_path, _ = loopdev
+    assert sysfs.zoned_model(dev_path) == "none" and not sysfs.is_nvme_namespace(dev_path)
+    lim = sysfs.queue_zone_limits(sysfs.queue_dir(dev_path))
+    assert lim.zone_sectors == lim.nr_zones == 0 and lim.block_size in (512, 4096)
+    assert os.path.basename(sysfs.sysfs_dir(dev_path)) == os.path.basename(dev_path)
+    assert not held_here(dev_path)
+    dev = open_device(dev_path)
+    assert held_here(dev_path)
+    dev.close()
+    dev.close()                                    # twice is allowed
+    assert not held_here(dev_path)
+
+
+def test_a_bare_path_goes_to_the_scheme_of_its_file_type(tmp_path):
+    f = tmp_path / "plain.img"
+    f.write_bytes(bytes(1 << 20))
+    assert url_registry._scheme_for(str(f)) == ("file", str(f))
+    with pytest.raises(DeviceSpecError, match="neither a regular file nor a block device"):
+        open_device(str(tmp_path))
+    if os.path.exists("/dev/loop-control") and os.path.exists("/dev/loop0"):
+        assert url_registry._scheme_for("/dev/loop0") == ("block", "/dev/loop0")

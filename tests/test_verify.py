@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from zswap_host import ConventionalSwap, PageCorruptError, StoreConfig, SwapStore, open_device
+from zswap_host.backend import SwapBackend
 from zswap_host.verify import VerifyingBackend, page_fingerprints
 
 PAGE = 4096
@@ -42,7 +43,27 @@ def test_round_trips_pass_and_are_counted(make):
     got = v.swap_in(ids[::-1][100:])                     # ids 399..0
     assert np.array_equal(got[-100:][::-1], _pages(ids[:100], 2))
     assert v.verify_stats() == {"pages_checked": 400, "pages_fingerprinted": 600}
-    assert v.stats().host_write_bytes == 600 * PAGE        # other attributes pass through
+    assert v.stats().host_write_bytes == 600 * PAGE        # the rest of SwapBackend is forwarded
+    assert v.swap_in_latencies().size == 400 and v.capacity_pages == v.backend.capacity_pages > 0
+    v.close()
+
+
+@pytest.mark.parametrize("url,make", [
+    ("emu-conv://?size=64MiB&preset=thesis-ssd", lambda dev: ConventionalSwap(dev, close_device=True)),
+    ("emu://?zones=32&zone_size=2MiB&preset=thesis-ssd", lambda dev: SwapStore(dev, StoreConfig())),
+], ids=["conventional", "store"])
+def test_the_wrapper_is_a_swap_backend_and_hands_idle_time_on(url, make):
+    dev = open_device(url)
+    inner = make(dev)
+    v = VerifyingBackend(inner)
+    assert isinstance(v, SwapBackend) and isinstance(inner, SwapBackend) and v.page_size == PAGE
+    t0 = dev.now()
+    v.idle(0.5)                                  # nothing to collect yet: the whole window passes on the device
+    assert dev.now() == pytest.approx(t0 + 0.5)
+    with pytest.raises(ValueError, match="not negative"):
+        v.idle(-1.0)
+    with pytest.raises(AttributeError):
+        v.gc_step                                # not part of SwapBackend: reach it as v.backend
     v.close()
 
 
