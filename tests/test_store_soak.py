@@ -26,6 +26,7 @@ from zswap_host import StoreConfig, SwapStore, open_device
 from zswap_host.devices import ZoneCond
 from zswap_host.devices.zoned_view import ZonedBlockView
 from zswap_host.errors import DeviceIOError, PageLostError, SwapFullError
+from zswap_host.store.summary import data_slots
 
 PS = 4096
 OPS = int(os.environ.get("ZSWAP_SOAK_OPS", "600"))
@@ -56,9 +57,6 @@ class Soak:
     # -- helpers -----------------------------------------------------------------------------------
     def id_space(self) -> int:
         return max(64, int(self.st.capacity_pages * self.util))
-
-    def _handle_of(self, i: int) -> int:
-        return int(self.st._ids.lookup(np.array([i], np.int64))[0])
 
     def note_lost(self, ids) -> None:
         ids = set(int(i) for i in np.asarray(ids).tolist())
@@ -149,18 +147,14 @@ class Soak:
         elif self.bad_zones < self.max_bad_zones:
             usable = [z for z in range(dev.geometry.nr_zones)
                       if dev.zone_condition(z) not in (ZoneCond.READ_ONLY, ZoneCond.OFFLINE)]
-            holding = [z for z in usable if st._valid[z] > 0]
+            holding = [z for z in usable if st.zone_contents(z).size > 0]
             z = int(self.rng.choice(holding if holding and self.rng.random() < 0.8 else usable))
             if r < 0.92:
                 dev.set_zone_condition(z, ZoneCond.READ_ONLY)
                 self.n["zones_read_only"] += 1
             else:
                 # whatever's only copy is in z now may be lost (the store may not notice at once)
-                s0 = z * st._spz
-                h = st._rmap[s0:s0 + st._spz]
-                h = h[h != 0] - 1
-                h = h[st._bufidx[h] == 0]
-                self.may_lose |= set(st._ids.ids[h].tolist())
+                self.may_lose |= set(st.zone_contents(z).tolist())
                 dev.set_zone_condition(z, ZoneCond.OFFLINE)
                 self.n["zones_offline"] += 1
             self.bad_zones += 1
@@ -173,7 +167,8 @@ class Soak:
         except DeviceIOError:
             self.n["write_error_surfaced"] += 1
         except SwapFullError as e:
-            assert self.st.stats().pages_stored > self.st.capacity_pages - self.st._D * 2, str(e)
+            per_zone = data_slots(self.dev.geometry.zone_capacity, PS)
+            assert self.st.stats().pages_stored > self.st.capacity_pages - per_zone * 2, str(e)
             self.n["no_zone_surfaced"] += 1
 
     def step(self) -> None:

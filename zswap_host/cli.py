@@ -301,7 +301,8 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
               help="Training preset: tiny, quick, default, kaggle, mlperf [default: default; --quick: quick].")
 @click.option("--budget", default=None, help="DRAM for the embedding tables: a fraction (0.25), a percentage "
               "(25%) or a size (64MiB) [default: the preset's, 25%].")
-@click.option("--placement", type=click.Choice(["single", "temporal", "stream", "hotness"]), default="temporal",
+@click.option("--placement", type=click.Choice(__import__("zswap_host.store.placement", fromlist=["placements"])
+                                               .placements()), default="temporal",
               show_default=True, help="Store placement policy.")
 @click.option("--victim", default="greedy", show_default=True,
               help="GC victim policy: greedy, cost-benefit, fifo or a registered name.")

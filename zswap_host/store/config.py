@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from .placement import get_placement
+
 
 @dataclass
 class StoreConfig:
     """Configuration of a ``SwapStore``.
 
-    Placement (``placement``): ``single`` one open zone for everything, GC included; ``stream`` the
-    caller's stream ids (e.g. one per embedding table); ``temporal`` pages swapped out together are
+    Placement (``placement``, a name registered in ``store.placement``): ``single`` one open zone
+    for everything, GC included; ``stream`` the caller's stream ids (e.g. one per embedding table); ``temporal`` pages swapped out together are
     stored together, in swap-out order, and prefetch reads back what was written with a page;
     ``hotness`` pages that keep coming back go to a hot zone, the rest to a warm one, GC survivors to
     a cold one. Every placement but ``single`` gives GC relocations their own stream.
@@ -39,8 +41,7 @@ class StoreConfig:
     def __post_init__(self) -> None:
         if self.page_size <= 0 or self.page_size & (self.page_size - 1):
             raise ValueError(f"page_size {self.page_size} is not a power of two")
-        if self.placement not in ("single", "stream", "temporal", "hotness"):
-            raise ValueError(f"unknown placement {self.placement!r}: single, stream, temporal or hotness")
+        get_placement(self.placement)      # ValueError naming the registered placements
         if not 0 < self.gc_low_watermark < self.gc_high_watermark < 1:
             raise ValueError("need 0 < gc_low_watermark < gc_high_watermark < 1")
         if self.write_size < 128 << 10 or self.write_size % self.page_size:

@@ -1,0 +1,281 @@
+"""The collector: how GC moves pages. It picks a victim zone through the registered victim policy
+(``policies.py``), relocates the victim's valid pages into the GC write stream, resets the victim
+once nothing valid is left, drains read-only zones, and keeps GC's accounting. *When* it runs is
+the scheduler's business (``scheduler.py``); the store calls ``foreground``, ``background``,
+``idle`` and ``step``.
+
+Invariant: a zone is reset only when the slot map holds no valid page in it
+(``StoreInvariantError`` otherwise, and the zone is left alone).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+import numpy as np
+
+from ..errors import DeviceIOError, StoreInvariantError, SwapFullError, ZswapError
+from .policies import ZoneTable, get_victim_policy, greedy
+from .scheduler import GcScheduler
+
+
+class GcHost(Protocol):
+    """What the collector needs from the store it cleans (the store's write and read paths)."""
+
+    def newer_copy(self, handles: np.ndarray) -> np.ndarray:
+        """Per handle: a newer copy is on its way (in a write buffer, or in a swap-out being written)."""
+
+    def read_slots(self, slots: np.ndarray) -> np.ndarray:
+        """The pages in these distinct slots (rows), bypassing the prefetch buffer; DeviceIOError."""
+
+    def queue_relocated(self, handles: np.ndarray, pages: np.ndarray) -> None:
+        """Hand pages to the GC write stream (written once a write unit is full)."""
+
+    def flush_relocated(self) -> None:
+        """Write everything the GC stream holds."""
+
+    def zone_trouble(self, z: int) -> bool:
+        """Retire z if the device reports it read-only or offline; True if it did."""
+
+    def now(self) -> float:
+        """The device clock (seconds)."""
+
+
+class Collector:
+    """GC over a ``SlotMap`` and a ``ZoneAllocator``.
+
+    State: the current victim (``victim``), how far its relocation got (``cursor``, in data pages),
+    the bytes it moved so far, whether it is a read-only zone being drained (drained zones are
+    retired, never reset) and the queue of zones waiting to be drained. ``write_bytes`` counts the
+    bytes GC wrote (the store reports it as ``gc_write_bytes``).
+
+    ``victim`` names a registered victim policy: ``ValueError`` if none is registered so.
+    """
+
+    MAX_READ_FAILURES = 3          # a victim whose reads fail this often in a row is given up
+
+    def __init__(self, host: GcHost, slots, zones, scheduler: GcScheduler, victim: str, page_size: int,
+                 step_pages: int) -> None:
+        self.host = host
+        self.slots = slots
+        self.zones = zones
+        self.scheduler = scheduler
+        self.policy = get_victim_policy(victim)
+        self.page_size = page_size
+        self.step_pages = step_pages            # background GC moves this much per step (a write unit)
+        self.victim: int | None = None
+        self.cursor = 0
+        self.draining = False
+        self.moved = 0
+        self.read_failures = 0
+        self.drain_queue: list[int] = []
+        self.write_bytes = 0
+
+    # -- what the store tells the collector ------------------------------------------------------
+    def wrote(self, nbytes: int) -> None:
+        """GC's stream wrote ``nbytes`` to the device."""
+        self.write_bytes += nbytes
+
+    def queue_drain(self, z: int) -> None:
+        """z went read-only: relocate its valid pages (it is never reset)."""
+        self.drain_queue.append(z)
+
+    def zone_lost(self, z: int) -> None:
+        """z went offline: nothing there to drain or relocate any more."""
+        if z in self.drain_queue:
+            self.drain_queue.remove(z)
+        if self.victim == z:
+            self.victim = None
+
+    # -- victim choice ---------------------------------------------------------------------------
+    def table(self) -> ZoneTable:
+        """The candidates a victim policy sees: full zones other than the current victim."""
+        cand = self.zones.full_zones()
+        if self.victim is not None:
+            cand = cand[cand != self.victim]
+        ps = self.page_size
+        last_write, opened_at, resets = self.zones.history(cand)
+        return ZoneTable(zone=cand, valid_bytes=self.slots.valid_counts(cand) * ps,
+                         capacity_bytes=np.full(cand.size, self.zones.data_slots * ps, np.int64),
+                         last_write=last_write, opened_at=opened_at, resets=resets, now=self.zones.clock)
+
+    def pick(self) -> bool:
+        """Choose the next victim: a zone waiting to be drained if a free zone is to spare, else the
+        policy's choice (greedy when that one would free nothing). False when nothing is worth it."""
+        self.read_failures = 0
+        # draining a read-only zone frees no zone: start one only with a free zone to spare, so
+        # GC relocations can never be left without a zone
+        if self.drain_queue and self.zones.free_count() >= 2:
+            self._start(self.drain_queue.pop(0), draining=True)
+            return True
+        table = self.table()
+        if not len(table):
+            return False
+        v = self.policy(table)
+        if v is None:
+            return False
+        # resetting a full zone frees all its data slots; relocating costs its valid pages
+        full = self.zones.data_slots
+        if self.slots.valid(v) >= full:                  # nothing to gain there: take the best zone instead
+            v = greedy(table)
+            if self.slots.valid(v) >= full:
+                return False
+        self._start(int(v), draining=False)
+        return True
+
+    def _start(self, z: int, draining: bool) -> None:
+        self.victim, self.cursor, self.draining, self.moved = z, 0, draining, 0
+
+    # -- relocation ------------------------------------------------------------------------------
+    def step(self, max_bytes: int | None, why: str) -> int:
+        """Relocate up to ``max_bytes`` (None: all) of the victim's valid pages, picking a victim
+        first if there is none; reset the victim once it holds nothing valid. Returns the bytes
+        relocated, or -1 when there is nothing to reclaim. ``why`` is the accounting bucket
+        (``foreground``, ``background``, ``idle``, ``manual``, ``drain``).
+
+        Raises ``StoreInvariantError`` (the zone is kept) if the victim still holds valid pages when
+        it should be empty; device errors of the GC writes (``DeviceIOError``, ``SwapFullError``)."""
+        if self.victim is None and not self.pick():
+            return -1
+        host, ps = self.host, self.page_size
+        t0 = host.now()
+        v = self.victim
+        s0 = self.slots.first_slot(v)
+        end = self.zones.written(v)
+        start = self.cursor
+        pos = self.slots.valid_offsets(v, start, end)
+        if max_bytes is not None and pos.size > max(1, max_bytes // ps):
+            pos = pos[:max(1, max_bytes // ps)]
+            self.cursor = start + int(pos[-1]) + 1
+        else:
+            self.cursor = end
+        moved = self.relocate(s0 + start + pos) if pos.size else 0
+        if moved < 0:
+            self.cursor = start
+            return 0 if self.victim is not None or self.read_failures < self.MAX_READ_FAILURES else -1
+        self.moved += moved
+        # (below: a GC write that needed a zone may have reset the victim once it held nothing
+        # valid, reclaim_empty; then it is done and must not be reset again)
+        if self.cursor >= end and self.victim == v:
+            host.flush_relocated()
+            # pages behind the cursor whose GC copy a newer swap-out replaced in the meantime
+            rest = s0 + self.slots.valid_offsets(v, 0, end) if self.victim == v else np.zeros(0, np.int64)
+            if rest.size:
+                if self.relocate(rest) < 0:
+                    return 0
+                host.flush_relocated()
+        if self.cursor >= end and self.victim == v:
+            left = self.slots.valid(v)
+            if left != 0:                                 # never reset a zone that holds data
+                self.victim = None
+                raise StoreInvariantError(f"zone {v} still holds {left} valid pages after GC; not resetting it")
+            if not self.draining:
+                try:
+                    self.zones.reset(v)
+                except ZswapError:
+                    if not host.zone_trouble(v):
+                        raise
+            self.scheduler.reclaimed(why, 0 if self.draining else end * ps - self.moved)
+            self.victim = None
+        self.scheduler.relocated(moved, host.now() - t0)
+        return moved
+
+    def relocate(self, slots: np.ndarray) -> int:
+        """Copy the pages in these victim slots into the GC stream; a page with a newer copy on its
+        way is just invalidated. Returns bytes queued, -1 if reading the zone failed."""
+        handles = self.slots.owners(slots)
+        newer = self.host.newer_copy(handles)
+        if newer.any():
+            self.slots.invalidate(handles[newer])
+            handles, slots = handles[~newer], slots[~newer]
+        if handles.size == 0:
+            return 0
+        try:
+            data = self.host.read_slots(slots)
+        except DeviceIOError:
+            # keep the victim (its pages already in the GC buffer belong to it): a later step
+            # resumes it; after three failures in a row it is given up
+            self.read_failures += 1
+            if self.read_failures >= self.MAX_READ_FAILURES:
+                self.victim = None
+            return -1
+        self.read_failures = 0
+        self.host.queue_relocated(handles, data)
+        return handles.size * self.page_size
+
+    def reclaim_empty(self) -> bool:
+        """Reset full zones that hold no valid page (abandoned after a failed write, or emptied by
+        overwrites): free zones without relocating anything. True if one was freed."""
+        done = False
+        for z in self.zones.reclaimable(self.slots.valid_counts()).tolist():
+            written = self.zones.written(z) * self.page_size
+            try:
+                self.zones.reset(z)
+            except ZswapError:
+                self.host.zone_trouble(z)
+                continue
+            if self.victim == z:                          # a victim emptied by GC writes or overwrites
+                self.victim = None
+                written -= self.moved
+            self.zones.forget(z)
+            self.scheduler.reclaimed("foreground", written)
+            done = True
+        return done
+
+    # -- when the store calls ----------------------------------------------------------------------
+    def foreground(self) -> bool:
+        """Reclaim until a user stream may take a zone; False when GC can do nothing more."""
+        self.scheduler.foreground_runs += 1
+        while not self.zones.can_take(False):
+            if self.step(None, "foreground") < 0:
+                return False
+        return True
+
+    def background(self) -> None:
+        """After an operation: drain read-only zones, then GC from the low to the high watermark
+        within the rate limit. Best effort: the caller's operation is complete, so a device error
+        here only stops GC until the next operation."""
+        zones, sched = self.zones, self.scheduler
+        try:
+            while self.drain_queue or (self.victim is not None and self.draining):
+                if not (self.victim is not None and self.draining) and zones.free_count() < 2:
+                    break                                  # later, once GC has made room
+                if self.step(None, "drain") < 0:
+                    break
+            if zones.free_count() < sched.low:
+                budget = sched.background_budget()
+                while budget > 0 and (zones.free_count() < sched.high or self.victim is not None):
+                    moved = self.step(int(min(budget, self.step_pages * self.page_size)), "background")
+                    if moved < 0:
+                        break
+                    budget -= max(moved, self.page_size)
+                    sched.charge(max(moved, self.page_size))
+        except (DeviceIOError, SwapFullError):
+            pass
+
+    def idle(self, seconds: float, clocked: bool, bandwidth: float) -> None:
+        """Spend a window of ``seconds`` on GC up to the idle watermark: until the device clock has
+        moved by the window (``clocked``), else until ``seconds * bandwidth`` bytes are relocated.
+        Each step moves at most one write unit."""
+        host = self.host
+        t0 = host.now()
+        step = self.step_pages * self.page_size
+        budget = math.inf if clocked else seconds * bandwidth
+        moved = 0
+        target = self.scheduler.idle_target
+        while self.zones.free_count() < target or self.victim is not None:
+            if clocked and host.now() - t0 >= seconds:
+                break
+            if moved >= budget:
+                break
+            try:
+                m = self.step(int(max(self.page_size, min(step, budget - moved))), "idle")
+            except (DeviceIOError, SwapFullError):
+                break
+            if m < 0:
+                break
+            moved += max(m, self.page_size)
+
+    def counters(self) -> dict:
+        return self.scheduler.counters()
