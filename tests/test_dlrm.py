@@ -137,7 +137,9 @@ def test_loss_falls_and_result_fields():
     n = 150
     for a in (r.compute_s, r.io_stall_s, r.loss, r.pages_in, r.pages_out, r.data_s):
         assert a.shape == (n,)
-    assert (r.compute_s > 0).all() and r.train_time_s == pytest.approx(r.compute_s.sum())
+    # no backend: no stall, and with no charged compute given the run is charged what it measured
+    assert not r.io_stall_s.any() and (r.compute_s > 0).all()
+    assert r.train_time_s == pytest.approx(r.compute_s.sum())
     d = r.as_dict()
     assert d["iterations"] == n and len(d["loss"]) == n and d["clock"] == "none"
 
@@ -172,14 +174,14 @@ def test_clock_on_idle_progress_and_trace():
     assert fresh.stats().host_read_bytes == b.stats().host_read_bytes
 
 
-def test_presets_exist_and_fit_their_budget():
-    for name in ("quick", "default", "kaggle", "mlperf"):
-        p = preset(name)
-        assert p.model_config().dim in (16, 128) and p.data_config().num_tables == 26
-    q = PRESETS["quick"]
-    dc, mc = q.data_config(), q.model_config()
-    emb = PagedEmbedding(dc.tables, mc.dim, backend=None)
-    assert emb.total_bytes > 50 << 20
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_presets_fit_their_budget(name):
+    from zswap_host.workloads import footprint
+    p = preset(name)
+    assert p.data_config().num_tables == 26
+    f = footprint(p.model_config(), p.data_config(), p.budget, batch_size=p.batch_size, probe=2)
+    # the DRAM budget holds every page a batch needs, and is short of the tables: the run swaps
+    assert f["batch_pages_max"] <= f["budget_pages"] < f["total_pages"]
 
 
 def test_footprint_matches_the_paged_embedding():
