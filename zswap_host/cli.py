@@ -301,8 +301,7 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
               help="Training preset: tiny, quick, default, kaggle, mlperf [default: default; --quick: quick].")
 @click.option("--budget", default=None, help="DRAM for the embedding tables: a fraction (0.25), a percentage "
               "(25%) or a size (64MiB) [default: the preset's, 25%].")
-@click.option("--placement", type=click.Choice(__import__("zswap_host.store.placement", fromlist=["placements"])
-                                               .placements()), default="temporal",
+@click.option("--placement", type=click.Choice(["single", "temporal", "stream", "hotness"]), default="temporal",
               show_default=True, help="Store placement policy.")
 @click.option("--victim", default="greedy", show_default=True,
               help="GC victim policy: greedy, cost-benefit, fifo or a registered name.")
@@ -332,6 +331,9 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 @click.option("--quick", is_flag=True, help="The quick preset (about a minute).")
 @click.option("--verify", is_flag=True, help="Check every swapped-in page against a fingerprint taken at "
               "swap-out; a page that differs stops the run (for real devices and emulators).")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Runs trained at once in worker processes [default: one per CPU on in-memory emulated "
+              "devices (modeled time: results do not depend on it); always 1 on real or file-backed devices].")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Write the report as JSON.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), help="Write PNG figures into this folder.")
 @click.option("--trace-out", type=click.Path(dir_okay=False, writable=True),
@@ -341,7 +343,7 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 @friendly_errors
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed, runs_csv,
           sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
-          json_path, plot_dir, trace_out, force=False, yes=False) -> None:
+          jobs, json_path, plot_dir, trace_out, force=False, yes=False) -> None:
     """Train DLRM in DRAM only and over four swap configurations, side by side: Linux swap (one fault at
     a time, as the kernel does), Linux swap with each step's pages announced (MADV_WILLNEED: one deep
     read queue), the host-managed store on the conventional SSD (zoned view), and the store on a ZNS
@@ -355,10 +357,7 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
 
     from .bench import BenchSpec, ComputeBasis, format_table, run_bench
 
-    runs = tuple(r.strip() for r in runs_csv.split(",") if r.strip())
-    bad = [r for r in runs if r not in SWAP_RUN_NAMES]
-    if bad or not runs:
-        _fail(f"--runs: unknown run {bad[0] if bad else '(none)'!r}; known: {', '.join(SWAP_RUN_NAMES)}")
+    runs = tuple(r.strip() for r in runs_csv.split(",") if r.strip())     # checked by the bench's plan
     if compute_us_per_sample is not None and compute_kind == "measured":
         _fail("give --compute measured or --compute-us-per-sample, not both")
     basis = None
@@ -370,19 +369,19 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
                      baseline_device=baseline_device, placement=placement, victim=victim,
                      budget=_budget(budget), iterations=iterations, batch_size=batch_size, seed=seed,
                      runs=runs, sizing=sizing, utilisation=utilisation, compute=basis, trace_out=trace_out,
-                     verify=verify, idle_gc=idle_gc, suspend=suspend)
+                     verify=verify, idle_gc=idle_gc, suspend=suspend, jobs=jobs)
     bars: dict = {}
 
-    def progress(name: str, done: int, total: int) -> None:   # one bar per run, made when it starts
+    def progress(name: str, done: int, total: int) -> None:   # one bar per run (runs may train at once)
         if name not in bars:
-            for b in bars.values():
-                b.close()
             bars[name] = tqdm(total=total, desc=f"{name:22}", file=sys.stderr, dynamic_ncols=True,
-                              leave=False, unit="it", disable=None)   # None: no bar when not a terminal
+                              leave=False, unit="it", position=len(bars), disable=None)   # None: no bar off a tty
             if bars[name].disable:
                 click.echo(f"training: {name} ({total} iterations)", err=True)
         bars[name].n = done
         bars[name].refresh()
+        if done == total:
+            bars[name].close()
 
     from .devices.safety import forced
 

@@ -38,7 +38,10 @@ class BenchSpec:
     ``compute``: the basis of the compute charged to every run (see :mod:`.compute`); None = pinned at
     the preset's calibrated per-sample cost. ``idle_gc``: the conventional SSD's FTL collects in the
     idle windows the store's GC gets (both GCs get the same idle time; False: neither GC gets them).
-    ``suspend``: the emulated SSDs suspend programs and erases for reads (docs/ssd-model.md)."""
+    ``suspend``: the emulated SSDs suspend programs and erases for reads (docs/ssd-model.md).
+    ``jobs``: runs trained at once in worker processes; None = one per CPU when every device is an
+    in-memory emulated one (modeled time: a run's result does not depend on what runs beside it), else 1.
+    Real or file-backed devices always run one at a time (their runs share the device)."""
 
     preset: str = "default"
     device: str | None = None           # ZNS device URL or path (default: emulated, same flash as the baseline)
@@ -57,6 +60,7 @@ class BenchSpec:
     verify: bool = False                # fingerprint every swapped-out page, check it at swap-in (verify.py)
     idle_gc: bool = True
     suspend: bool = False               # program/erase suspend for reads on both emulated SSDs
+    jobs: int | None = None             # runs at once (None: one per CPU on in-memory emulated devices)
 
 
 @dataclass
@@ -102,6 +106,8 @@ def plan(spec: BenchSpec) -> Plan:
         raise BenchError(str(e)) from None
     if spec.sizing not in SIZINGS:
         raise BenchError(f"unknown sizing {spec.sizing!r}; known: {', '.join(SIZINGS)}")
+    if spec.jobs is not None and (isinstance(spec.jobs, bool) or not isinstance(spec.jobs, int) or spec.jobs < 1):
+        raise BenchError(f"jobs must be a whole number >= 1, not {spec.jobs!r}")
     bad = [r for r in spec.runs if r not in SWAP_RUNS]
     if bad or not spec.runs:
         raise BenchError(f"unknown run {bad[0] if bad else '(none)'!r}; known: {', '.join(SWAP_RUNS)}")
@@ -168,9 +174,8 @@ def _too_small(what: str, url: str, holds: int, need: int) -> BenchError:
                       f"({format_size(holds * PAGE)}), the run can swap out {need} pages ({format_size(need * PAGE)})")
 
 
-def open_backends(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:
-    """One factory per swap run, returning (backend, device), in ``RUNS`` order. Every device is
-    opened and checked here, before any training."""
+def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:
+    """One factory per swap run, returning (backend, device) on fresh devices, in ``RUNS`` order."""
     from ..baseline import ConventionalSwap
     from ..devices import ZonedBlockView, open_device
     from ..store import StoreConfig, SwapStore
@@ -208,9 +213,32 @@ def open_backends(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:
 
     every = {"linux-swap": linux("serial"), "linux-swap-batched": linux("batched"),
              "store-on-conventional": store_on_conventional, "zns-host-gc": zns}
-    runs = {name: every[name] for name in SWAP_RUNS if name in spec.runs}
-    for make in runs.values():          # fail before training if a device is wrong or too small
+    return {name: every[name] for name in SWAP_RUNS if name in spec.runs}
+
+
+def open_backends(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:
+    """:func:`backend_factories`, each opened once and closed here: a wrong or too small device fails
+    before any training."""
+    runs = backend_factories(pl, spec)
+    for make in runs.values():
         b, dev = make()
         b.close()
         dev.close()
     return runs
+
+
+def in_memory(url: str) -> bool:
+    """Whether ``url`` names an emulated device held in memory (a fresh one each time it is opened)."""
+    scheme, sep, rest = url.partition("://")
+    return bool(sep) and scheme in ("emu", "emu-conv") and (rest == "" or rest.startswith("?"))
+
+
+def jobs_for(pl: Plan, spec: BenchSpec) -> int:
+    """How many runs to train at once (see ``BenchSpec.jobs``)."""
+    import os
+
+    if not (in_memory(pl.baseline_url) and in_memory(pl.zns_url)):
+        return 1
+    if spec.jobs is not None:
+        return max(1, int(spec.jobs))
+    return max(1, len(os.sched_getaffinity(0)))

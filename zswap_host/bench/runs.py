@@ -22,7 +22,8 @@ import numpy as np
 from ..verify import VerifyingBackend
 from .chain import chain, latency_summary, share_under, merge_hist
 from .compute import charged_compute, measure_compute
-from .plan import BenchSpec, open_backends, plan
+from .parallel import run_parallel
+from .plan import BenchSpec, backend_factories, jobs_for, open_backends, plan
 
 # the store drops a page's swap copy when the page is dirtied in DRAM (the pager knows, and its GC then
 # forgets the copy); Linux keeps the swap-cache slot and rewrites the page there, as 6.1 does
@@ -43,72 +44,95 @@ def _record(name: str, res, clock: str) -> dict:
             "wall_s": res.wall_s}
 
 
-def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None = None) -> dict:
-    """Run every training and return the report (``runs``, ``chain``, ``ratios``)."""
+def _dram_run(name: str, pl, spec: BenchSpec, basis, progress=None) -> tuple[dict, dict]:
+    """The DRAM-only training(s) of the compute basis: (record, measured compute)."""
+    measured = measure_compute(pl.model, pl.data, pl.iterations, pl.batch_size, spec.seed, basis.repeats,
+                               progress=(lambda d, t: progress(name, d, t)) if progress else None)
+    charged = charged_compute(basis, measured, pl.batch_size)
+    stall0 = np.zeros(pl.iterations)
+    return {"name": name, "clock": "charged", "train_time_s": float(charged.sum()),
+            "compute_time_s": float(charged.sum()), "measured_compute_s": float(measured.median_s.sum()),
+            "paging_bookkeeping_s": float(np.median(measured.paging_s, axis=0).sum()),
+            "simulation_wall_s": 0.0, "io_stall_time_s": 0.0, "step_stall_p50_s": 0.0, "step_stall_p99_s": 0.0,
+            "iterations": pl.iterations, "per_iteration_s": charged.tolist(),
+            "io_stall_per_iteration_s": stall0.tolist(), "loss": measured.loss[0].tolist(),
+            "paging": measured.paging, "wall_s": measured.wall_s, "replicas": measured.summary()}, measured
+
+
+def _swap_run(name: str, pl, spec: BenchSpec, charged: np.ndarray, progress=None) -> tuple[dict, dict]:
+    """One swap run on fresh devices: (record, extras)."""
     from ..workloads.trace import TraceBuilder
     from ..workloads.train import train
 
+    backend, dev = backend_factories(pl, spec)[name]()
+    if spec.verify:
+        backend = VerifyingBackend(backend)
+    modeled = dev.stats().clock == "modeled"
+    written: list[tuple[int, int]] = []
+
+    def on_idle(seconds: float, backend=backend, dev=dev) -> None:
+        if spec.idle_gc:
+            backend.idle(seconds)           # the store's GC gets the window (then the device's FTL)
+        else:
+            dev.advance(seconds)            # the FTL's own idle GC, if the device has it on
+        s = dev.stats()
+        written.append((s.device_write_bytes, s.media_write_bytes))
+
+    trace = TraceBuilder() if spec.trace_out and name == "zns-host-gc" else None
+    res = train(pl.model, pl.data, backend, pl.budget, pl.iterations, pl.batch_size, spec.seed,
+                on_idle=on_idle, clock=dev.now if modeled else None, trace=trace,
+                discard_dirty=DISCARD_DIRTY[name], charged_compute_s=charged,
+                progress=(lambda d, t: progress(name, d, t)) if progress else None)
+    if trace is not None:
+        trace.build().save(spec.trace_out)
+    rec = _record(name, res, "modeled" if modeled else "wall")
+    w = np.array(written)
+    rec["device_write_bytes_cumulative"] = w[:, 0].tolist()
+    rec["media_write_bytes_cumulative"] = w[:, 1].tolist()
+    backend.flush()                 # the end of training: what is buffered reaches the device
+    s = backend.stats().as_dict()
+    s["swap_in_bytes"], s["swap_out_bytes"] = s["host_read_bytes"], s["host_write_bytes"]
+    s["write_requests_under_32k_share"] = share_under(s["write_size_histogram"])
+    s["read_requests_under_32k_share"] = share_under(s["read_size_histogram"])
+    s["requests_under_32k_share"] = share_under(merge_hist(s["write_size_histogram"], s["read_size_histogram"]))
+    s["gc_time_s"] = s.get("gc_time_s", 0.0)
+    s["device"] = dev.describe().get("url")
+    rec.update({k: v for k, v in s.items() if k not in rec})
+    waits = backend.swap_in_latencies()
+    rec.update(latency_summary(waits))
+    if spec.verify:
+        rec["verify"] = backend.verify_stats()
+    backend.close()
+    dev.close()
+    return rec, {"latencies": waits}
+
+
+def _run(name: str, pl, spec: BenchSpec, basis, charged, progress=None) -> tuple[dict, dict]:
+    """Any run by name (what a worker process is handed)."""
+    if name == "dram-only":
+        return _dram_run(name, pl, spec, basis, progress)[0], {}
+    return _swap_run(name, pl, spec, charged, progress)
+
+
+def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None = None) -> dict:
+    """Run every training and return the report (``runs``, ``chain``, ``ratios``). With a pinned
+    compute basis every run, DRAM-only included, is independent and they train ``jobs_for`` at a time;
+    a measured basis is measured first, alone, and charged to the swap runs."""
     pl = plan(spec)
-    factories = open_backends(pl, spec)
-    runs: list[dict] = []
-    extras: dict[str, dict] = {}
-    basis = pl.compute
-
-    measured = measure_compute(pl.model, pl.data, pl.iterations, pl.batch_size, spec.seed, basis.repeats,
-                               progress=(lambda d, t: progress("dram-only", d, t)) if progress else None)
-    charged = charged_compute(basis, measured, pl.batch_size)
-    stall0 = np.zeros(pl.iterations)
-    runs.append({"name": "dram-only", "clock": "charged", "train_time_s": float(charged.sum()),
-                 "compute_time_s": float(charged.sum()), "measured_compute_s": float(measured.median_s.sum()),
-                 "paging_bookkeeping_s": float(np.median(measured.paging_s, axis=0).sum()),
-                 "simulation_wall_s": 0.0, "io_stall_time_s": 0.0, "step_stall_p50_s": 0.0, "step_stall_p99_s": 0.0,
-                 "iterations": pl.iterations, "per_iteration_s": charged.tolist(),
-                 "io_stall_per_iteration_s": stall0.tolist(), "loss": measured.loss[0].tolist(),
-                 "paging": measured.paging, "wall_s": measured.wall_s, "replicas": measured.summary()})
-
-    for name, make in factories.items():
-        backend, dev = make()
-        if spec.verify:
-            backend = VerifyingBackend(backend)
-        modeled = dev.stats().clock == "modeled"
-        written: list[tuple[int, int]] = []
-
-        def on_idle(seconds: float, backend=backend, dev=dev) -> None:
-            if spec.idle_gc:
-                backend.idle(seconds)           # the store's GC gets the window (then the device's FTL)
-            else:
-                dev.advance(seconds)            # the FTL's own idle GC, if the device has it on
-            s = dev.stats()
-            written.append((s.device_write_bytes, s.media_write_bytes))
-
-        trace = TraceBuilder() if spec.trace_out and name == "zns-host-gc" else None
-        res = train(pl.model, pl.data, backend, pl.budget, pl.iterations, pl.batch_size, spec.seed,
-                    on_idle=on_idle, clock=dev.now if modeled else None, trace=trace,
-                    discard_dirty=DISCARD_DIRTY[name], charged_compute_s=charged,
-                    progress=(lambda d, t, name=name: progress(name, d, t)) if progress else None)
-        if trace is not None:
-            trace.build().save(spec.trace_out)
-        rec = _record(name, res, "modeled" if modeled else "wall")
-        w = np.array(written)
-        rec["device_write_bytes_cumulative"] = w[:, 0].tolist()
-        rec["media_write_bytes_cumulative"] = w[:, 1].tolist()
-        backend.flush()                 # the end of training: what is buffered reaches the device
-        s = backend.stats().as_dict()
-        s["swap_in_bytes"], s["swap_out_bytes"] = s["host_read_bytes"], s["host_write_bytes"]
-        s["write_requests_under_32k_share"] = share_under(s["write_size_histogram"])
-        s["read_requests_under_32k_share"] = share_under(s["read_size_histogram"])
-        s["requests_under_32k_share"] = share_under(merge_hist(s["write_size_histogram"], s["read_size_histogram"]))
-        s["gc_time_s"] = s.get("gc_time_s", 0.0)
-        s["device"] = dev.describe().get("url")
-        rec.update({k: v for k, v in s.items() if k not in rec})
-        waits = backend.swap_in_latencies()
-        rec.update(latency_summary(waits))
-        if spec.verify:
-            rec["verify"] = backend.verify_stats()
-        extras[name] = {"latencies": waits}
-        backend.close()
-        dev.close()
-        runs.append(rec)
+    open_backends(pl, spec)          # every device opened and checked before any training
+    basis, jobs = pl.compute, jobs_for(pl, spec)
+    names = list(spec.runs)
+    if basis.kind == "pinned":
+        charged = np.full(pl.iterations, basis.us_per_sample * 1e-6 * pl.batch_size)
+        names.insert(0, "dram-only")
+        done = run_parallel(_run, names, (pl, spec, basis, charged), jobs, progress)
+    else:
+        rec, measured = _dram_run("dram-only", pl, spec, basis, progress)
+        charged = charged_compute(basis, measured, pl.batch_size)
+        done = {"dram-only": (rec, {})}
+        done.update(run_parallel(_run, names, (pl, spec, basis, charged), jobs, progress))
+    runs = [done[n][0] for n in ("dram-only", *spec.runs)]
+    extras = {n: x for n, (_, x) in done.items() if x}
 
     report = {"preset": pl.preset.name, "model": pl.model.name, "iterations": pl.iterations,
               "batch_size": pl.batch_size, "seed": spec.seed, "table_bytes": pl.table_bytes,
