@@ -1,9 +1,10 @@
 """Swap traces: the synthetic generator's shape, save/load, and replay through both backends."""
 
 import numpy as np
+import pytest
 
 from zswap_host import ConventionalSwap, SwapStore, open_device
-from zswap_host.workloads import SwapTrace, replay, synthetic_dlrm_trace
+from zswap_host.workloads import SwapTrace, TraceBuilder, replay, synthetic_dlrm_trace
 from zswap_host.workloads.trace import IDLE, SWAP_IN, SWAP_OUT
 
 
@@ -30,13 +31,26 @@ def test_synthetic_trace_is_deterministic_and_consistent(tmp_path):
 
 def test_replay_through_both_backends_with_verification():
     t = synthetic_dlrm_trace(3000, batch_pages=200, iterations=30, idle_s=0.002, seed=1)
-    store = SwapStore(open_device("emu://?zones=16&zone_size=4MiB&preset=thesis-ssd"))
-    conv = ConventionalSwap(open_device("emu-conv://?size=32MiB&preset=thesis-ssd"))
-    for b in (store, conv):
+    busy = synthetic_dlrm_trace(3000, batch_pages=200, iterations=30, idle_s=0.0, seed=1)   # no idle
+    only_idle = TraceBuilder()
+    only_idle.add(IDLE, idle_s=0.25)
+    only_idle = only_idle.build()
+    makers = (lambda: SwapStore(open_device("emu://?zones=16&zone_size=4MiB&preset=thesis-ssd")),
+              lambda: ConventionalSwap(open_device("emu-conv://?size=32MiB&preset=thesis-ssd")))
+    for make in makers:
+        b = make()
         replay(b, t, verify=True)
         s = b.stats()
         c = t.counts()
         assert s.host_write_bytes == c["swap_out_pages"] * 4096
         assert s.host_read_bytes == c["swap_in_pages"] * 4096
         assert s.pages_stored == 3000 and s.clock == "modeled"
-        assert s.device_time_s >= c["idle_s"]          # idle windows advanced the device clock
+        # idle windows let the device clock pass: on an idle device by exactly their length; on the
+        # trace by more than nothing and at most their length (queued work completes inside them)
+        b0 = make()
+        replay(b0, only_idle)
+        assert b0.stats().device_time_s == pytest.approx(0.25)
+        b1 = make()
+        replay(b1, busy)
+        assert busy.counts()["idle_s"] == 0 and busy.counts()["swap_out_pages"] == c["swap_out_pages"]
+        assert 0 < s.device_time_s - b1.stats().device_time_s <= c["idle_s"]
