@@ -472,3 +472,20 @@ def test_a_scheme_that_returns_no_device_is_caught(mem_scheme):
     register_scheme("mem", Broken, clobber=True)
     with pytest.raises(TypeError, match="does not implement the ZonedDevice protocol"):
         open_device("mem://")
+
+
+@pytest.mark.parametrize("kind", ["emu-conv", "file"])
+def test_read_groups_reads_what_one_read_batch_per_group_reads(kind, tmp_path):
+    dev = DEVICE_KINDS[kind](tmp_path)
+    data = np.random.default_rng(5).integers(0, 256, 6 * 4096, dtype=np.uint8)
+    dev.write(0, data)
+    offs, lens = np.array([20480, 0, 8192, 4096]), np.array([4096, 4096, 8192, 4096])
+    got, done = dev.read_groups(offs, lens, np.array([1, 3]), np.array([1, 3]))
+    want = np.concatenate([data[o:o + n] for o, n in zip(offs, lens)])
+    assert np.array_equal(got, want) and done.shape == (4,) and done.max() <= dev.now()
+    if kind == "file":                       # the generic one: group sizes must cover the ranges
+        with pytest.raises(InvalidIOError, match="read groups"):
+            dev.read_groups(offs, lens, np.array([1, 2]), np.array([1, 2]))
+    with pytest.raises(InvalidIOError, match="not aligned"):
+        dev.read_groups(np.array([0, 100]), np.array([4096, 4096]), np.array([2]), np.array([2]))
+    dev.close()

@@ -261,6 +261,8 @@ def test_linux_block_device_implements_the_block_protocol(loopdev):
         done = dev.write_batch(np.array([65536, 0]), data, np.array([8192, 4096]))
         assert done.shape == (2,) and done[0] <= done[1] <= dev.now()
         assert np.array_equal(dev.read(65536, 8192), data[:8192]) and np.array_equal(dev.read(0, 4096), data[8192:])
+        got, done = dev.read_groups(np.array([65536, 0]), np.array([8192, 4096]), np.array([1, 1]), np.array([1, 1]))
+        assert np.array_equal(got, data) and done.shape == (2,)
         with pytest.raises(InvalidIOError, match="not aligned"):
             dev.read_batch(np.array([0, 100]), np.array([4096, 4096]))
     finally:

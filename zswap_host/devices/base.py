@@ -131,6 +131,33 @@ class WallClock:
         """A no-op: real time passes without the host's help."""
 
 
+class SerialGroups:
+    """``read_groups`` for block devices without a grouped submit: one ``read_batch`` per group."""
+
+    block_size: int
+    size: int
+
+    def read_groups(self, offsets: np.ndarray, lengths: np.ndarray, group_sizes: np.ndarray,
+                    group_qds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """See ``BlockDevice.read_groups``."""
+        offsets = np.asarray(offsets, np.int64)
+        lengths = np.asarray(lengths, np.int64)
+        group_sizes = np.asarray(group_sizes, np.int64)
+        if group_sizes.shape != np.shape(group_qds) or (group_sizes < 0).any() or int(group_sizes.sum()) != offsets.size:
+            raise InvalidIOError(f"read groups: {group_sizes.size} groups of {int(group_sizes.sum())} ranges "
+                                 f"({np.size(group_qds)} queue depths) for {offsets.size} ranges")
+        check_batch(offsets, lengths, self.block_size, self.size, "read")
+        bufs, dones, lo = [], [], 0
+        for n, qd in zip(group_sizes.tolist(), np.asarray(group_qds).tolist()):
+            b, d = self.read_batch(offsets[lo:lo + n], lengths[lo:lo + n], qd=int(qd))
+            bufs.append(b)
+            dones.append(np.asarray(d, np.float64))
+            lo += n
+        if not bufs:
+            return np.zeros(0, np.uint8), np.zeros(0)
+        return np.concatenate(bufs), np.concatenate(dones)
+
+
 def _count(hist: Counter, lengths: np.ndarray) -> None:
     if lengths.size <= 8:
         for n in lengths.tolist():
@@ -236,6 +263,13 @@ class BlockDevice(Protocol):
     def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
         """As :meth:`ZonedDevice.read_batch`: the ranges' bytes back to back and each request's
         completion time; every range checked before any is read."""
+    def read_groups(self, offsets: np.ndarray, lengths: np.ndarray, group_sizes: np.ndarray,
+                    group_qds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Serial groups of reads in one call (one thread's page faults): group ``g`` is the next
+        ``group_sizes[g]`` ranges, read as one queue of depth ``group_qds[g]`` once group ``g - 1``
+        has completed; the same as one :meth:`read_batch` per group. ``group_sizes`` add up to the
+        number of ranges. Returns the bytes back to back and each range's completion time. Every
+        range is checked before any is read."""
     def write_batch(self, offsets: np.ndarray, data: Buffer, lengths: np.ndarray, qd: int = 32) -> np.ndarray:
         """Write many ranges as one queue of requests (at most ``qd`` in flight); ``data`` holds
         them back to back, so ``lengths.sum()`` must equal its size (``InvalidIOError`` otherwise).

@@ -11,8 +11,8 @@ import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError
 from .backing import Backing, punch_hole, save_sidecar
-from .base import (Buffer, DeviceStats, IoCounters, ModelClock, WallClock, as_bytes_view, check_aligned, check_batch,
-                   check_write_batch)
+from .base import (Buffer, DeviceStats, IoCounters, ModelClock, SerialGroups, WallClock, as_bytes_view, check_aligned,
+                   check_batch, check_write_batch)
 
 _READ, _WRITE, _TRIM = 0, 1, 2
 
@@ -147,7 +147,7 @@ class EmulatedBlockDevice(ModelClock):
         self.close()
 
 
-class FileBlockDevice(WallClock):
+class FileBlockDevice(WallClock, SerialGroups):
     """A regular file used as a conventional block device: real I/O through pread/pwrite,
     discard as hole punching, wall-clock timing of the time spent inside I/O calls."""
 

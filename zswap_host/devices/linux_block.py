@@ -12,14 +12,14 @@ import struct
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError
-from .base import Buffer, as_bytes_view, check_aligned, check_write_batch
+from .base import Buffer, SerialGroups, as_bytes_view, check_aligned, check_write_batch
 from .blkzoned import errname, zoned_lib
 from .direct_io import ALIGN, DirectIO, open_direct
 
 _BLKDISCARD = 0x1277
 
 
-class LinuxBlockDevice(DirectIO):
+class LinuxBlockDevice(DirectIO, SerialGroups):
     """A conventional (non-zoned) block device: O_DIRECT I/O, discard through BLKDISCARD."""
 
     kind = "linux-block"
