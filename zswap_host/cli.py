@@ -10,6 +10,7 @@ import click
 
 from .bench.plan import SWAP_RUNS as SWAP_RUN_NAMES
 from .errors import ZswapError
+from .store.placement import placements
 from .units import format_size
 
 DEFAULT_CHARACTERIZE_DEVICE = "emu-conv://?size=4GiB&preset=thesis-ssd"
@@ -301,8 +302,8 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
               help="Training preset: tiny, quick, default, kaggle, mlperf [default: default; --quick: quick].")
 @click.option("--budget", default=None, help="DRAM for the embedding tables: a fraction (0.25), a percentage "
               "(25%) or a size (64MiB) [default: the preset's, 25%].")
-@click.option("--placement", type=click.Choice(["single", "temporal", "stream", "hotness"]), default="temporal",
-              show_default=True, help="Store placement policy.")
+@click.option("--placement", default="temporal", show_default=True,
+              help=f"Store placement policy: {', '.join(placements())} or a registered name.")
 @click.option("--victim", default="greedy", show_default=True,
               help="GC victim policy: greedy, cost-benefit, fifo or a registered name.")
 @click.option("--iterations", type=click.IntRange(min=1), help="Training iterations [default: the preset's].")
