@@ -40,6 +40,7 @@ struct conv_ftl {
     int32_t units_per_block;    /* 4 KiB units per erase block */
     int32_t pages_per_block;    /* flash pages per erase block */
     int32_t blocks_per_die;     /* erase blocks per die */
+    ssd_div by_units_per_block, by_units_per_prog, by_units_per_page, by_blocks_per_die;
     int64_t n_blocks, n_ppn, n_lpn; /* erase blocks, physical units, logical units */
     uint32_t *l2p, *p2l;        /* logical unit -> physical unit and back (SSD_NONE: unmapped) */
     uint32_t *valid_cnt;        /* per block: valid units */
@@ -62,7 +63,7 @@ struct conv_ftl {
 
 static inline void bucket_insert(conv_ftl *F, int32_t b)
 {
-    int d = b / F->blocks_per_die;
+    int d = (int)ssd_quot(F->by_blocks_per_die, (uint32_t)b);
     int32_t v = (int32_t)F->valid_cnt[b];
     int64_t idx = (int64_t)d * (F->units_per_block + 1) + v;
     int32_t h = F->bucket_head[idx];
@@ -77,7 +78,7 @@ static inline void bucket_insert(conv_ftl *F, int32_t b)
 
 static inline void bucket_remove(conv_ftl *F, int32_t b)
 {
-    int d = b / F->blocks_per_die;
+    int d = (int)ssd_quot(F->by_blocks_per_die, (uint32_t)b);
     int64_t idx = (int64_t)d * (F->units_per_block + 1) + F->valid_cnt[b];
     int32_t p = F->blk_prev[b], n = F->blk_next[b];
     if (p >= 0)
@@ -119,7 +120,7 @@ static inline int32_t alloc_block(conv_ftl *F, int d)
 
 static inline void release_block(conv_ftl *F, int32_t b)
 {
-    int d = b / F->blocks_per_die;
+    int d = (int)ssd_quot(F->by_blocks_per_die, (uint32_t)b);
     F->valid_cnt[b] = 0;
     F->blk_state[b] = B_FREE;
     F->blk_prev[b] = -1;
@@ -136,7 +137,7 @@ static inline void seal_block(conv_ftl *F, int32_t b)
 
 static inline void invalidate(conv_ftl *F, uint32_t ppn)
 {
-    int32_t b = (int32_t)(ppn / (uint32_t)F->units_per_block);
+    int32_t b = (int32_t)ssd_quot(F->by_units_per_block, ppn);
     F->p2l[ppn] = SSD_NONE;
     if (F->blk_state[b] == B_SEALED) {
         bucket_remove(F, b);
@@ -150,9 +151,9 @@ static inline void invalidate(conv_ftl *F, uint32_t ppn)
 
 static inline int in_buffer(const conv_ftl *F, uint32_t ppn)
 {
-    int32_t b = (int32_t)(ppn / (uint32_t)F->units_per_block);
-    int d = b / F->blocks_per_die;
-    int32_t off = (int32_t)(ppn % (uint32_t)F->units_per_block);
+    int32_t b = (int32_t)ssd_quot(F->by_units_per_block, ppn);
+    int d = (int)ssd_quot(F->by_blocks_per_die, (uint32_t)b);
+    int32_t off = (int32_t)(ppn - (uint32_t)b * (uint32_t)F->units_per_block);
     if (b == F->host_blk[d])
         return off >= (F->host_wp_units[d] / F->units_per_prog) * F->units_per_prog;
     if (b == F->gc_blk[d])
@@ -172,7 +173,7 @@ static inline int place_unit(conv_ftl *F, int32_t b, int32_t *wp_units, uint32_t
     F->valid_cnt[b]++;
     F->valid_units++;
     F->T.cnt.media_write_bytes += SSD_UNIT;
-    return ++*wp_units % F->units_per_prog == 0;
+    return ssd_rem(F->by_units_per_prog, (uint32_t)++*wp_units) == 0;
 }
 
 static void gc_place(conv_ftl *F, int d, uint32_t lpn, int64_t ready)
@@ -250,10 +251,11 @@ static void gc_die(conv_ftl *F, int d, int64_t t)
    broken round-robin after d), so a die busy with GC does not stall the whole stripe. */
 static int next_die(const conv_ftl *F, int d)
 {
-    int best = (d + 1) % F->n_dies;
+    int n = F->n_dies;
+    int best = d + 1 < n ? d + 1 : 0;
     int64_t bt = F->T.die_free_ns[best];
-    for (int k = 2; k <= F->n_dies; k++) {
-        int c = (d + k) % F->n_dies;
+    for (int k = 2, c = best; k <= n; k++) {
+        c = c + 1 < n ? c + 1 : 0; /* (d + k) % n */
         if (F->T.die_free_ns[c] < bt) {
             bt = F->T.die_free_ns[c];
             best = c;
@@ -348,14 +350,14 @@ static int64_t conv_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_i
             T->cnt.buffer_read_bytes += bufd * SSD_UNIT;
             ready = t;
         } else {
-            uint32_t fp = ppn / (uint32_t)F->units_per_page;
+            uint32_t fp = ssd_quot(F->by_units_per_page, ppn);
             while (j < n) {
                 uint32_t q = F->l2p[lpn0 + j];
-                if (q == SSD_NONE || q / (uint32_t)F->units_per_page != fp || in_buffer(F, q))
+                if (q == SSD_NONE || ssd_quot(F->by_units_per_page, q) != fp || in_buffer(F, q))
                     break;
                 j++;
             }
-            int die = (int)(ppn / ((uint32_t)F->units_per_block * (uint32_t)F->blocks_per_die));
+            int die = (int)ssd_quot(F->by_blocks_per_die, ssd_quot(F->by_units_per_block, ppn));
             ready = ssd_host_read(T, die, t, (j - i) * SSD_UNIT);
         }
         int64_t le = ssd_link_out(T, ready, (j - i) * SSD_UNIT);
@@ -387,6 +389,14 @@ conv_ftl *conv_new(const ssd_params *p, int64_t logical_units, int32_t blocks_pe
     F->pages_per_block = p->pages_per_block;
     F->units_per_block = F->units_per_page * F->pages_per_block;
     F->blocks_per_die = blocks_per_die;
+    if (F->units_per_block < 1 || F->blocks_per_die < 1) {
+        conv_free(F);
+        return NULL;
+    }
+    F->by_units_per_block = ssd_div_of((uint32_t)F->units_per_block);
+    F->by_units_per_prog = ssd_div_of((uint32_t)F->units_per_prog);
+    F->by_units_per_page = ssd_div_of((uint32_t)F->units_per_page);
+    F->by_blocks_per_die = ssd_div_of((uint32_t)F->blocks_per_die);
     F->n_blocks = (int64_t)F->n_dies * F->blocks_per_die;
     F->n_ppn = F->n_blocks * F->units_per_block;
     F->n_lpn = logical_units;

@@ -158,15 +158,15 @@ static int64_t tl_reserve(ssd_tl *L, int64_t t, int64_t dur, int64_t floor_ns)
     L->n = n;
     int64_t c = t, j = n;
     if (n > h && t < v[n - 1].end_ns) {
-        int64_t lo = h, hi = n - 1; /* first interval ending after t */
-        while (lo < hi) {
-            int64_t mid = (lo + hi) / 2;
-            if (v[mid].end_ns > t)
-                hi = mid;
-            else
-                lo = mid + 1;
+        /* first interval ending after t (one exists: the last); branch-free halving */
+        const ssd_span *base = v + h;
+        int64_t len = n - h;
+        while (len > 1) {
+            int64_t half = len / 2;
+            base = (base[half - 1].end_ns > t) ? base : base + half;
+            len -= half;
         }
-        for (j = lo; j < n; j++) {
+        for (j = base - v; j < n; j++) {
             if (v[j].start_ns >= c + dur)
                 break;
             if (v[j].end_ns > c)
@@ -184,6 +184,12 @@ static int64_t tl_reserve(ssd_tl *L, int64_t t, int64_t dur, int64_t floor_ns)
         v[j - 1].end_ns = c + dur;
     } else if (next_touch) {
         v[j].start_ns = c;
+    } else if (h > 0 && j - h < n - j) {
+        /* nearer the head: move the intervals before it down into the dropped ones' room */
+        memmove(v + h - 1, v + h, (size_t)(j - h) * sizeof(ssd_span));
+        L->head = h - 1;
+        v[j - 1].start_ns = c;
+        v[j - 1].end_ns = c + dur;
     } else {
         j -= tl_room(L);
         v = L->v;
@@ -206,6 +212,7 @@ int ssd_timing_init(ssd_timing *T, const ssd_params *p)
     T->n_dies = p->channels * p->dies_per_channel;
     T->channel = (ssd_tl *)calloc((size_t)T->n_channels, sizeof(ssd_tl));
     T->die_free_ns = (int64_t *)calloc((size_t)T->n_dies, sizeof(int64_t));
+    T->die_channel = (int32_t *)calloc((size_t)T->n_dies, sizeof(int32_t));
     T->channel_ns_per_byte = 1000.0 / p->channel_mb_s; /* MB/s = 1e6 B/s -> ns per byte */
     T->link_ns_per_byte = 1000.0 / p->host_link_mb_s;
     T->t_read_ns = ns_of_us(p->t_read_us);
@@ -220,7 +227,10 @@ int ssd_timing_init(ssd_timing *T, const ssd_params *p)
     T->wb_cap_units = p->write_buffer_bytes / SSD_UNIT;
     if (T->wb_cap_units < 1)
         T->wb_cap_units = 1;
-    if (!T->channel || !T->die_free_ns || !T->read_end_ns ||
+    if (T->die_channel)
+        for (int d = 0; d < T->n_dies; d++)
+            T->die_channel[d] = d % T->n_channels;
+    if (!T->channel || !T->die_free_ns || !T->die_channel || !T->read_end_ns ||
         heap_reserve(&T->wb, T->wb_cap_units + 64) < 0) {
         ssd_timing_free(T);
         return -1;
@@ -237,11 +247,13 @@ void ssd_timing_free(ssd_timing *T)
     tl_free(&T->link_out);
     free(T->channel);
     free(T->die_free_ns);
+    free(T->die_channel);
     free(T->read_end_ns);
     heap_free(&T->wb);
     heap_free(&T->queue);
     T->channel = NULL;
     T->die_free_ns = NULL;
+    T->die_channel = NULL;
     T->read_end_ns = NULL;
 }
 
@@ -254,7 +266,7 @@ static inline int64_t xfer(double ns_per_byte, int64_t bytes)
 
 int64_t ssd_nand_read(ssd_timing *T, int die, int64_t t, int64_t bytes)
 {
-    int ch = die % T->n_channels;
+    int ch = T->die_channel[die];
     int64_t s = max64(t, T->die_free_ns[die]);
     int64_t sensed = s + T->t_read_ns;
     T->die_free_ns[die] = sensed; /* cache read: the die senses the next page during the transfer */
@@ -298,7 +310,7 @@ int64_t ssd_host_read(ssd_timing *T, int die, int64_t t, int64_t bytes)
     }
     T->read_end_ns[die] = sensed;
     int64_t x = xfer(T->channel_ns_per_byte, bytes);
-    int64_t ce = tl_reserve(&T->channel[die % T->n_channels], sensed, x, T->floor_ns) + x;
+    int64_t ce = tl_reserve(&T->channel[T->die_channel[die]], sensed, x, T->floor_ns) + x;
     T->cnt.media_read_bytes += bytes;
     T->cnt.nand_read_ops++;
     T->cnt.die_busy_ns += T->t_read_ns;
@@ -307,7 +319,7 @@ int64_t ssd_host_read(ssd_timing *T, int die, int64_t t, int64_t bytes)
 
 int64_t ssd_nand_prog(ssd_timing *T, int die, int64_t t, int64_t bytes)
 {
-    int ch = die % T->n_channels;
+    int ch = T->die_channel[die];
     int64_t x = xfer(T->channel_ns_per_byte, bytes);
     int64_t cs = tl_reserve(&T->channel[ch], max64(t, T->die_free_ns[die]), x, T->floor_ns);
     int64_t ce = cs + x;

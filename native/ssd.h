@@ -44,6 +44,29 @@ typedef struct {
     int64_t n, cap;             /* entries used, entries allocated */
 } ssd_heap;
 
+/* Division by a divisor fixed at set-up, without a divide instruction (Lemire et al., "Faster
+   remainder by direct computation"): exact for every 32-bit n. */
+__extension__ typedef unsigned __int128 ssd_u128;
+
+typedef struct {
+    uint64_t m;                 /* 2^64 / d, rounded up */
+    uint32_t d;
+} ssd_div;
+
+static inline ssd_div ssd_div_of(uint32_t d)
+{
+    ssd_div r = {UINT64_C(0xFFFFFFFFFFFFFFFF) / d + 1, d};
+    return r;
+}
+static inline uint32_t ssd_quot(ssd_div D, uint32_t n)
+{
+    return D.d == 1 ? n : (uint32_t)(((ssd_u128)D.m * n) >> 64); /* m wraps to 0 at d = 1 */
+}
+static inline uint32_t ssd_rem(ssd_div D, uint32_t n)
+{
+    return (uint32_t)(((ssd_u128)(D.m * n) * D.d) >> 64);
+}
+
 /* One busy interval [start_ns, end_ns) of a transfer resource. */
 typedef struct {
     int64_t start_ns, end_ns;
@@ -107,6 +130,7 @@ typedef struct {
     ssd_tl link_in;             /* host -> device */
     ssd_tl link_out;            /* device -> host */
     int64_t *die_free_ns;       /* per die: busy until (a die does its own work in issue order) */
+    int32_t *die_channel;       /* per die: its channel, d % n_channels (no division per operation) */
     int64_t *read_end_ns;       /* per die: end of the last host-read sense (suspend: FIFO reads) */
     int64_t floor_ns;           /* no reservation starts before this (the current issue time) */
     double channel_ns_per_byte; /* channel transfer time */
