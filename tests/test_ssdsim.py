@@ -569,3 +569,115 @@ def test_device_urls_select_the_options():
         open_device("emu://?zones=4&idle_gc=1")        # no device GC on a zoned device
     with pytest.raises(DeviceSpecError):
         open_device("emu-conv://?size=64MiB&suspend=yes")
+
+
+# ---------------------------------------------------------------- timing golden (regression)
+# tests/data/ssdsim_golden.npz holds completion times and counters of a fixed mixed workload on
+# both FTLs and both presets, suspend and idle-time GC on and off.  Any change to the model's
+# timing fails this test.  Regenerate only for an intended model change, and say so in the commit:
+#     python tests/test_ssdsim.py --regen-golden
+
+GOLDEN = __import__("pathlib").Path(__file__).with_name("data") / "ssdsim_golden.npz"
+_COUNTER_KEYS = ("host_write_bytes", "host_read_bytes", "host_trim_bytes", "media_write_bytes",
+                 "media_read_bytes", "gc_write_bytes", "pad_bytes", "erase_count", "gc_runs",
+                 "buffer_read_bytes", "nand_read_ops", "nand_prog_ops", "die_busy_ns", "erase_ns",
+                 "erase_bytes", "gc_bg_write_bytes", "gc_bg_runs", "suspend_count")
+
+
+def _digest(t):
+    """Sum, xor and count of completion times in ns: any changed time changes it."""
+    ns = np.round(np.asarray(t) * 1e9).astype(np.int64)
+    return np.array([int(ns.sum()), int(np.bitwise_xor.reduce(ns)) if ns.size else 0, ns.size], np.int64)
+
+
+def _golden_conv(out, preset, size, suspend, idle_gc):
+    m = ConvSSD(preset, size, idle_gc=idle_gc, suspend=suspend)
+    key = f"conv-{preset.name}-s{int(suspend)}-i{int(idle_gc)}"
+    rng = np.random.default_rng(5)
+    units = size // 4096
+    warm = [wr(m, np.arange(0, size, 128 * KiB), 128 * KiB, qd=32)]
+    warm.append(wr(m, rng.integers(0, units, 2 * units) * 4096, qd=32))      # into steady-state GC
+    times = []
+    for qd in (1, 4, 32, 2):
+        n = 150
+        r = rng.random(n)
+        ops = np.where(r < 0.4, READ, WRITE).astype(np.uint8)
+        ops[r > 0.95] = TRIM
+        lens = rng.choice([1, 1, 1, 2, 8, 32], n).astype(np.int64) * 4096
+        offs = rng.integers(0, units - 32, n).astype(np.int64) * 4096
+        times.append(m.submit(ops, offs, lens, qd=qd))
+        m.advance(0.004)
+    m.check_invariants()
+    out[key + "-times"] = np.concatenate(times)
+    out[key + "-warm"] = _digest(np.concatenate(warm))
+    c = m.counters()
+    out[key + "-counters"] = np.array([c[k] for k in _COUNTER_KEYS] + [m.free_blocks], np.int64)
+
+
+def _golden_zns(out, preset, zone_size, zone_cap, nz, suspend):
+    m = ZNSSSD(preset, nz, zone_size, zone_cap, suspend=suspend)
+    key = f"zns-{preset.name}-s{int(suspend)}"
+    rng = np.random.default_rng(6)
+    wp = np.zeros(nz, np.int64)
+    times, resets = [], []
+    for rnd in range(12):
+        ops, offs, lens = [], [], []
+        for _ in range(24):                                   # appends to random zones, in order
+            z = int(rng.integers(0, nz))
+            ln = min(int(rng.choice([4, 16, 64, 256])) * KiB, zone_cap - int(wp[z]))
+            if ln > 0:
+                ops.append(WRITE), offs.append(z * zone_size + int(wp[z])), lens.append(ln)
+                wp[z] += ln
+        for _ in range(24):                                   # reads of written (or unwritten) data
+            z = int(rng.integers(0, nz))
+            off = z * zone_size + (int(rng.integers(0, wp[z] // 4096)) * 4096 if wp[z] else 0)
+            ops.append(READ), offs.append(off), lens.append(min(int(rng.choice([1, 2, 8])) * 4096,
+                                                                (z + 1) * zone_size - off))
+        times.append(m.submit(np.array(ops, np.uint8), np.array(offs, np.int64), np.array(lens, np.int64),
+                              qd=(1, 8, 32)[rnd % 3]))
+        if rnd % 3 == 2:
+            z = int(rng.integers(0, nz))
+            m.finish(z)
+            wp[z] = min(-(-int(wp[z]) // preset.program_unit_bytes) * preset.program_unit_bytes, zone_cap)
+        if rnd % 4 == 3:
+            z = int(np.argmax(wp))
+            resets.append(m.reset(z))
+            wp[z] = 0
+        m.advance(0.0005)
+    out[key + "-times"] = np.concatenate(times + [np.array(resets)])
+    c = m.counters()
+    out[key + "-counters"] = np.array([c[k] for k in _COUNTER_KEYS], np.int64)
+
+
+def _golden_run() -> dict:
+    out = {}
+    for s in (False, True):
+        for i in (False, True):
+            _golden_conv(out, THESIS, 32 * MiB, s, i)
+    _golden_conv(out, ZN540, 512 * MiB, True, True)
+    for s in (False, True):
+        _golden_zns(out, THESIS, 8 * MiB, 6 * MiB, 12, s)
+        _golden_zns(out, ZN540, 16 * MiB, 12 * MiB, 8, s)
+    return out
+
+
+def test_timing_matches_the_committed_golden():
+    """Completion times and counters are bit-identical to tests/data/ssdsim_golden.npz."""
+    want = np.load(GOLDEN)
+    got = _golden_run()
+    assert sorted(got) == sorted(want.files)
+    for k in sorted(got):
+        a, b = got[k], want[k]
+        if not (a.shape == b.shape and a.tobytes() == b.tobytes()):
+            i = int(np.flatnonzero(a != b)[0]) if a.shape == b.shape else -1
+            pytest.fail(f"{k}: the model's timing changed (first difference at index {i}); if intended, "
+                        f"regenerate with `python tests/test_ssdsim.py --regen-golden` and say why")
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] == ["--regen-golden"]:
+        GOLDEN.parent.mkdir(exist_ok=True)
+        res = _golden_run()
+        np.savez_compressed(GOLDEN, **res)
+        print(f"wrote {GOLDEN}: {sum(v.size for v in res.values())} values")
