@@ -31,7 +31,10 @@ def test_result_keys_and_jobs(quick):
         assert {"rw", "bs", "iodepth", "bytes", "bw_mib_s"} <= set(j)
         assert j["rw"] in ("read", "write", "randread", "randwrite")
         assert j["bw_mib_s"] > 0 and j["bytes"] > 0
-    assert any(isinstance(j["bs"], str) for j in res["jobs"])      # the small-request mix
+    # the small-request side of the large/small ratio is the swap-like mix, the large side 128 KiB reads
+    roles = {j["role"]: j for j in res["jobs"] if "role" in j}
+    assert roles["small"]["bs"] == "4k/40:8k/30:16k/20:32k/10" and roles["large"]["bs"] == 128 * 1024
+    assert roles["small"]["rw"] == roles["large"]["rw"] == "randread"
 
 
 def test_ratios_within_thesis_bands(quick):
