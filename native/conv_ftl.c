@@ -57,6 +57,7 @@ struct conv_ftl {
     int32_t gc_high_blocks;     /* per die: foreground GC stops at this many */
     int32_t gc_bg_blocks;       /* per die: idle-time GC target (0 = no idle-time GC) */
     int64_t valid_units;        /* mapped logical units */
+    uint32_t *page_lpns;        /* GC scratch: the valid units of one victim page */
 };
 
 /* ---------- bucket lists ---------- */
@@ -176,20 +177,23 @@ static inline int place_unit(conv_ftl *F, int32_t b, int32_t *wp_units, uint32_t
     return ssd_rem(F->by_units_per_prog, (uint32_t)++*wp_units) == 0;
 }
 
-static void gc_place(conv_ftl *F, int d, uint32_t lpn, int64_t ready)
+/* Re-place the n valid units lpns[] of one victim page, read by `ready`, in die d's GC block. */
+static void gc_place(conv_ftl *F, int d, const uint32_t *lpns, int32_t n, int64_t ready)
 {
-    if (F->gc_blk[d] < 0 || F->gc_wp_units[d] == F->units_per_block) {
-        if (F->gc_blk[d] >= 0)
-            seal_block(F, F->gc_blk[d]);
-        F->gc_blk[d] = alloc_block(F, d); /* caller guaranteed a free block */
-        F->gc_wp_units[d] = 0;
-    }
-    F->T.cnt.gc_write_bytes += SSD_UNIT;
-    if (ready > F->gc_ready_ns[d])
-        F->gc_ready_ns[d] = ready;
-    if (place_unit(F, F->gc_blk[d], &F->gc_wp_units[d], lpn)) {
-        ssd_nand_prog(&F->T, d, F->gc_ready_ns[d], (int64_t)F->units_per_prog * SSD_UNIT);
-        F->gc_ready_ns[d] = 0;
+    F->T.cnt.gc_write_bytes += (int64_t)n * SSD_UNIT;
+    for (int32_t k = 0; k < n; k++) {
+        if (F->gc_blk[d] < 0 || F->gc_wp_units[d] == F->units_per_block) {
+            if (F->gc_blk[d] >= 0)
+                seal_block(F, F->gc_blk[d]);
+            F->gc_blk[d] = alloc_block(F, d); /* caller guaranteed a free block */
+            F->gc_wp_units[d] = 0;
+        }
+        if (ready > F->gc_ready_ns[d])
+            F->gc_ready_ns[d] = ready;
+        if (place_unit(F, F->gc_blk[d], &F->gc_wp_units[d], lpns[k])) {
+            ssd_nand_prog(&F->T, d, F->gc_ready_ns[d], (int64_t)F->units_per_prog * SSD_UNIT);
+            F->gc_ready_ns[d] = 0;
+        }
     }
 }
 
@@ -216,21 +220,19 @@ static int gc_victim(conv_ftl *F, int d, int64_t t)
                 if (nx[k] != SSD_NONE)
                     __builtin_prefetch(&F->l2p[nx[k]], 1, 1);
         }
+        uint32_t *pg_p2l = F->p2l + pb, *lpns = F->page_lpns;
         int32_t c = 0;
-        for (int32_t k = 0; k < F->units_per_page; k++)
-            c += (F->p2l[pb + k] != SSD_NONE);
+        for (int32_t k = 0; k < F->units_per_page; k++) { /* take the page's valid units */
+            lpns[c] = pg_p2l[k];
+            c += (pg_p2l[k] != SSD_NONE);
+            pg_p2l[k] = SSD_NONE;
+        }
         if (!c)
             continue;
+        F->valid_cnt[b] -= (uint32_t)c;
+        F->valid_units -= c;
         int64_t ready = ssd_nand_read(&F->T, d, t, (int64_t)c * SSD_UNIT);
-        for (int32_t k = 0; k < F->units_per_page; k++) {
-            uint32_t lpn = F->p2l[pb + k];
-            if (lpn == SSD_NONE)
-                continue;
-            F->p2l[pb + k] = SSD_NONE;
-            F->valid_cnt[b]--;
-            F->valid_units--;
-            gc_place(F, d, lpn, ready);
-        }
+        gc_place(F, d, lpns, c, ready);
     }
     ssd_nand_erase(&F->T, d, t);
     release_block(F, b);
@@ -421,9 +423,10 @@ conv_ftl *conv_new(const ssd_params *p, int64_t logical_units, int32_t blocks_pe
     F->gc_blk = (int32_t *)malloc((size_t)F->n_dies * sizeof(int32_t));
     F->gc_wp_units = (int32_t *)calloc((size_t)F->n_dies, sizeof(int32_t));
     F->gc_ready_ns = (int64_t *)calloc((size_t)F->n_dies, sizeof(int64_t));
+    F->page_lpns = (uint32_t *)malloc((size_t)F->units_per_page * sizeof(uint32_t));
     if (!F->l2p || !F->p2l || !F->valid_cnt || !F->blk_next || !F->blk_prev || !F->blk_state || !F->bucket_head ||
         !F->min_valid || !F->free_head || !F->free_cnt || !F->host_blk || !F->host_wp_units || !F->gc_blk ||
-        !F->gc_wp_units || !F->gc_ready_ns) {
+        !F->gc_wp_units || !F->gc_ready_ns || !F->page_lpns) {
         conv_free(F);
         return NULL;
     }
@@ -467,6 +470,7 @@ void conv_free(conv_ftl *F)
     free(F->gc_blk);
     free(F->gc_wp_units);
     free(F->gc_ready_ns);
+    free(F->page_lpns);
     free(F);
 }
 

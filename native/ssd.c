@@ -143,6 +143,22 @@ static int64_t tl_room(ssd_tl *L)
     return shift;
 }
 
+/* Move n spans from src to dst (overlapping); the usual moves are a few spans long. */
+static inline void span_move(ssd_span *dst, const ssd_span *src, int64_t n)
+{
+    if (n > 8) {
+        memmove(dst, src, (size_t)n * sizeof(ssd_span));
+    } else if (dst < src) {
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = src[i];
+    } else {
+        for (int64_t i = n - 1; i >= 0; i--)
+            dst[i] = src[i];
+    }
+}
+
+#define TL_NEAR 8
+
 /* Reserve dur ns on L in the earliest gap that starts at or after t; returns the start. */
 static int64_t tl_reserve(ssd_tl *L, int64_t t, int64_t dur, int64_t floor_ns)
 {
@@ -158,9 +174,16 @@ static int64_t tl_reserve(ssd_tl *L, int64_t t, int64_t dur, int64_t floor_ns)
     L->n = n;
     int64_t c = t, j = n;
     if (n > h && t < v[n - 1].end_ns) {
-        /* first interval ending after t (one exists: the last); branch-free halving */
+        /* first interval ending after t (one exists: the last).  A link's reservations land near
+           its head, a channel's near its tail: look at the first few, else halve (branch-free) */
         const ssd_span *base = v + h;
         int64_t len = n - h;
+        if (len > TL_NEAR && v[h + TL_NEAR - 1].end_ns > t)
+            len = TL_NEAR;
+        else if (len > TL_NEAR) {
+            base += TL_NEAR;
+            len -= TL_NEAR;
+        }
         while (len > 1) {
             int64_t half = len / 2;
             base = (base[half - 1].end_ns > t) ? base : base + half;
@@ -178,7 +201,7 @@ static int64_t tl_reserve(ssd_tl *L, int64_t t, int64_t dur, int64_t floor_ns)
     int next_touch = (j < n && v[j].start_ns == c + dur);
     if (prev_touch && next_touch) {
         v[j - 1].end_ns = v[j].end_ns;
-        memmove(v + j, v + j + 1, (size_t)(n - j - 1) * sizeof(ssd_span));
+        span_move(v + j, v + j + 1, n - j - 1);
         L->n = n - 1;
     } else if (prev_touch) {
         v[j - 1].end_ns = c + dur;
@@ -186,7 +209,7 @@ static int64_t tl_reserve(ssd_tl *L, int64_t t, int64_t dur, int64_t floor_ns)
         v[j].start_ns = c;
     } else if (h > 0 && j - h < n - j) {
         /* nearer the head: move the intervals before it down into the dropped ones' room */
-        memmove(v + h - 1, v + h, (size_t)(j - h) * sizeof(ssd_span));
+        span_move(v + h - 1, v + h, j - h);
         L->head = h - 1;
         v[j - 1].start_ns = c;
         v[j - 1].end_ns = c + dur;
@@ -195,7 +218,7 @@ static int64_t tl_reserve(ssd_tl *L, int64_t t, int64_t dur, int64_t floor_ns)
         v = L->v;
         n = L->n;
         if (j < n)
-            memmove(v + j + 1, v + j, (size_t)(n - j) * sizeof(ssd_span));
+            span_move(v + j + 1, v + j, n - j);
         v[j].start_ns = c;
         v[j].end_ns = c + dur;
         L->n = n + 1;
