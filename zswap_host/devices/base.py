@@ -197,7 +197,8 @@ class ZonedDevice(Protocol):
         """Every zone's start, size, capacity, write pointer and condition, in zone order (zbd_report_zones)."""
     def reset_zone(self, z: int) -> None:
         """Rewind zone ``z``'s write pointer to its start; it becomes EMPTY and its data is gone
-        (zbd_reset_zones). EMPTY stays EMPTY. Raises ``DeviceIOError`` for READ_ONLY/OFFLINE zones."""
+        (zbd_reset_zones). EMPTY stays EMPTY. An OFFLINE zone raises ``DeviceIOError``; a READ_ONLY
+        one is refused too (``ZoneStateError`` on the emulator, ``DeviceIOError`` from the kernel)."""
     def open_zone(self, z: int) -> None:
         """Explicitly open zone ``z`` (zbd_open_zones). Raises ``ZoneStateError`` on a FULL zone or
         at the open (ETOOMANYREFS) / active (EOVERFLOW) limit."""
@@ -217,7 +218,8 @@ class ZonedDevice(Protocol):
         (``InvalidIOError`` beyond). Errors as :meth:`write`."""
     def read(self, offset: int, length: int) -> np.ndarray:
         """``length`` bytes at ``offset`` (zbd_pread); may span zones. Bytes past a zone's write
-        pointer read as zeros. ``DeviceIOError`` when a zone in the range is OFFLINE."""
+        pointer read as zeros on the emulator (a real device returns what its deallocated blocks
+        read as). ``DeviceIOError`` when a zone in the range is OFFLINE."""
     def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
         """Read many ranges as one queue of requests with at most ``qd`` (>= 1) in flight.
         ``offsets``/``lengths`` are int64 arrays of equal size. Returns the bytes of every range
