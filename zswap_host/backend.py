@@ -1,5 +1,5 @@
 """The ``SwapBackend`` protocol shared by ``SwapStore`` and ``ConventionalSwap``, and the
-statistics both report (metric names as in DESIGN.md)."""
+statistics both report (metric names as in docs/design.md)."""
 
 from __future__ import annotations
 

@@ -115,7 +115,7 @@ class PagedEmbedding:
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}, not {optimizer!r}")
         self.dim = int(dim)
         self.page_size = int(page_size)
-        if backend is not None and getattr(backend, "page_size", self.page_size) != self.page_size:
+        if backend is not None and backend.page_size != self.page_size:
             raise ValueError(f"backend page size {backend.page_size} != {self.page_size}")
         self.rows_per_page = R = self.page_size // (4 * self.dim)
         if R < 1:
