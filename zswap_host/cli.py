@@ -62,6 +62,28 @@ def main() -> None:
 
 
 @main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@friendly_errors
+def schemes(as_json: bool) -> None:
+    """The device kinds DEVICE arguments can name: each registered URL scheme (or bare-path kind), its
+    query parameters, and whether it can be used here (else how to make it so)."""
+    from .devices.url import scheme_class, schemes as registered
+
+    rows = []
+    for s in registered():
+        params = dict(scheme_class(s["name"]).params) if s["available"] else {}
+        rows.append({**s, "params": params})
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    for r in rows:
+        state = "" if r["available"] else f"  [unavailable: {r['install_hint'] or 'its import fails'}]"
+        click.echo(f"{r['form']:12} {r['summary']}{state}")
+        if r["params"]:
+            click.echo(f"{'':12} ?{'&'.join(f'{k}=<{v}>' for k, v in r['params'].items())}")
+
+
+@main.command()
 @click.argument("device")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @friendly_errors
