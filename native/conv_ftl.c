@@ -493,7 +493,7 @@ static void conv_prefetch(void *ftl, int stage, int op, int64_t off)
 int conv_submit(conv_ftl *F, int64_t n, const uint8_t *ops, const int64_t *offs,
                 const int64_t *lens, int64_t qd, double *out)
 {
-    return ssd_submit_loop(&F->T, F, conv_req, conv_prefetch, n, ops, offs, lens, qd, out);
+    return ssd_submit_loop_inline(&F->T, F, conv_req, conv_prefetch, n, ops, offs, lens, qd, out);
 }
 
 ssd_timing *conv_timing(conv_ftl *F) { return &F->T; }

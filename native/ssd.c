@@ -38,80 +38,6 @@ static int64_t ns_of_us(double us) { return (int64_t)(us * 1000.0 + 0.5); }
 
 static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* ---- binary min-heap on key_ns ----
-   Results depend on which of two equal-keyed write-buffer entries leaves first, so the sift
-   rules below are part of the model: change them only with the golden test. */
-
-static int heap_reserve(ssd_heap *H, int64_t cap)
-{
-    if (H->cap >= cap)
-        return 0;
-    ssd_heap_ent *a = (ssd_heap_ent *)realloc(H->a, (size_t)cap * sizeof(ssd_heap_ent));
-    if (!a)
-        return -1;
-    H->a = a;
-    H->cap = cap;
-    return 0;
-}
-
-static void heap_free(ssd_heap *H)
-{
-    free(H->a);
-    H->a = NULL;
-    H->n = H->cap = 0;
-}
-
-/* Put x at hole i and move it down to its place among n entries. */
-static inline void heap_sift_down(ssd_heap_ent *h, int64_t n, int64_t i, ssd_heap_ent x)
-{
-    for (;;) {
-        int64_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && h[c + 1].key_ns < h[c].key_ns)
-            c++;
-        if (h[c].key_ns >= x.key_ns)
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = x;
-}
-
-/* Push; the caller made room (heap_reserve). */
-static inline void heap_push(ssd_heap *H, ssd_heap_ent x)
-{
-    ssd_heap_ent *h = H->a;
-    int64_t i = H->n++;
-    while (i > 0) {
-        int64_t p = (i - 1) / 2;
-        if (h[p].key_ns <= x.key_ns)
-            break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = x;
-}
-
-static inline void heap_pop(ssd_heap *H)
-{
-    int64_t n = --H->n;
-    if (n > 0)
-        heap_sift_down(H->a, n, 0, H->a[n]);
-}
-
-/* Pop the minimum and push x in one sift (the issue loop's steady state). */
-static inline void heap_replace_top(ssd_heap *H, ssd_heap_ent x)
-{
-    heap_sift_down(H->a, H->n, 0, x);
-}
-
-static void heap_rebuild(ssd_heap *H)
-{
-    for (int64_t i = H->n / 2 - 1; i >= 0; i--)
-        heap_sift_down(H->a, H->n, i, H->a[i]);
-}
-
 /* ---- transfer timelines ---- */
 
 static void tl_free(ssd_tl *L)
@@ -122,10 +48,8 @@ static void tl_free(ssd_tl *L)
 }
 
 /* Make room for one more interval; returns the shift applied to indices (compaction). */
-static int64_t tl_room(ssd_tl *L)
+__attribute__((noinline)) static int64_t tl_grow(ssd_tl *L)
 {
-    if (L->n < L->cap)
-        return 0;
     int64_t live = L->n - L->head, shift = L->head;
     if (L->head > 0 && live < L->cap / 2) {
         memmove(L->v, L->v + L->head, (size_t)live * sizeof(ssd_span));
@@ -141,6 +65,11 @@ static int64_t tl_room(ssd_tl *L)
     L->n = live;
     L->head = 0;
     return shift;
+}
+
+static inline int64_t tl_room(ssd_tl *L)
+{
+    return L->n < L->cap ? 0 : tl_grow(L);
 }
 
 /* Move n spans from src to dst (overlapping); the usual moves are a few spans long. */
@@ -172,8 +101,21 @@ static int64_t tl_reserve(ssd_tl *L, int64_t t, int64_t dur, int64_t floor_ns)
         h = n = 0;
     L->head = h;
     L->n = n;
+    if (n == h || t >= v[n - 1].end_ns) { /* at or after the last: append (or extend it) */
+        if (n > h && v[n - 1].end_ns == t) {
+            v[n - 1].end_ns = t + dur;
+        } else {
+            tl_room(L);
+            v = L->v;
+            n = L->n;
+            v[n].start_ns = t;
+            v[n].end_ns = t + dur;
+            L->n = n + 1;
+        }
+        return t;
+    }
     int64_t c = t, j = n;
-    if (n > h && t < v[n - 1].end_ns) {
+    {
         /* first interval ending after t (one exists: the last).  A link's reservations land near
            its head, a channel's near its tail: look at the first few, else halve (branch-free) */
         const ssd_span *base = v + h;
@@ -254,7 +196,7 @@ int ssd_timing_init(ssd_timing *T, const ssd_params *p)
         for (int d = 0; d < T->n_dies; d++)
             T->die_channel[d] = d % T->n_channels;
     if (!T->channel || !T->die_free_ns || !T->die_channel || !T->read_end_ns ||
-        heap_reserve(&T->wb, T->wb_cap_units + 64) < 0) {
+        ssd_heap_reserve(&T->wb, T->wb_cap_units + 64) < 0) {
         ssd_timing_free(T);
         return -1;
     }
@@ -272,8 +214,8 @@ void ssd_timing_free(ssd_timing *T)
     free(T->die_free_ns);
     free(T->die_channel);
     free(T->read_end_ns);
-    heap_free(&T->wb);
-    heap_free(&T->queue);
+    ssd_heap_free(&T->wb);
+    ssd_heap_free(&T->queue);
     T->channel = NULL;
     T->die_free_ns = NULL;
     T->die_channel = NULL;
@@ -395,7 +337,7 @@ int64_t ssd_link_out(ssd_timing *T, int64_t t, int64_t bytes)
 static inline void wb_pop(ssd_timing *T)
 {
     T->wb_inflight_units -= T->wb.a[0].units;
-    heap_pop(&T->wb);
+    ssd_heap_pop(&T->wb);
 }
 
 /* A suspend on `die` at `after` delays the die's programs completing after it by dt: their
@@ -409,7 +351,7 @@ static void wb_push_back(ssd_timing *T, int die, int64_t after, int64_t dt)
             changed = 1;
         }
     if (changed)
-        heap_rebuild(&T->wb);
+        ssd_heap_rebuild(&T->wb);
 }
 
 /* Reserve `units` of buffer at time t; returns the time the space is available.  Data that is
@@ -436,10 +378,10 @@ void ssd_wb_program(ssd_timing *T, int die, int64_t done, int64_t units)
     T->wb_pending_units -= units;
     /* more programs in flight than expected (only when programs are tiny): grow; if that
        fails the program cannot be tracked and its space counts as released */
-    if (T->wb.n >= T->wb.cap && heap_reserve(&T->wb, T->wb.cap * 2) < 0)
+    if (T->wb.n >= T->wb.cap && ssd_heap_reserve(&T->wb, T->wb.cap * 2) < 0)
         return;
     ssd_heap_ent e = {done, (int32_t)units, die};
-    heap_push(&T->wb, e);
+    ssd_heap_push(&T->wb, e);
     T->wb_inflight_units += units;
 }
 
@@ -450,54 +392,11 @@ void ssd_wb_drop(ssd_timing *T, int64_t units)
         T->wb_pending_units = 0;
 }
 
-/* ---- queue-depth issue loop ---- */
-
-/* Issue requests in order with at most qd outstanding: the first qd at T->now, each later one
-   when the earliest outstanding request completes.  out[i] = completion (seconds).
-   T->now advances to the last completion. Returns 0, or -(i+1) if request i failed. */
-#define PF_FAR 16
-#define PF_NEAR 6
+/* ---- queue-depth issue loop (the loop itself is ssd_submit_loop_inline, ssd.h) ---- */
 
 int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf, int64_t n,
                     const uint8_t *ops, const int64_t *offs, const int64_t *lens, int64_t qd,
                     double *out)
 {
-    if (qd < 1)
-        qd = 1;
-    if (qd > n)
-        qd = n > 0 ? n : 1;
-    if (heap_reserve(&T->queue, qd) < 0)
-        return -1;
-    ssd_heap *Q = &T->queue;
-    Q->n = 0;
-    int64_t start = T->now, last = T->now;
-    T->floor_ns = start;
-    for (int64_t i = 0; i < n; i++) {
-        if (pf) {
-            if (i + PF_FAR < n)
-                pf(ftl, 0, ops[i + PF_FAR], offs[i + PF_FAR]);
-            if (i + PF_NEAR < n)
-                pf(ftl, 1, ops[i + PF_NEAR], offs[i + PF_NEAR]);
-        }
-        int full = Q->n >= qd;
-        int64_t t = full ? Q->a[0].key_ns : start;
-        T->floor_ns = t;
-        int64_t c = fn(ftl, ops[i], offs[i], lens[i], t);
-        if (c < 0) {
-            T->now = last;
-            return (int)(-(i + 1) > -2147483647 ? -(i + 1) : -2147483647);
-        }
-        if (c < t)
-            c = t;
-        out[i] = (double)c * 1e-9;
-        if (c > last)
-            last = c;
-        ssd_heap_ent e = {c, 0, 0};
-        if (full)
-            heap_replace_top(Q, e); /* the request issued at t took the earliest one's slot */
-        else
-            heap_push(Q, e);
-    }
-    T->now = last;
-    return 0;
+    return ssd_submit_loop_inline(T, ftl, fn, pf, n, ops, offs, lens, qd, out);
 }

@@ -22,6 +22,7 @@
 #define ZSWAP_SSD_H
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #define SSD_UNIT 4096           /* mapping unit and logical block, bytes */
 #define SSD_NONE 0xFFFFFFFFu    /* unmapped entry of l2p / p2l */
@@ -198,5 +199,133 @@ typedef void (*ssd_pf_fn)(void *ftl, int stage, int op, int64_t off);
 int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf, int64_t n,
                     const uint8_t *ops, const int64_t *offs, const int64_t *lens, int64_t qd,
                     double *out);
+
+/* ---- the binary min-heap on key_ns (write buffer, issue loop) ----
+   Results depend on which of two equal-keyed write-buffer entries leaves first, so the sift
+   rules below are part of the model: change them only with the golden test. */
+
+static inline int ssd_heap_reserve(ssd_heap *H, int64_t cap)
+{
+    if (H->cap >= cap)
+        return 0;
+    ssd_heap_ent *a = (ssd_heap_ent *)realloc(H->a, (size_t)cap * sizeof(ssd_heap_ent));
+    if (!a)
+        return -1;
+    H->a = a;
+    H->cap = cap;
+    return 0;
+}
+
+static inline void ssd_heap_free(ssd_heap *H)
+{
+    free(H->a);
+    H->a = NULL;
+    H->n = H->cap = 0;
+}
+
+/* Put x at hole i and move it down to its place among n entries. */
+static inline void ssd_heap_sift_down(ssd_heap_ent *h, int64_t n, int64_t i, ssd_heap_ent x)
+{
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && h[c + 1].key_ns < h[c].key_ns)
+            c++;
+        if (h[c].key_ns >= x.key_ns)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = x;
+}
+
+/* Push; the caller made room (heap_reserve). */
+static inline void ssd_heap_push(ssd_heap *H, ssd_heap_ent x)
+{
+    ssd_heap_ent *h = H->a;
+    int64_t i = H->n++;
+    while (i > 0) {
+        int64_t p = (i - 1) / 2;
+        if (h[p].key_ns <= x.key_ns)
+            break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = x;
+}
+
+static inline void ssd_heap_pop(ssd_heap *H)
+{
+    int64_t n = --H->n;
+    if (n > 0)
+        ssd_heap_sift_down(H->a, n, 0, H->a[n]);
+}
+
+/* Pop the minimum and push x in one sift (the issue loop's steady state). */
+static inline void ssd_heap_replace_top(ssd_heap *H, ssd_heap_ent x)
+{
+    ssd_heap_sift_down(H->a, H->n, 0, x);
+}
+
+static inline void ssd_heap_rebuild(ssd_heap *H)
+{
+    for (int64_t i = H->n / 2 - 1; i >= 0; i--)
+        ssd_heap_sift_down(H->a, H->n, i, H->a[i]);
+}
+
+/* ---- queue-depth issue loop ----
+   Inline so that an FTL calling it with its own request and prefetch functions gets them
+   inlined (ssd_submit_loop is the same loop out of line). */
+
+/* Issue requests in order with at most qd outstanding: the first qd at T->now, each later one
+   when the earliest outstanding request completes.  out[i] = completion (seconds).
+   T->now advances to the last completion. Returns 0, or -(i+1) if request i failed. */
+#define PF_FAR 16
+#define PF_NEAR 6
+
+static inline int ssd_submit_loop_inline(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf,
+                                         int64_t n, const uint8_t *ops, const int64_t *offs,
+                                         const int64_t *lens, int64_t qd, double *out)
+{
+    if (qd < 1)
+        qd = 1;
+    if (qd > n)
+        qd = n > 0 ? n : 1;
+    if (ssd_heap_reserve(&T->queue, qd) < 0)
+        return -1;
+    ssd_heap *Q = &T->queue;
+    Q->n = 0;
+    int64_t start = T->now, last = T->now;
+    T->floor_ns = start;
+    for (int64_t i = 0; i < n; i++) {
+        if (pf) {
+            if (i + PF_FAR < n)
+                pf(ftl, 0, ops[i + PF_FAR], offs[i + PF_FAR]);
+            if (i + PF_NEAR < n)
+                pf(ftl, 1, ops[i + PF_NEAR], offs[i + PF_NEAR]);
+        }
+        int full = Q->n >= qd;
+        int64_t t = full ? Q->a[0].key_ns : start;
+        T->floor_ns = t;
+        int64_t c = fn(ftl, ops[i], offs[i], lens[i], t);
+        if (c < 0) {
+            T->now = last;
+            return (int)(-(i + 1) > -2147483647 ? -(i + 1) : -2147483647);
+        }
+        if (c < t)
+            c = t;
+        out[i] = (double)c * 1e-9;
+        if (c > last)
+            last = c;
+        ssd_heap_ent e = {c, 0, 0};
+        if (full)
+            ssd_heap_replace_top(Q, e); /* the request issued at t took the earliest one's slot */
+        else
+            ssd_heap_push(Q, e);
+    }
+    T->now = last;
+    return 0;
+}
 
 #endif

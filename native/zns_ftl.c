@@ -184,7 +184,7 @@ void zns_free(zns_ftl *Z)
 int zns_submit(zns_ftl *Z, int64_t n, const uint8_t *ops, const int64_t *offs,
                const int64_t *lens, int64_t qd, double *out)
 {
-    return ssd_submit_loop(&Z->T, Z, zns_req, NULL, n, ops, offs, lens, qd, out);
+    return ssd_submit_loop_inline(&Z->T, Z, zns_req, NULL, n, ops, offs, lens, qd, out);
 }
 
 /* Erase the zone's programmed blocks; returns the completion time (ns), advances now. */
