@@ -7,11 +7,25 @@ The device is filled sequentially first, then overwritten randomly until GC is i
 rate, the modeled write amplification and bandwidth.  Not a test.
 
     python experiments/bench_ssdsim.py [--size 4GiB] [--preset thesis-ssd] [--ops 4000000] [--json]
+
+The wall-clock rate moves with other load on the machine; instruction counts do not.  With
+``--callgrind`` the script runs itself under valgrind twice per queue depth, with --ops N and 2N,
+collecting only inside ``conv_submit``, and prints (Ir(2N) - Ir(N)) / N: instructions per timed
+4 KiB overwrite, GC included, with the fill and warm-up cancelled out.  Equivalent by hand:
+
+    valgrind --tool=callgrind --collect-atstart=no --toggle-collect=conv_submit \
+        --callgrind-out-file=/tmp/cg.%p python experiments/bench_ssdsim.py --qd 32 --ops 200000
+    (and again with --ops 400000; subtract the "totals:" lines, divide by 200000)
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -19,6 +33,7 @@ import numpy as np
 from zswap_host.ssdsim import WRITE, ConvSSD, get_preset
 
 UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+DEFAULT_OPS = 4_000_000
 
 
 def parse_size(s: str) -> int:
@@ -33,12 +48,17 @@ def main() -> None:
     ap.add_argument("--size", default="4GiB", help="logical capacity (default 4GiB)")
     ap.add_argument("--preset", default="thesis-ssd")
     ap.add_argument("--op", type=float, default=None, help="over-provisioning (default: the preset's)")
-    ap.add_argument("--ops", type=int, default=4_000_000, help="timed 4 KiB overwrites per queue depth")
+    ap.add_argument("--ops", type=int, default=DEFAULT_OPS, help="timed 4 KiB overwrites per queue depth")
     ap.add_argument("--qd", default="1,32", help="queue depths (comma separated)")
     ap.add_argument("--batch", type=int, default=1 << 20, help="requests per submit() call")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="print JSON")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="print instructions per 4 KiB op (valgrind callgrind; --ops defaults to 200000)")
     a = ap.parse_args()
+    if a.callgrind:
+        callgrind(a)
+        return
 
     preset = get_preset(a.preset)
     size = parse_size(a.size)
@@ -94,6 +114,37 @@ def main() -> None:
         print(f"  qd {r['qd']:>3}: {r['page_ops_per_s'] / 1e6:6.2f} M simulated 4 KiB ops/s "
               f"(+{r['gc_relocations_per_s'] / 1e6:.2f} M GC relocations/s)  WAF {r['write_amplification']:.2f}  "
               f"modeled {r['modeled_bw_mib_s']:.0f} MiB/s")
+
+
+def _callgrind_ir(a, qd: int, ops: int) -> int:
+    """Instructions executed inside conv_submit for fill + warm-up + `ops` timed overwrites."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "cg.out")
+        cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=conv_submit",
+               f"--callgrind-out-file={out}", sys.executable, os.path.abspath(__file__),
+               "--size", a.size, "--preset", a.preset, "--ops", str(ops), "--qd", str(qd),
+               "--batch", str(a.batch), "--seed", str(a.seed), "--json"]
+        if a.op is not None:
+            cmd += ["--op", str(a.op)]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(out) as f:
+            m = re.search(r"^(?:totals|summary): (\d+)", f.read(), re.M)
+        return int(m.group(1))
+
+
+def callgrind(a) -> None:
+    """Instructions per timed op, fill and warm-up cancelled: (Ir(2N) - Ir(N)) / N."""
+    n = a.ops if a.ops != DEFAULT_OPS else 200_000
+    rows = []
+    for qd in (int(x) for x in a.qd.split(",")):
+        i1, i2 = _callgrind_ir(a, qd, n), _callgrind_ir(a, qd, 2 * n)
+        rows.append({"qd": qd, "ops": n, "instructions_per_op": (i2 - i1) / n})
+    if a.json:
+        print(json.dumps({"preset": a.preset, "size": a.size, "results": rows}, indent=2))
+        return
+    for r in rows:
+        print(f"  qd {r['qd']:>3}: {r['instructions_per_op']:8.1f} instructions per simulated 4 KiB op "
+              f"(callgrind, {a.size} {a.preset}, N={r['ops']})")
 
 
 if __name__ == "__main__":
