@@ -64,9 +64,14 @@ class _Model:
         if not (ops.size == offsets.size == lengths.size):
             raise ValueError(f"ops, offsets and lengths differ in length: {ops.size}, {offsets.size}, {lengths.size}")
         if offsets.size:
-            bad = ((offsets % UNIT) != 0) | ((lengths % UNIT) != 0) | (offsets < 0) | (lengths < 0) \
-                | (offsets + lengths > self.capacity) | (ops > TRIM)
-            if bad.any():
+            # a few whole-array reductions; the per-request mask only to name a bad request.  The
+            # OR of all offsets and lengths has a low bit set if one is misaligned, the sign if one
+            # is negative.
+            either = int(np.bitwise_or.reduce(offsets | lengths))
+            if either % UNIT or either < 0 or int((offsets + lengths).max()) > self.capacity \
+                    or int(ops.max()) > TRIM:
+                bad = ((offsets % UNIT) != 0) | ((lengths % UNIT) != 0) | (offsets < 0) | (lengths < 0) \
+                    | (offsets + lengths > self.capacity) | (ops > TRIM)
                 i = int(np.flatnonzero(bad)[0])
                 raise ValueError(
                     f"request {i}: op {int(ops[i])} offset {int(offsets[i])} length {int(lengths[i])} is not "
