@@ -1,16 +1,31 @@
-"""Store overhead benchmark: SwapStore swap-out / swap-in pages per second on an in-memory emulated
-ZNS device with the timing model off, next to the raw device rate for the same bytes in the same run.
+"""Store overhead benchmark (issue 11): the store's host-side cost as ratios to the raw operation on
+the same bytes, in the same run, on an in-memory emulated ZNS device with the timing model off
+(``preset=none``).
 
-Targets (issue 3): swap-out >= 70% of raw zone-append throughput; swap-in of random pages >= 50% of
-raw random 4 KiB reads.
+* swap-out ratio = raw zone appends of the pages (512 KiB each) / ``SwapStore.swap_out`` of the same
+  pages in batches of ``--batch`` (time of raw over time of store; 1.0 = free). Target >= 0.9.
+* swap-in ratio = ``np.take`` of the same random pages from a page array / ``SwapStore.swap_in`` of
+  them, ``--batch`` pages a call. Target >= 0.5.
 
-    python experiments/bench_store_overhead.py [--pages 100000] [--batch 256] [--json out.json]
+Raw and store trials alternate, so machine load drifts over both alike; the ratio reported is the
+median of the per-pair ratios (and the ratio of the best times beside it).
+
+``--callgrind`` also counts instructions per page under valgrind (stable under load): each phase
+runs in its own process, minus the same process doing everything but the phase; ``non-copy`` leaves
+out memcpy/memmove/memset (the bytes themselves).
+
+    python experiments/bench_store_overhead.py [--pages 100000] [--batch 256] [--callgrind] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -18,21 +33,156 @@ import numpy as np
 from zswap_host import StoreConfig, SwapStore, open_device
 
 PS = 4096
+UNIT = (512 << 10) // PS
+PHASES = ("raw-append", "store-swap-out", "np-take", "store-swap-in")
 
 
 def device(zones: int):
     return open_device(f"emu://?zones={zones}&zone_size=64MiB&max_open=14&max_active=14&max_append=512KiB&preset=none")
 
 
-def best_of(fn, repeat: int, setup=None) -> float:
-    times = []
-    for _ in range(repeat):
-        if setup is not None:
-            setup()
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+class Bench:
+    """One device (its memory touched once) and the four phases over the same pages."""
+
+    def __init__(self, pages: int, batch: int, reads: int, seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        self.pages, self.batch, self.reads = pages, batch, reads
+        self.zones = -(-pages * PS // (62 << 20)) + 6
+        self.data = rng.integers(0, 256, (pages, PS), dtype=np.uint8)
+        self.ids = rng.permutation(pages).astype(np.int64)
+        self.want = rng.integers(0, pages, reads).astype(np.int64)
+        self.row_of_id = np.empty(pages, np.int64)     # id -> its row of data
+        self.row_of_id[self.ids] = np.arange(pages)
+        self.dev = device(self.zones)
+        self.store = None
+        self.raw_append()                       # first touch of the device's memory
+
+    def reset(self) -> None:
+        for z in range(self.zones):
+            self.dev.reset_zone(z)
+
+    def raw_append(self) -> None:
+        z, used, cap = 0, 0, self.dev.geometry.zone_capacity
+        for i in range(0, self.pages, UNIT):
+            chunk = self.data[i:i + UNIT]
+            if used + chunk.nbytes > cap:
+                z, used = z + 1, 0
+            self.dev.append(z, chunk)
+            used += chunk.nbytes
+
+    def new_store(self) -> None:
+        self.reset()
+        self.store = SwapStore(self.dev, StoreConfig(placement="temporal", write_size=512 << 10, prefetch=False))
+
+    def store_swap_out(self) -> None:
+        st, b = self.store, self.batch
+        for i in range(0, self.pages, b):
+            st.swap_out(self.ids[i:i + b], self.data[i:i + b])
+        st.flush()
+
+    def np_take(self) -> None:
+        rows, b = self.row_of_id[self.want], self.batch
+        for i in range(0, self.reads, b):
+            np.take(self.data, rows[i:i + b], axis=0)
+
+    def store_swap_in(self) -> None:
+        st, b = self.store, self.batch
+        for i in range(0, self.reads, b):
+            st.swap_in(self.want[i:i + b])
+
+
+def timed(fn, setup=None) -> float:
+    if setup is not None:
+        setup()
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def measure(a) -> dict:
+    b = Bench(a.pages, a.batch, a.reads)
+    out_pairs, in_pairs, best = [], [], {p: float("inf") for p in PHASES}
+    for _ in range(a.repeat):
+        ra = timed(b.raw_append, b.reset)
+        so = timed(b.store_swap_out, b.new_store)
+        nt = timed(b.np_take)
+        si = timed(b.store_swap_in)
+        out_pairs.append(ra / so)
+        in_pairs.append(nt / si)
+        for p, t in zip(PHASES, (ra, so, nt, si)):
+            best[p] = min(best[p], t)
+    got = b.store.swap_in(np.arange(1000))
+    assert np.array_equal(got, b.data[b.row_of_id[:1000]]), "store returned wrong bytes"
+    return {
+        "clock": "wall (timing model off: the store's host-side cost)",
+        "pages": a.pages, "batch": a.batch, "reads": a.reads, "repeat": a.repeat,
+        "raw_append_pages_per_s": a.pages / best["raw-append"],
+        "store_swap_out_pages_per_s": a.pages / best["store-swap-out"],
+        "swap_out_vs_raw_append": float(np.median(out_pairs)),
+        "swap_out_vs_raw_append_best_times": best["raw-append"] / best["store-swap-out"],
+        "np_take_pages_per_s": a.reads / best["np-take"],
+        "store_swap_in_pages_per_s": a.reads / best["store-swap-in"],
+        "swap_in_vs_np_take": float(np.median(in_pairs)),
+        "swap_in_vs_np_take_best_times": best["np-take"] / best["store-swap-in"],
+    }
+
+
+# -- instruction counts ------------------------------------------------------------------------------
+def _phase_main(a) -> None:
+    """Child process under callgrind: set up, then run one phase (or none: the baseline)."""
+    b = Bench(a.pages, a.batch, a.reads)
+    # warm every code path once (lazy imports, first-call caches), in the baseline run too
+    b.new_store()
+    b.store.swap_out(b.ids[:2 * a.batch], b.data[:2 * a.batch])
+    b.store.swap_in(b.ids[:a.batch])
+    np.take(b.data, b.row_of_id[b.want[:a.batch]], axis=0)
+    if a.phase in ("store-swap-in", "np-take", "none-in"):
+        b.new_store()
+        b.store_swap_out()
+    else:
+        b.reset()
+        if a.phase == "store-swap-out":
+            b.new_store()
+    run = {"raw-append": b.raw_append, "store-swap-out": b.store_swap_out, "np-take": b.np_take,
+           "store-swap-in": b.store_swap_in}.get(a.phase)
+    if run is not None:
+        run()
+
+
+_COPY = re.compile(r"mem(cpy|move|set)|__memcpy|__memmove|__memset", re.I)
+
+
+def _callgrind(a, phase: str) -> tuple[int, int]:
+    """(all instructions, instructions outside memcpy/memmove/memset) of a child run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "cg.out")
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
+               "--phase", phase, "--pages", str(a.cg_pages), "--reads", str(a.cg_pages), "--batch", str(a.batch)]
+        subprocess.run(cmd, check=True, capture_output=True)
+        ann = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", out],
+                             check=True, capture_output=True, text=True).stdout
+    total = copy = 0
+    for line in ann.splitlines():
+        m = re.match(r"\s*([\d,]+)\s+(\(\s*[\d.]+%\)\s+)?(.*)", line)
+        if not m:
+            continue
+        n = int(m.group(1).replace(",", ""))
+        if "PROGRAM TOTALS" in m.group(3):
+            total = n
+        elif _COPY.search(m.group(3)):
+            copy += n
+    return total, total - copy
+
+
+def instruction_counts(a) -> dict:
+    base = {"out": _callgrind(a, "none-out"), "in": _callgrind(a, "none-in")}
+    res = {}
+    for phase in PHASES:
+        side = "in" if phase in ("np-take", "store-swap-in") else "out"
+        tot, non_copy = _callgrind(a, phase)
+        res[phase] = {"instructions_per_page": (tot - base[side][0]) / a.cg_pages,
+                      "non_copy_instructions_per_page": (non_copy - base[side][1]) / a.cg_pages}
+    return res
 
 
 def main() -> None:
@@ -40,75 +190,24 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=100_000)
     ap.add_argument("--batch", type=int, default=256, help="pages per swap_out / swap_in call")
     ap.add_argument("--reads", type=int, default=50_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--callgrind", action="store_true", help="also count instructions per page (valgrind)")
+    ap.add_argument("--cg-pages", type=int, default=16384, help="pages per phase under callgrind")
+    ap.add_argument("--phase", choices=PHASES + ("none-out", "none-in"), help=argparse.SUPPRESS)
     ap.add_argument("--json", help="write results here")
     a = ap.parse_args()
-    rng = np.random.default_rng(0)
-    zones = -(-a.pages * PS // (62 << 20)) + 6
-    data = rng.integers(0, 256, (a.pages, PS), dtype=np.uint8)
-    ids = rng.permutation(a.pages).astype(np.int64)
-
-    # one device, its memory touched once, so neither side pays first-touch page faults
-    dev = device(zones)
-    unit = (512 << 10) // PS
-
-    def reset_all():
-        for z in range(zones):
-            dev.reset_zone(z)
-
-    def raw_write():
-        z, used = 0, 0
-        for i in range(0, a.pages, unit):
-            chunk = data[i:i + unit]
-            if used + chunk.shape[0] * PS > dev.geometry.zone_capacity:
-                z, used = z + 1, 0
-            dev.append(z, chunk)
-            used += chunk.shape[0] * PS
-
-    raw_write()
-    offs = rng.integers(0, a.pages, a.reads) * PS
-    want = rng.integers(0, a.pages, a.reads).astype(np.int64)
-    holder = {}
-
-    def new_store():
-        reset_all()
-        holder["st"] = SwapStore(dev, StoreConfig(placement="temporal", write_size=512 << 10, prefetch=False))
-
-    def store_write():
-        st = holder["st"]
-        for i in range(0, a.pages, a.batch):
-            st.swap_out(ids[i:i + a.batch], data[i:i + a.batch])
-        st.flush()
-
-    # raw and store trials alternate, so machine load drifts over both alike; each side keeps its best
-    t_raw_w = t_st_w = t_raw_r = t_st_r = float("inf")
-    pair_w, pair_r = [], []
-    for _ in range(a.repeat):
-        rw = best_of(raw_write, 1, reset_all)
-        sw = best_of(store_write, 1, new_store)
-        rr = best_of(lambda: [dev.read(int(o), PS) for o in offs], 1)
-        st = holder["st"]
-        sr = best_of(lambda: [st.swap_in(want[i:i + a.batch]) for i in range(0, a.reads, a.batch)], 1)
-        pair_w.append(rw / sw)
-        pair_r.append(rr / sr)
-        t_raw_w, t_st_w, t_raw_r, t_st_r = min(t_raw_w, rw), min(t_st_w, sw), min(t_raw_r, rr), min(t_st_r, sr)
-    order = np.argsort(ids)
-    assert np.array_equal(st.swap_in(np.arange(1000)), data[order[:1000]]), "store returned wrong bytes"
-
-    res = {
-        "clock": "wall (timing model off: this measures the store's host-side cost)",
-        "pages": a.pages, "batch": a.batch,
-        "raw_append_pages_per_s": a.pages / t_raw_w,
-        "store_swap_out_pages_per_s": a.pages / t_st_w,
-        "swap_out_vs_raw": (a.pages / t_st_w) / (a.pages / t_raw_w),
-        "swap_out_vs_raw_median_of_pairs": float(np.median(pair_w)),
-        "raw_random_read_pages_per_s": a.reads / t_raw_r,
-        "store_swap_in_random_pages_per_s": a.reads / t_st_r,
-        "swap_in_vs_raw": (a.reads / t_st_r) / (a.reads / t_raw_r),
-        "swap_in_vs_raw_median_of_pairs": float(np.median(pair_r)),
-    }
+    if a.phase:
+        _phase_main(a)
+        return
+    res = measure(a)
+    if a.callgrind:
+        res["callgrind"] = instruction_counts(a)
     for k, v in res.items():
-        print(f"{k:36} {v:,.3f}" if isinstance(v, float) else f"{k:36} {v}")
+        if isinstance(v, dict):
+            for p, c in v.items():
+                print(f"{k + ' ' + p:36} " + ", ".join(f"{n} {x:,.0f}" for n, x in c.items()))
+        else:
+            print(f"{k:36} {v:,.3f}" if isinstance(v, float) else f"{k:36} {v}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=2)

@@ -13,6 +13,7 @@ import numpy as np
 MAX_PAGE_ID = (1 << 63) - 1
 _EMPTY, _TOMB = -1, -2
 _MUL = np.uint64(0x9E3779B97F4A7C15)
+_WINDOW = np.arange(8)           # table slots a lookup reads per round (most ids resolve in one)
 
 
 def as_page_ids(page_ids) -> np.ndarray:
@@ -91,13 +92,30 @@ class IdMap:
 
     def lookup(self, ids: np.ndarray) -> np.ndarray:
         """Handle of each id, -1 for ids not held."""
-        if ids.size == 0:
-            return np.zeros(0, np.int64)
-        found, _ = self._find(ids)
         out = np.full(ids.size, -1, np.int64)
-        ok = found >= 0
-        out[ok] = self._vals[found[ok]]
-        return out
+        if ids.size == 0:
+            return out
+        mask = self._keys.size - 1
+        pos = self._slot0(ids)
+        todo = None                                      # None: every id (the first round)
+        while True:
+            # probe a window of slots per id at once: the first slot holding the id or EMPTY ends it
+            p = pos if todo is None else pos[todo]
+            want = ids if todo is None else ids[todo]
+            win = (p[:, None] + _WINDOW) & mask
+            k = self._keys[win]
+            hit = k == want[:, None]
+            stop = hit | (k == _EMPTY)
+            first = stop.argmax(1)
+            r = np.arange(first.size)
+            done = stop[r, first]
+            found = done & hit[r, first]
+            idx = r[found] if todo is None else todo[found]
+            out[idx] = self._vals[win[r[found], first[found]]]
+            if done.all():
+                return out
+            todo = np.flatnonzero(~done) if todo is None else todo[~done]
+            pos[todo] = (pos[todo] + _WINDOW.size) & mask
 
     def insert(self, ids: np.ndarray) -> np.ndarray:
         """Handles for distinct ids not held yet (new handles; they reuse discarded ones first)."""
@@ -120,19 +138,25 @@ class IdMap:
         mask = self._keys.size - 1
         pos = self._slot0(ids)
         while todo.size:
-            p = pos[todo]
-            vac = self._keys[p] < 0
-            cand = todo[vac]
-            # one id per free slot per round
-            _, first = np.unique(p[vac], return_index=True)
-            win = cand[first]
-            self._used += int(np.count_nonzero(self._keys[pos[win]] == _EMPTY))
-            self._keys[pos[win]] = ids[win]
-            self._vals[pos[win]] = h[win]
-            placed = np.zeros(n, bool)
-            placed[win] = True
-            todo = todo[~placed[todo]]
-            pos[todo] = (pos[todo] + 1) & mask
+            # each id claims the first vacant slot (EMPTY or tombstone) in a window from its probe
+            # position; one id per slot wins, the others go on after the slot they lost
+            win = (pos[todo][:, None] + _WINDOW) & mask
+            vac = self._keys[win] < 0
+            first = vac.argmax(1)
+            r = np.arange(todo.size)
+            has = vac[r, first]
+            claim = win[r, first]
+            _, winner = np.unique(np.where(has, claim, -1 - r), return_index=True)   # no claim: never a winner
+            winner = winner[has[winner]]
+            slots = claim[winner]
+            self._used += int(np.count_nonzero(self._keys[slots] == _EMPTY))
+            self._keys[slots] = ids[todo[winner]]
+            self._vals[slots] = h[todo[winner]]
+            placed = np.zeros(todo.size, bool)
+            placed[winner] = True
+            nxt = np.where(has, claim + 1, win[:, -1] + 1)
+            todo, nxt = todo[~placed], nxt[~placed]
+            pos[todo] = nxt & mask
         self.n += n
         return h
 

@@ -17,21 +17,33 @@ class ReadPlan:
     extra_rows: np.ndarray       # ... and their rows
 
 
-def plan_reads(slots: np.ndarray, zone_first: np.ndarray, limit: np.ndarray,
-               window: int, max_pages: int) -> ReadPlan:
-    """Plan reads for distinct ``slots``. Without a window, runs of adjacent slots in one zone become
-    one request (split at ``max_pages``). With a window of W pages, each request is the W-aligned
-    window (from the zone's start) holding requested slots, clipped at ``limit`` (the zone's written end)."""
+_NONE = np.zeros(0, np.int64)
+
+
+def plan_reads(slots: np.ndarray, slots_per_zone: int, written_at, window: int, max_pages: int) -> ReadPlan:
+    """Plan reads for distinct ``slots`` (slot = zone * ``slots_per_zone`` + page in the zone).
+    Without a window, runs of adjacent slots in one zone become one request (split at
+    ``max_pages``). With a window of W pages, each request is the W-aligned window (from the
+    zone's start) holding requested slots, clipped at the zone's written end (``written_at(zones)``:
+    data pages written per zone)."""
     order = np.argsort(slots, kind="stable")
-    s, zf, lim = slots[order], zone_first[order], limit[order]
+    s = slots[order]
     n = s.size
+    if window <= 0:
+        gaps = np.diff(s)
+        if not (gaps == 1).any():                       # no two slots adjacent: a request each
+            rank = np.empty(n, np.int64)
+            rank[order] = np.arange(n)
+            return ReadPlan(s, np.ones(n, np.int64), rank, rank, _NONE, _NONE)
+    zf = s // slots_per_zone * slots_per_zone
     if window > 0:
+        lim = zf + written_at(zf // slots_per_zone)
         lo = zf + (s - zf) // window * window
         starts, first = np.unique(lo, return_index=True)
         ends = np.minimum(starts + window, lim[first])
     else:
         brk = np.ones(n, bool)
-        brk[1:] = (np.diff(s) != 1) | (zf[1:] != zf[:-1])
+        brk[1:] = (gaps != 1) | (zf[1:] != zf[:-1])
         run_first = np.flatnonzero(brk)
         pos_in_run = np.arange(n) - run_first[np.cumsum(brk) - 1]
         idx = np.flatnonzero(brk | (pos_in_run % max_pages == 0))

@@ -251,26 +251,50 @@ class SwapStore:
                 self._raise_if_lost(uids, uh)
                 raise KeyError(int(uids[~known][0]))
             t0 = self._now()
-            out = np.empty((uids.size, ps), np.uint8)
             lat = np.zeros(uids.size)
-            for k in np.unique(b[b != 0]):
-                m = b == k
-                out[m] = self._buffers[int(k) - 1].lookup(uh[m])
-            mp = (b == 0) & (self._prefetch_pos[uh] != 0)
-            if mp.any():
-                out[mp] = self._prefetch.take(self._prefetch_pos, uh[mp])
-            md = (b == 0) & ~mp
-            if md.any():
+            buffered = b != 0
+            if not buffered.any() and not self._prefetch.size:   # the usual case: all on the device
                 try:
-                    data, done = self._read_slots(loc[md].astype(np.int64))
+                    rows, row, done = self._read_slots(loc.astype(np.int64))
                 except DeviceIOError:
                     self._raise_if_lost(uids, uh)
                     raise
-                out[md] = data
+                lat[:] = done - t0
+                self._latency.add(lat[inv])
+                self.host_read_bytes += ids.size * ps
+                return np.take(rows, row[inv], axis=0)      # one gather, in the order asked
+            # every page is copied once into the caller's array, in the order asked (repeats too)
+            out = np.empty((ids.size, ps), np.uint8)
+            if buffered.any():
+                for k in np.unique(b[buffered]):
+                    m = b == k
+                    self._place(out, inv, m, self._buffers[int(k) - 1].lookup(uh[m]))
+            md = ~buffered
+            if self._prefetch.size:
+                mp = md & (self._prefetch_pos[uh] != 0)
+                if mp.any():
+                    self._place(out, inv, mp, self._prefetch.take(self._prefetch_pos, uh[mp]))
+                    md &= ~mp
+            if md.any():
+                try:
+                    rows, row, done = self._read_slots(loc[md].astype(np.int64))
+                except DeviceIOError:
+                    self._raise_if_lost(uids, uh)
+                    raise
                 lat[md] = done - t0
+                rank = np.cumsum(md) - 1
+                sel = md[inv]
+                out[sel] = rows[row[rank[inv[sel]]]]
             self._latency.add(lat[inv])
             self.host_read_bytes += ids.size * ps
-            return out[inv]
+            return out
+
+    @staticmethod
+    def _place(out: np.ndarray, inv: np.ndarray, mask: np.ndarray, pages: np.ndarray) -> None:
+        """Put ``pages`` (one per unique id where ``mask``) at every position asking for them."""
+        rank = np.cumsum(mask) - 1
+        sel = mask[inv]
+        out[sel] = pages[rank[inv[sel]]]
 
     def _raise_if_lost(self, uids: np.ndarray, uh: np.ndarray) -> None:
         lost = uids[self._lost[uh]]
@@ -635,31 +659,28 @@ class SwapStore:
         self._zones.forget(z)
 
     # -- read path -------------------------------------------------------------------------------
-    def _read_slots(self, slots: np.ndarray, prefetch: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """Rows for distinct slots, and each one's completion time. Adjacent slots become one read;
-        with prefetch (demand reads only: GC reads may see copies a write in flight is replacing)
-        each read covers the aligned write unit around it, and what it brings beyond the request
-        waits in the prefetch buffer."""
+    def _read_slots(self, slots: np.ndarray, prefetch: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Read distinct slots: (the rows read, each slot's row among them, each slot's completion
+        time). Adjacent slots become one read; with prefetch (demand reads only: GC reads may see
+        copies a write in flight is replacing) each read covers the aligned write unit around it,
+        and what it brings beyond the request waits in the prefetch buffer. The caller gathers
+        the rows it wants once, straight into its output."""
         cfg, ps = self.config, self.page_size
-        zone = self._slots.zone_of(slots)
-        first = zone * self._slots.slots_per_zone
-        limit = first + self._zones.written_at(zone)
         window = cfg.prefetch_bytes // ps if cfg.prefetch and prefetch else 0
-        plan = plan_reads(slots, first, limit, window, cfg.max_read_bytes // ps)
+        plan = plan_reads(slots, self._slots.slots_per_zone, self._zones.written_at, window, cfg.max_read_bytes // ps)
         try:
             data, done = self.device.read_batch(plan.starts * ps, plan.lengths * ps, cfg.read_qd)
         except DeviceIOError:
-            for z in np.unique(zone).tolist():
+            for z in np.unique(self._slots.zone_of(slots)).tolist():
                 self._zone_trouble(z)
             raise
         rows = data.reshape(-1, ps)
-        out = rows[plan.row_of_request]
         if window and plan.extra_rows.size:
             handles = self._slots.owners(plan.extra_slots)
             ok = handles >= 0
             ok[ok] &= (self._buffer_of[handles[ok]] == 0) & (self._prefetch_pos[handles[ok]] == 0)
             self._prefetch.insert(self._prefetch_pos, handles[ok], rows[plan.extra_rows[ok]])
-        return out, done[plan.request_of_slot]
+        return rows, plan.row_of_request, done[plan.request_of_slot]
 
 
 class _GcPort:
@@ -673,7 +694,8 @@ class _GcPort:
         return (s._buffer_of[handles] != 0) | s._in_flight[handles]   # in flight: a swap_out writes it now
 
     def read_slots(self, slots: np.ndarray) -> np.ndarray:
-        return self._store._read_slots(slots, prefetch=False)[0]
+        rows, row, _ = self._store._read_slots(slots, prefetch=False)
+        return rows[row]
 
     def queue_relocated(self, handles: np.ndarray, pages: np.ndarray) -> None:
         s = self._store
