@@ -178,27 +178,29 @@ int32_t zns_dies_per_zone(zns_ftl *Z);
 int64_t zns_zone_wp(zns_ftl *Z, int64_t zone);
 /* cffi:end */
 
-/* ---- timing model (ssd.c), used by the FTLs ---- */
-int ssd_timing_init(ssd_timing *T, const ssd_params *p);
-void ssd_timing_free(ssd_timing *T);
-int64_t ssd_nand_read(ssd_timing *T, int die, int64_t t, int64_t bytes);
-int64_t ssd_nand_prog(ssd_timing *T, int die, int64_t t, int64_t bytes);
-int64_t ssd_nand_erase(ssd_timing *T, int die, int64_t t);
-int64_t ssd_nand_erase_pages(ssd_timing *T, int die, int64_t t, int64_t pages);
-int64_t ssd_host_read(ssd_timing *T, int die, int64_t t, int64_t bytes);
-int64_t ssd_link_in(ssd_timing *T, int64_t t, int64_t bytes);
-int64_t ssd_link_out(ssd_timing *T, int64_t t, int64_t bytes);
-int64_t ssd_wb_reserve(ssd_timing *T, int64_t t, int64_t units);
-void ssd_wb_program(ssd_timing *T, int die, int64_t done, int64_t units);
-void ssd_wb_drop(ssd_timing *T, int64_t units);
+/* ---- timing model (ssd.c), used by the FTLs ----
+   Hidden: calls between the module's files are direct, not through the PLT. */
+#define SSD_INTERNAL __attribute__((visibility("hidden")))
+SSD_INTERNAL int ssd_timing_init(ssd_timing *T, const ssd_params *p);
+SSD_INTERNAL void ssd_timing_free(ssd_timing *T);
+SSD_INTERNAL int64_t ssd_nand_read(ssd_timing *T, int die, int64_t t, int64_t bytes);
+SSD_INTERNAL int64_t ssd_nand_prog(ssd_timing *T, int die, int64_t t, int64_t bytes);
+SSD_INTERNAL int64_t ssd_nand_erase(ssd_timing *T, int die, int64_t t);
+SSD_INTERNAL int64_t ssd_nand_erase_pages(ssd_timing *T, int die, int64_t t, int64_t pages);
+SSD_INTERNAL int64_t ssd_host_read(ssd_timing *T, int die, int64_t t, int64_t bytes);
+SSD_INTERNAL int64_t ssd_link_in(ssd_timing *T, int64_t t, int64_t bytes);
+SSD_INTERNAL int64_t ssd_link_out(ssd_timing *T, int64_t t, int64_t bytes);
+SSD_INTERNAL int64_t ssd_wb_reserve(ssd_timing *T, int64_t t, int64_t units);
+SSD_INTERNAL void ssd_wb_program(ssd_timing *T, int die, int64_t done, int64_t units);
+SSD_INTERNAL void ssd_wb_drop(ssd_timing *T, int64_t units);
 
 /* one request: returns its completion time, or < 0 on error */
 typedef int64_t (*ssd_req_fn)(void *ftl, int op, int64_t off, int64_t len, int64_t t_issue);
 /* optional: warm the caches for a request issued later (stage 0 far ahead, stage 1 nearer) */
 typedef void (*ssd_pf_fn)(void *ftl, int stage, int op, int64_t off);
-int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf, int64_t n,
-                    const uint8_t *ops, const int64_t *offs, const int64_t *lens, int64_t qd,
-                    double *out);
+SSD_INTERNAL int ssd_submit_loop(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf, int64_t n,
+                                 const uint8_t *ops, const int64_t *offs, const int64_t *lens,
+                                 int64_t qd, double *out);
 
 /* ---- the binary min-heap on key_ns (write buffer, issue loop) ----
    Results depend on which of two equal-keyed write-buffer entries leaves first, so the sift
