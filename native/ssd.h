@@ -330,4 +330,15 @@ static inline int ssd_submit_loop_inline(ssd_timing *T, void *ftl, ssd_req_fn fn
     return 0;
 }
 
+/* cffi:begin */
+/* ---- serial groups of requests (ssd_groups.c) ----
+   group g's group_n[g] requests are one queue of depth group_qd[g]; group g+1 is issued when
+   group g's last request completes (one conv_submit / zns_submit per group).  out[i] as for
+   the submit functions; returns 0, or -(i+1) if request i (of the whole array) failed. */
+int conv_submit_groups(conv_ftl *F, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
+                       const uint8_t *ops, const int64_t *offs, const int64_t *lens, double *out);
+int zns_submit_groups(zns_ftl *Z, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
+                      const uint8_t *ops, const int64_t *offs, const int64_t *lens, double *out);
+/* cffi:end */
+
 #endif

@@ -70,6 +70,27 @@ _DISCARD_MODES = {False: (False, False), None: (False, False), "none": (False, F
                   True: (True, True), "both": (True, True), "once": (True, False), "pages": (False, True)}
 
 
+class _Plan:
+    """One ``swap_in`` call's reads, decided before any is charged: requests (first slot, slots)
+    in issue order, cut into serial groups (requests, queue depth); per major fault its position,
+    the row of its page in the data read, its request and group; swap-cache hits (position,
+    cache entry, groups charged before it); readahead pages put in the swap cache."""
+
+    __slots__ = ("req_slot", "req_cnt", "grp_n", "grp_qd", "f_pos", "f_row", "f_req", "f_grp", "hits", "puts")
+
+    def __init__(self) -> None:
+        self.req_slot: list[int] = []
+        self.req_cnt: list[int] = []
+        self.grp_n: list[int] = []
+        self.grp_qd: list[int] = []
+        self.f_pos: list[int] = []
+        self.f_row: list[int] = []
+        self.f_req: list[int] = []
+        self.f_grp: list[int] = []
+        self.hits: list[tuple] = []
+        self.puts: list[int] = []
+
+
 class ConventionalSwap:
     """Linux swap on a ``BlockDevice`` (emulated SSD, file, …).
 
@@ -123,7 +144,12 @@ class ConventionalSwap:
         self._resident = np.zeros(1024, np.bool_)      # swapped in since last swap_out (PTE present)
         self._keep = np.zeros(1024, np.bool_)          # resident and its slot kept in the swap cache
         self._orph = np.zeros(1024, np.bool_)          # resident, slot freed at the fault (vm_swap_full)
-        self._orphan: dict[int, np.ndarray] = {}       # ... and its bytes, for a caller that drops it clean
+        # ... and its bytes, for a caller that drops it clean: rows of a pool (handle -> row), so a
+        # call's orphans are stored and read with one copy each way
+        self._orow = np.full(1024, -1, np.int64)
+        self._opool = np.empty((0, PAGE_SIZE), np.uint8)
+        self._ofree: list[int] = []                    # pool rows not in use
+        self._orphans = 0
         self._freed_on_fault = 0
         self.in_place = bool(in_place)
         self._in_place_pages = 0
@@ -179,32 +205,6 @@ class ConventionalSwap:
         with self._lock:
             return self._slot[self._hx(as_page_ids(page_ids))].copy()
 
-    def _neighbours(self, ids: np.ndarray) -> np.ndarray | None:
-        """State indices of the ids around each asked id: row ``i`` holds ``ids[i] - (W-1)`` ..
-        ``ids[i] + (W-1)`` (W = the largest readahead window; 0 outside [0, MAX_PAGE_ID] or not
-        held). Held ids do not change during a ``swap_in``, so one lookup serves all its faults."""
-        w = self._ra.max_win
-        if w <= 1:
-            return None
-        off = np.arange(1 - w, w, dtype=np.int64)
-        col = ids[:, None]
-        ok = np.where(off < 0, col >= -off, col <= MAX_PAGE_ID - np.maximum(off, 0))
-        nid = col + off                               # wraps only where not ok
-        out = np.zeros(nid.shape, np.int64)
-        out[ok] = self._hx(nid[ok])
-        return out
-
-    def _window(self, pid: int, lo: int, hi: int, nb: np.ndarray | None) -> np.ndarray:
-        """State indices of ids ``lo .. hi-1``."""
-        w = self._ra.max_win
-        if nb is not None and lo >= pid - (w - 1) and hi <= pid + w:
-            return nb[lo - pid + w - 1:hi - pid + w - 1]
-        cand = np.arange(hi - lo, dtype=np.int64) + np.int64(lo)
-        out = np.zeros(cand.size, np.int64)
-        ok = cand >= 0
-        out[ok] = self._hx(cand[ok])
-        return out
-
     def _fit(self) -> None:
         """Grow the state arrays to hold every handle handed out (+1 for the sentinel)."""
         need = self._ids.handles + 1
@@ -218,7 +218,9 @@ class ConventionalSwap:
             keep[:self._keep.size] = self._keep
             orph = np.zeros(n, np.bool_)
             orph[:self._orph.size] = self._orph
-            self._slot, self._resident, self._keep, self._orph = slot, res, keep, orph
+            orow = np.full(n, -1, np.int64)
+            orow[:self._orow.size] = self._orow
+            self._slot, self._resident, self._keep, self._orph, self._orow = slot, res, keep, orph, orow
 
     def _write(self, slots: np.ndarray, pages: np.ndarray) -> None:
         first, cnt, pos = merge_runs(slots)
@@ -229,6 +231,29 @@ class ConventionalSwap:
             data = np.ascontiguousarray(pages)
         self._dev.write_batch(first * PAGE_SIZE, data, cnt * PAGE_SIZE, qd=int(first.size))
         self._w_reqs += int(first.size)
+
+    def _keep_orphans(self, h: np.ndarray, pages: np.ndarray) -> None:
+        """Keep the bytes of the pages at state indices ``h`` (their slots were freed)."""
+        k = h.size
+        if len(self._ofree) < k:                      # grow the pool (doubling)
+            old = self._opool.shape[0]
+            size = max(2 * old, old + k - len(self._ofree), 64)
+            pool = np.empty((size, PAGE_SIZE), np.uint8)
+            pool[:old] = self._opool
+            self._opool = pool
+            self._ofree.extend(range(size - 1, old - 1, -1))
+        rows = self._ofree[-k:]
+        del self._ofree[-k:]
+        rows = np.array(rows, np.int64)
+        self._orow[h] = rows
+        self._opool[rows] = pages
+        self._orphans += k
+
+    def _drop_orphans(self, h: np.ndarray) -> None:
+        """Forget the kept bytes of the orphans at state indices ``h``."""
+        self._ofree.extend(self._orow[h].tolist())
+        self._orow[h] = -1
+        self._orphans -= h.size
 
     def _free_slots(self, slots: np.ndarray) -> None:
         emptied = self._alloc.free(slots)
@@ -250,8 +275,7 @@ class ConventionalSwap:
         self._keep[hx] = False
         if orph.any():
             self._orph[hx] = False
-            for pid in ids[orph].tolist():
-                self._orphan.pop(pid, None)
+            self._drop_orphans(hx[orph])
         if len(self._cache):
             self._cache.drop(ids.tolist())
         stale = old[(old >= 0) & (old != slots)]
@@ -342,134 +366,216 @@ class ConventionalSwap:
             i += k
 
     def swap_in(self, page_ids: np.ndarray) -> np.ndarray:
-        """Fault the pages in, in the order asked; KeyError (nothing changed) on an unknown id."""
+        """Fault the pages in, in the order asked; KeyError (nothing changed) on an unknown id.
+
+        Planned, then charged: which page is a repeat, an orphan, announced (batched), a swap-cache
+        hit or a major fault, and what each fault's readahead window reads, does not depend on
+        timing, so one pass decides it all; the reads are then charged as serial groups (one per
+        fault, each issued when the previous one completes) in one device call and copied out
+        with one gather. Latencies, counters and the clock are those of faulting one at a time."""
         ids = as_page_ids(page_ids)
-        out = np.empty((ids.size, PAGE_SIZE), np.uint8)
+        n = ids.size
         with self._lock:
             self._check_open()
-            if ids.size == 0:
-                return out
+            if n == 0:
+                return np.empty((0, PAGE_SIZE), np.uint8)
             hx = self._hx(ids)                        # held: a slot, or resident without one
             bad = hx == 0
             if bad.any():
                 raise KeyError(int(ids[np.argmax(bad)]))
-            lats: list[float] = []
-            seen: dict[int, int] = {}
-            now = self._dev.now
-            t0 = now()
-            pre = self._willneed(ids, hx) if self.faults == "batched" else {}
+            order = np.argsort(ids, kind="stable")
+            u = ids[order]
+            if n == 1 or (u[1:] != u[:-1]).all():      # no repeats (the usual case)
+                fi, src, firsts, hf = order, None, np.arange(n), hx
+            else:
+                u, fi, inv = np.unique(ids, return_index=True, return_inverse=True)
+                src = fi[inv.reshape(-1)]             # each position's first occurrence
+                firsts = np.sort(fi)                  # a repeat is already mapped
+                hf = hx[firsts]
+            orph = self._orph[hf]                     # never left DRAM (the caller dropped it clean)
+            t0 = self._dev.now()
+            lat = np.zeros(n)
+            p = _Plan()
+            pre = self._willneed(u, hx[fi], fi, p) if self.faults == "batched" else None
+            todo = ~orph
+            if pre is not None:
+                todo &= ~np.isin(firsts, pre[0], assume_unique=True)
+            work = firsts[todo]
+            if work.size:
+                self._plan_faults(ids, hx, work, firsts, p)
+            pages = done = ends = None
+            if p.grp_n:
+                buf, done = self._dev.read_groups(np.asarray(p.req_slot, np.int64) * PAGE_SIZE,
+                                                  np.asarray(p.req_cnt, np.int64) * PAGE_SIZE,
+                                                  np.asarray(p.grp_n, np.int64), np.asarray(p.grp_qd, np.int64))
+                pages = np.asarray(buf).reshape(-1, PAGE_SIZE)
+                done = np.asarray(done, np.float64)
+                gstart = np.cumsum(p.grp_n) - np.asarray(p.grp_n)
+                ends = np.maximum.reduceat(done, gstart) if done.size else np.zeros(len(p.grp_n))
+            if pages is not None:
+                rowmap = np.zeros(n, np.int64)        # the row of the data read for each position
+            if pre is not None:                       # announced: read by the batch
+                ppos, prow, preq = pre
+                lat[ppos] = np.maximum(0.0, done[preq] - t0)
+                rowmap[ppos] = prow
+            if p.f_pos:                               # major faults
+                fpos = np.asarray(p.f_pos, np.int64)
+                fgrp = np.asarray(p.f_grp, np.int64)
+                before = np.concatenate(([t0], ends[:-1]))
+                self._fault_lat.add(np.maximum(0.0, done[np.asarray(p.f_req, np.int64)] - before[fgrp]))
+                lat[fpos] = ends[fgrp] - t0
+                rowmap[fpos] = p.f_row
+                self._faults += fpos.size
+            if pages is None:
+                out = np.empty((n, PAGE_SIZE), np.uint8)
+            elif len(p.f_row) == n and pages.shape[0] == n and pre is None and p.f_row[-1] == n - 1:
+                out = pages                           # one single-page fault per position, in order
+            else:                                     # one gather (positions not read are set below)
+                out = pages[rowmap]
+            for i, (page, ready), gb in p.hits:       # minor faults on readahead pages
+                if page is None:                      # read ahead earlier in this call
+                    page, ready = pages[ready[1]], float(done[ready[0]])
+                out[i] = page
+                lat[i] = max(0.0, ready, float(ends[gb - 1]) if gb else t0) - t0
+            self._ra_hits += len(p.hits)
+            if p.puts:                                # readahead pages left in the swap cache
+                self._cache.fill(p.puts, lambda ref: (pages[ref[1]].copy(), float(done[ref[0]])))
+            if orph.any():
+                op = firsts[orph]
+                out[op] = self._opool[self._orow[hx[op]]]
+            if src is not None:
+                dup = np.flatnonzero(src != np.arange(n))
+                out[dup] = out[src[dup]]
             # do_swap_page -> should_try_to_free_swap: a read fault keeps the swap-cache slot
             # unless vm_swap_full() (fewer than half the slots free); then the slot is freed
             keep = self.in_place and 2 * self._alloc.nfree >= self._capacity
-            freed: list[int] = []
-            nb: np.ndarray | None = None
-            first = True
-            slot, resident, keeps, orph = self._slot, self._resident, self._keep, self._orph
-            for i, (pid, h) in enumerate(zip(ids.tolist(), hx.tolist())):
-                j = seen.get(pid)
-                if j is not None:                     # asked twice: already mapped
-                    out[i] = out[j]
-                    continue
-                seen[pid] = i
-                if orph[h]:                           # never left DRAM (the caller dropped it clean)
-                    out[i] = self._orphan[pid]
-                    lats.append(0.0)
-                    continue
-                got = pre.get(pid)
-                if got is not None:                   # announced: read by the batch
-                    out[i] = got[0]
-                    lats.append(max(0.0, got[1] - t0))
-                else:
-                    hit = self._cache.take(pid)
-                    if hit is not None:               # minor fault on a readahead page
-                        out[i] = hit[0]
-                        lats.append(max(0.0, hit[1], now()) - t0)
-                        self._ra.on_hit(pid)
-                        self._ra_hits += 1
-                    else:
-                        if first:                     # the windows' ids, looked up once per call
-                            nb, first = self._neighbours(ids), False
-                        self._fault_lat.add(self._fault(pid, h, out, i, None if nb is None else nb[i]))
-                        lats.append(now() - t0)
-                resident[h] = True
-                keeps[h] = keep
-                if self.in_place and not keep:
-                    freed.append(i)
-            if freed:                                 # folio_free_swap(): the slots go back now
-                pos = np.array(freed, np.int64)
-                fids, fh = ids[pos], hx[pos]
-                slots = slot[fh]
-                slot[fh] = -1
-                orph[fh] = True
-                for p, k in zip(fids.tolist(), pos.tolist()):
-                    self._orphan[p] = out[k].copy()
-                self._freed_on_fault += int(fids.size)
+            fpos_all = firsts[~orph]
+            hin = hx[fpos_all]
+            self._resident[hin] = True
+            self._keep[hin] = keep
+            if self.in_place and not keep and fpos_all.size:   # folio_free_swap(): the slots go back now
+                slots = self._slot[hin]
+                self._slot[hin] = -1
+                self._orph[hin] = True
+                self._keep_orphans(hin, out if fpos_all.size == n else out[fpos_all])
+                self._freed_on_fault += int(fpos_all.size)
                 self._free_slots(slots)
-            self._lat.add(np.asarray(lats))
-            self._host_r += ids.size * PAGE_SIZE
+            self._r_reqs += len(p.req_slot)
+            self._lat.add(lat[firsts])
+            self._host_r += n * PAGE_SIZE
             return out
 
-    def _willneed(self, ids: np.ndarray, hx: np.ndarray) -> dict[int, tuple[np.ndarray, float]]:
-        """``MADV_WILLNEED`` over the asked pages: the ones with a slot, not resident and not in the
-        swap cache are read as one queue (adjacent slots merged). Returns page id -> (bytes, time
-        the read completed)."""
-        u, at = np.unique(ids, return_index=True)
-        hu = hx[at]
+    def _willneed(self, u: np.ndarray, hu: np.ndarray, fi: np.ndarray, p: "_Plan"):
+        """``MADV_WILLNEED`` over the asked pages (``u``: the distinct ids, ascending; ``hu``
+        their state indices, ``fi`` their first positions): the ones with a slot, not resident
+        and not in the swap cache are read as the plan's first group, one queue of depth up to
+        ``batch_qd`` (adjacent slots merged). Returns (their positions, rows of the data,
+        requests), or None."""
         m = (self._slot[hu] >= 0) & ~self._resident[hu]
-        sel, hs = u[m], hu[m]
-        if len(self._cache) and sel.size:
+        if len(self._cache) and m.any():
             c = self._cache
-            m = np.array([p not in c for p in sel.tolist()], np.bool_)
-            sel, hs = sel[m], hs[m]
-        if not sel.size:
-            return {}
-        first, cnt, pos = merge_runs(self._slot[hs])        # the range is walked in address order
-        buf, done = self._dev.read_batch(first * PAGE_SIZE, cnt * PAGE_SIZE, qd=min(self.batch_qd, int(first.size)))
-        self._r_reqs += int(first.size)
-        self._batched_pages += int(sel.size)
-        pages = np.asarray(buf).reshape(-1, PAGE_SIZE)
-        done = np.asarray(done, np.float64)
-        t = done[np.searchsorted(np.cumsum(cnt), pos, side="right")] if done.size else np.zeros(sel.size)
-        return {p: (pages[pos[j]], float(t[j])) for j, p in enumerate(sel.tolist())}
-
-    def _fault(self, pid: int, h: int, out: np.ndarray, i: int, nb: np.ndarray | None) -> float:
-        """One major fault of ``pid`` (state index ``h``; ``nb``: its row of :meth:`_neighbours`):
-        the window's requests as one queue; returns the fault's latency."""
-        self._faults += 1
-        t0 = self._dev.now()
-        lo, hi = self._ra.on_fault(pid)
-        hi = min(hi, MAX_PAGE_ID + 1)
-        if hi - lo <= 1:
-            sel = None
-        else:
-            hw = self._window(pid, lo, hi, nb)
-            m = (self._slot[hw] >= 0) & ~self._resident[hw]          # is_swap_pte()
-            m[pid - lo] = True
             sel = np.flatnonzero(m)
-            if len(self._cache) and sel.size > 1:   # already in the swap cache: no I/O
-                c = self._cache
-                sel = sel[np.array([p == pid or p not in c for p in (sel + lo).tolist()], np.bool_)]
-            hs = hw[sel]
-            sel = sel + np.int64(lo)
-        if sel is None or sel.size == 1:               # no readahead: one 4 KiB read
-            off = np.array([self._slot[h] * PAGE_SIZE], np.int64)
-            buf, done = self._dev.read_batch(off, np.array([PAGE_SIZE], np.int64), qd=1)
-            self._r_reqs += 1
-            out[i] = np.asarray(buf).reshape(PAGE_SIZE)
-            return max(0.0, float(done[0]) - t0) if len(done) else 0.0
-        first, cnt, pos = merge_runs(self._slot[hs])
-        buf, done = self._dev.read_batch(first * PAGE_SIZE, cnt * PAGE_SIZE, qd=int(first.size))
-        self._r_reqs += int(first.size)
-        pages = np.asarray(buf).reshape(-1, PAGE_SIZE)
-        done = np.asarray(done, np.float64)
-        run = np.searchsorted(np.cumsum(cnt), pos, side="right")
-        k = int(np.searchsorted(sel, pid))
-        out[i] = pages[pos[k]]
-        for j, p in enumerate(sel.tolist()):
-            if j != k:
-                self._cache.put(p, pages[pos[j]], float(done[run[j]]) if done.size else 0.0)
-        self._ra_pages += sel.size - 1
-        return max(0.0, float(done[run[k]]) - t0) if done.size else 0.0
+            m[sel[np.array([q in c for q in u[sel].tolist()], np.bool_)]] = False
+        if not m.any():
+            return None
+        first, cnt, pos = merge_runs(self._slot[hu[m]])        # the range is walked in address order
+        p.req_slot.extend(first.tolist())
+        p.req_cnt.extend(cnt.tolist())
+        p.grp_n.append(int(first.size))
+        p.grp_qd.append(min(self.batch_qd, int(first.size)))
+        self._batched_pages += int(cnt.sum())
+        return fi[m], pos, np.searchsorted(np.cumsum(cnt), pos, side="right")
+
+    def _swap_ptes(self, page_ids: list[int]) -> list[int]:
+        """Per id: its slot if it has one and is not resident (a swap PTE), else -1."""
+        h = self._hx(np.array(page_ids, np.int64))
+        return np.where(self._resident[h], -1, self._slot[h]).tolist()
+
+    def _plan_faults(self, ids: np.ndarray, hx: np.ndarray, work: np.ndarray, firsts: np.ndarray,
+                     p: "_Plan") -> None:
+        """Walk the pages that need a fault (``work``: positions, in order): a page in the swap
+        cache is a minor fault, any other a major fault whose readahead window is read as one
+        group (the page plus the window's swap PTEs not in the swap cache, adjacent slots
+        merged). Per fault, plain Python on a few ints. A page of the window is a swap PTE if it
+        had a slot and was not resident at the call's start and was not asked before the fault
+        (the walk maps pages in order); ids are looked up once per call, when a window first
+        covers them."""
+        cache, ra = self._cache, self._ra
+        cd = cache._d
+        on_fault, on_hit, put, take = ra.on_fault, ra.on_hit, cache.put, cache.take
+        top = MAX_PAGE_ID + 1
+        req_slot, req_cnt, grp_n, grp_qd = p.req_slot, p.req_cnt, p.grp_n, p.grp_qd
+        f_pos, f_row, f_req, f_grp = p.f_pos, p.f_row, p.f_req, p.f_grp
+        hits, puts = p.hits, p.puts
+        nrow = int(sum(req_cnt))
+        n = ids.size
+        pte: dict[int, int] | None = None             # id -> slot if a swap PTE at the call's start, else -1
+        at: dict[int, int] = {}                       # asked id -> its first position (mapped from then on)
+        ra_pages = 0
+        own_slots = self._slot[hx[work]].tolist()
+        for k, (i, pid, sl) in enumerate(zip(work.tolist(), ids[work].tolist(), own_slots)):
+            if cd and pid in cd:                      # minor fault on a readahead page
+                hits.append((i, take(pid), len(grp_n)))
+                on_hit(pid)
+                continue
+            lo, hi = on_fault(pid)
+            if hi > top:
+                hi = top
+            sel = None
+            if hi - lo > 1:                           # the window's swap PTEs not in the swap cache
+                if pte is None:
+                    pte, at = {}, dict(zip(ids[firsts].tolist(), firsts.tolist()))
+                miss = [q for q in range(lo, hi) if q not in pte]
+                if miss:
+                    pte.update(zip(miss, self._swap_ptes(miss)))
+                sel = [(q, pte[q]) for q in range(lo, hi)
+                       if q != pid and pte[q] >= 0 and at.get(q, n) > i and q not in cd]
+            if not sel:                               # no readahead: one 4 KiB read
+                f_req.append(len(req_slot))
+                req_slot.append(sl)
+                req_cnt.append(1)
+                f_row.append(nrow)
+                nrow += 1
+                grp_n.append(1)
+                grp_qd.append(1)
+            else:
+                sel.append((pid, sl))
+                sel.sort()
+                # plug merging (merge_runs): a run goes on while slots step by +-1
+                r0 = len(req_slot)
+                runs: list[list[int]] = [[sel[0][1], sel[0][1]]]   # first and last slot of each run
+                for _, s in sel[1:]:
+                    last = runs[-1]
+                    if s - last[1] == 1 or s - last[1] == -1:
+                        last[1] = s
+                    else:
+                        runs.append([s, s])
+                base: list[int] = []                  # rows and requests of each run
+                for a, b in runs:
+                    lo_s = a if a < b else b
+                    base.append(nrow - lo_s)
+                    req_slot.append(lo_s)
+                    cnt = (b - a if b > a else a - b) + 1
+                    req_cnt.append(cnt)
+                    nrow += cnt
+                r = 0
+                last = None
+                for q, s in sel:
+                    if last is not None and s - last != 1 and s - last != -1:
+                        r += 1
+                    last = s
+                    if q == pid:
+                        f_req.append(r0 + r)
+                        f_row.append(base[r] + s)
+                    else:
+                        put(q, None, (r0 + r, base[r] + s))
+                        puts.append(q)
+                ra_pages += len(sel) - 1
+                grp_n.append(len(runs))
+                grp_qd.append(len(runs))
+            f_pos.append(i)
+            f_grp.append(len(grp_n) - 1)
+        self._ra_pages += ra_pages
 
     def discard(self, page_ids: np.ndarray) -> None:
         """Drop pages (munmap / MADV_FREE of swapped pages: ``free_swap_and_cache``); unknown ids
@@ -486,8 +592,7 @@ class ConventionalSwap:
             orph = self._orph[hx]
             if orph.any():
                 self._orph[hx] = False
-                for pid in ids[orph].tolist():
-                    self._orphan.pop(pid, None)
+                self._drop_orphans(hx[orph])
                 slots = slots[~orph]
             self._slot[hx] = -1
             self._resident[hx] = False
@@ -532,7 +637,7 @@ class ConventionalSwap:
                     "write_requests": self._w_reqs,
                     "in_place_pages": self._in_place_pages,
                     "slots_freed_on_fault": self._freed_on_fault,
-                    "resident_without_slot": len(self._orphan),
+                    "resident_without_slot": self._orphans,
                     "in_place": self.in_place,
                     "read_requests": self._r_reqs,
                     "total_slots": self._capacity,

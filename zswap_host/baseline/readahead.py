@@ -66,18 +66,43 @@ class VmaReadahead:
 
     def on_hit(self, pid: int) -> None:
         """A fault found a readahead page in the swap cache."""
-        st = self._st(self._vma(pid)[0])
+        v = pid // self.vma_pages if self.vma_pages else 0
+        st = self._state.get(v)
+        if st is None:
+            st = self._state[v] = [-2, 0, 0]
         st[0] = pid
-        st[2] = min(st[2] + 1, SWAP_RA_HITS_MAX)
+        if st[2] < SWAP_RA_HITS_MAX:
+            st[2] += 1
 
     def on_fault(self, pid: int) -> tuple[int, int]:
-        """A fault that needs I/O: returns the window ``[start, end)`` of page ids to read."""
-        if self.max_win == 1:
+        """A fault that needs I/O: returns the window ``[start, end)`` of page ids to read.
+        (Called once per major fault: :func:`swapin_nr_pages` and the VMA lookup are inlined.)"""
+        max_win = self.max_win
+        if max_win == 1:
             return pid, pid + 1
-        v, vlo, vhi = self._vma(pid)
-        st = self._st(v)
-        prev = st[0]
-        win = swapin_nr_pages(prev, pid, st[2], self.max_win, st[1])
+        vp = self.vma_pages
+        if vp:
+            v = pid // vp
+            vlo, vhi = v * vp, (v + 1) * vp
+        else:
+            v, vlo, vhi = 0, 0, 1 << 62
+        st = self._state.get(v)
+        if st is None:                        # swap_readahead_info starts at 0: no history
+            st = self._state[v] = [-2, 0, 0]
+        prev, prev_win = st[0], st[1]
+        win = st[2] + 2                       # __swapin_nr_pages
+        if win == 2:
+            if pid != prev + 1 and pid != prev - 1:
+                win = 1
+        else:
+            r = 4
+            while r < win:
+                r <<= 1
+            win = r
+        if win > max_win:
+            win = max_win
+        if win < prev_win // 2:               # "Don't shrink readahead too fast"
+            win = prev_win // 2
         st[0], st[1], st[2] = pid, win, 0
         if win == 1:
             return pid, pid + 1
@@ -89,7 +114,15 @@ class VmaReadahead:
             left = (win - 1) // 2
             lo, hi = pid - left, pid + win - left
         pmd = pid - pid % PMD_PAGES
-        return max(lo, vlo, pmd), min(hi, vhi, pmd + PMD_PAGES)
+        if lo < vlo:
+            lo = vlo
+        if lo < pmd:
+            lo = pmd
+        if hi > vhi:
+            hi = vhi
+        if hi > pmd + PMD_PAGES:
+            hi = pmd + PMD_PAGES
+        return lo, hi
 
     def window(self, pid: int = 0) -> int:
         """The current window of ``pid``'s VMA (0 before its first fault)."""
@@ -129,6 +162,16 @@ class SwapCache:
     def take(self, pid: int) -> tuple[np.ndarray, float] | None:
         self._born.pop(pid, None)
         return self._d.pop(pid, None)
+
+    def fill(self, pids, resolve) -> None:
+        """Give pages put with ``page=None`` (their read not charged yet; ``ready`` held a
+        reference) their bytes and completion time: ``resolve(reference) -> (page, ready)``.
+        Their place in the eviction order does not change."""
+        d = self._d
+        for p in pids:
+            e = d.get(p)
+            if e is not None and e[0] is None:
+                d[p] = resolve(e[1])
 
     def age(self, pages: int) -> None:
         """``pages`` more pages were reclaimed: drop the pages read more than ``lifetime`` ago."""

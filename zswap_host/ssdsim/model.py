@@ -95,6 +95,30 @@ class _Model:
                              f"length {int(lengths[i])}){self._reject_hint()}")
         return out
 
+    def submit_groups(self, ops, offsets, lengths, group_sizes, group_qds) -> np.ndarray:
+        """Serial groups of requests in one call: group ``g`` (the next ``group_sizes[g]``
+        requests) is one queue of depth ``group_qds[g]`` issued at ``now``, and the next group is
+        issued when its last request completes — exactly one :meth:`submit` per group (a thread's
+        page faults, one after the other). Returns the completion times of all the requests."""
+        ops, offsets, lengths = self._arrays(ops, offsets, lengths)
+        gn = np.ascontiguousarray(group_sizes, dtype=np.int64).reshape(-1)
+        gq = np.maximum(np.ascontiguousarray(group_qds, dtype=np.int64).reshape(-1), 1)
+        if gn.size != gq.size or (gn < 0).any() or int(gn.sum()) != offsets.size:
+            raise ValueError(f"{gn.size} group sizes (adding up to {int(gn.sum())}) and {gq.size} queue depths "
+                             f"for {offsets.size} requests")
+        out = np.empty(offsets.size, np.float64)
+        if offsets.size == 0:
+            return out
+        rc = getattr(lib, self._submit_groups_name)(
+            self._h, gn.size, ffi.from_buffer("int64_t[]", gn), ffi.from_buffer("int64_t[]", gq),
+            ffi.from_buffer("uint8_t[]", ops), ffi.from_buffer("int64_t[]", offsets),
+            ffi.from_buffer("int64_t[]", lengths), ffi.from_buffer("double[]", out, require_writable=True))
+        if rc != 0:
+            i = -rc - 1
+            raise ValueError(f"the model rejected request {i} (op {int(ops[i])}, offset {int(offsets[i])}, "
+                             f"length {int(lengths[i])}){self._reject_hint()}")
+        return out
+
     def _reject_hint(self) -> str:
         return ""
 
@@ -160,6 +184,8 @@ class ConvSSD(_Model):
     of the die's spare blocks), starting a victim only while the idle window lasts.
     ``suspend`` (default off): host reads suspend a die's program/erase work (at most
     ``preset.t_suspend_us`` of waiting); see docs/ssd-model.md."""
+
+    _submit_groups_name = "conv_submit_groups"
 
     def __init__(self, preset: NandPreset, logical_bytes: int, op: float | None = None,
                  idle_gc: bool = False, suspend: bool = False):
@@ -242,6 +268,8 @@ class ZNSSSD(_Model):
     Raw flash = nr_zones x zone_capacity; offsets are absolute device bytes.  A reset costs the
     same per erased byte as the conventional FTL's erases.  ``suspend`` as for ``ConvSSD``."""
 
+    _submit_groups_name = "zns_submit_groups"
+
     def __init__(self, preset: NandPreset, nr_zones: int, zone_size: int, zone_capacity: int,
                  suspend: bool = False):
         nr_zones, zone_size, zone_capacity = int(nr_zones), int(zone_size), int(zone_capacity)
@@ -266,6 +294,12 @@ class ZNSSSD(_Model):
         if ops_a.size and (ops_a == TRIM).any():
             raise ValueError("a zoned device has no TRIM; reset the zone instead")
         return super().submit(ops, offsets, lengths, qd)
+
+    def submit_groups(self, ops, offsets, lengths, group_sizes, group_qds) -> np.ndarray:
+        ops_a = np.asarray(ops)
+        if ops_a.size and (ops_a == TRIM).any():
+            raise ValueError("a zoned device has no TRIM; reset the zone instead")
+        return super().submit_groups(ops, offsets, lengths, group_sizes, group_qds)
 
     def _zone(self, zone: int) -> int:
         zone = int(zone)
