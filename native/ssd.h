@@ -38,8 +38,8 @@ typedef struct {
     int32_t die;                /* write buffer: die of the program (a suspend there delays it) */
 } ssd_heap_ent;
 
-/* One binary min-heap implementation (ssd.c) serves the write buffer's programs in flight
-   and the issue loop's outstanding requests. */
+/* One binary min-heap implementation (ssd_heap_*, below) serves the write buffer's programs in
+   flight and the issue loop's outstanding requests. */
 typedef struct {
     ssd_heap_ent *a;
     int64_t n, cap;             /* entries used, entries allocated */

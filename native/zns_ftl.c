@@ -3,21 +3,21 @@
  *
  * A zone's capacity is cut into program units (one-shot units of oneshot_pages flash pages);
  * program unit p of zone z lives on die (base(z) + p % dies_per_zone) % n_dies, where
- *   dies_per_zone = min(n_dies, program units per zone)     (a small zone uses fewer dies), and
- *   base(z) = (z * dies_per_zone) % n_dies                   (small zones are spread over the dies).
+ *   dies_per_zone = min(n_dies, program units per zone)  (a small zone uses fewer dies), and
+ *   base(z) = (z * dies_per_zone) % n_dies                (small zones are spread over the dies).
  * Each die's share of a zone (its "slice") is a whole number of erase blocks: the slice is
- * ceil(units / dies_per_zone) program units; if that is larger than one preset erase block it takes several
- * blocks (erased one after another on that die), otherwise the zone geometry defines the block
- * (as NVMeVirt does: BLK_SIZE = ZONE_SIZE / DIES_PER_ZONE).  Reset = erase of the slices that
- * were programmed, in parallel over the zone's dies.  An erase costs t_erase scaled by the
- * erased block's size over the preset's erase block, as the conventional FTL's scaled-down
- * blocks do, so erasing costs the same per byte on both FTLs.
+ * ceil(units / dies_per_zone) program units; if that is larger than one preset erase block it
+ * takes several blocks (erased one after another on that die), otherwise the zone geometry
+ * defines the block (as NVMeVirt does: BLK_SIZE = ZONE_SIZE / DIES_PER_ZONE).  Reset = erase of
+ * the slices that were programmed, in parallel over the zone's dies.  An erase costs t_erase
+ * scaled by the erased block's size over the preset's erase block, as the conventional FTL's
+ * scaled-down blocks do, so erasing costs the same per byte on both FTLs.
  *
  * Writes are acknowledged from the shared write buffer; a program unit is programmed when it is
  * full or reaches the zone capacity; finish pads and programs a partial unit.  The caller (the
  * zoned device layer) enforces write-pointer rules; the model only tracks, per zone, how far
- * data has been written (wp) and programmed (prog), to know which reads hit flash, the buffer,
- * or nothing.
+ * data has been written (wp_units) and programmed (prog_units), to know which reads hit flash,
+ * the buffer, or nothing.
  */
 #include "ssd.h"
 
