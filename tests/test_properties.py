@@ -3,7 +3,10 @@ swap_out / swap_in / discard / flush (and gc_step / idle on the store) against a
 
 - every swap_in returns exactly the bytes last swapped out for that id;
 - SwapFullError only when the live pages really do not fit (``capacity_pages``);
-- after any error, every page that was readable is still readable with the same bytes.
+- after any error, every page that was readable is still readable with the same bytes;
+- GC and idle windows move pages without changing a byte, and a GC step relocates at most what it
+  was allowed (one page at least);
+- host byte counters count exactly the pages handed over and returned.
 """
 
 import numpy as np
@@ -51,6 +54,8 @@ class BackendMachine(RuleBasedStateMachine):
         self.b = self.factory()
         self.oracle: dict[int, int] = {}
         self.version = 0
+        self.host_written = 0                 # bytes of accepted swap_outs (distinct ids per batch)
+        self.host_read = 0
 
     def teardown(self):
         self.b.close()
@@ -59,6 +64,7 @@ class BackendMachine(RuleBasedStateMachine):
         if self.oracle:
             ids = np.array(sorted(self.oracle), np.int64)
             got = self.b.swap_in(ids)
+            self.host_read += ids.size * PS
             want = np.stack([page(i, self.oracle[i]) for i in ids.tolist()])
             assert np.array_equal(got, want)
 
@@ -79,6 +85,8 @@ class BackendMachine(RuleBasedStateMachine):
             self._check_all()
             return
         assert len(after) <= self.b.capacity_pages
+        # the store keeps the last copy of an id repeated in a batch; Linux swap writes each
+        self.host_written += (len(set(ids)) if isinstance(self.b, SwapStore) else len(ids)) * PS
         if len(after) > 0.8 * self.b.capacity_pages:
             event("over 80% full")
         for i in ids:
@@ -92,6 +100,7 @@ class BackendMachine(RuleBasedStateMachine):
         got = self.b.swap_in(np.array(ids, np.int64))
         want = np.stack([page(i, self.oracle[i]) for i in ids])
         assert np.array_equal(got, want)
+        self.host_read += len(ids) * PS
 
     @rule(i=st.integers(0, ID_SPACE - 1))
     def swap_in_unknown(self, i):
@@ -112,19 +121,24 @@ class BackendMachine(RuleBasedStateMachine):
     @rule(max_pages=st.one_of(st.none(), st.integers(1, 64)))
     def gc_step(self, max_pages):
         if hasattr(self.b, "gc_step"):
-            self.b.gc_step(None if max_pages is None else max_pages * PS)
+            moved = self.b.gc_step(None if max_pages is None else max_pages * PS)
+            assert moved % PS == 0 and 0 <= moved <= PS * (max_pages or len(self.oracle) or 1)
+            self._check_all()
 
     @rule(seconds=st.sampled_from([0.0, 0.001, 0.05]))
     def idle(self, seconds):
         if hasattr(self.b, "idle"):
             self.b.idle(seconds)
+            self._check_all()
 
     @invariant()
     def consistent(self):
         if hasattr(self, "b"):
             if hasattr(self.b, "check"):
                 self.b.check()
-            assert self.b.stats().pages_stored == len(self.oracle)
+            s = self.b.stats()
+            assert s.pages_stored == len(self.oracle)
+            assert (s.host_write_bytes, s.host_read_bytes) == (self.host_written, self.host_read)
 
 
 SETTINGS = settings(max_examples=40, stateful_step_count=40, deadline=None,
