@@ -499,7 +499,7 @@ class ConventionalSwap:
         merged). Per fault, plain Python on a few ints. A page of the window is a swap PTE if it
         had a slot and was not resident at the call's start and was not asked before the fault
         (the walk maps pages in order); ids are looked up once per call, when a window first
-        covers them."""
+        covers them or a neighbour of theirs."""
         cache, ra = self._cache, self._ra
         cd = cache._d
         on_fault, on_hit, put, take = ra.on_fault, ra.on_hit, cache.put, cache.take
@@ -513,7 +513,9 @@ class ConventionalSwap:
         at: dict[int, int] = {}                       # asked id -> its first position (mapped from then on)
         ra_pages = 0
         own_slots = self._slot[hx[work]].tolist()
-        for k, (i, pid, sl) in enumerate(zip(work.tolist(), ids[work].tolist(), own_slots)):
+        wid = ids[work].tolist()
+        w = ra.max_win
+        for k, (i, pid, sl) in enumerate(zip(work.tolist(), wid, own_slots)):
             if cd and pid in cd:                      # minor fault on a readahead page
                 hits.append((i, take(pid), len(grp_n)))
                 on_hit(pid)
@@ -525,9 +527,13 @@ class ConventionalSwap:
             if hi - lo > 1:                           # the window's swap PTEs not in the swap cache
                 if pte is None:
                     pte, at = {}, dict(zip(ids[firsts].tolist(), firsts.tolist()))
-                miss = [q for q in range(lo, hi) if q not in pte]
-                if miss:
-                    pte.update(zip(miss, self._swap_ptes(miss)))
+                if any(q not in pte for q in range(lo, hi)):
+                    # with the neighbourhoods of the next faults: windows come in runs (after a
+                    # hit or adjacent faults), and one lookup costs about as much as 16
+                    near = {q for f in wid[k:k + 16] for q in range(f - w + 1 if f >= w else 0, f + w)
+                            if q not in pte and q < top}
+                    near = list(near)
+                    pte.update(zip(near, self._swap_ptes(near)))
                 sel = [(q, pte[q]) for q in range(lo, hi)
                        if q != pid and pte[q] >= 0 and at.get(q, n) > i and q not in cd]
             if not sel:                               # no readahead: one 4 KiB read
