@@ -2,7 +2,9 @@
 
 The store keeps its per-page state in arrays indexed by *handle* (0..n-1, reused after a discard),
 so memory follows the pages stored, never the largest page id: ids may be sparse 64-bit numbers
-(hashed keys, page numbers of a huge address space). Page ids are integers in
+(hashed keys, page numbers of a huge address space). Small ids (below ``max(65536, 4 x the ids
+held)``, the common dense case) skip the hash: a direct id -> handle array answers them in one
+gather; it never grows past that bound, so memory still follows the ids held. Page ids are integers in
 ``[0, MAX_PAGE_ID]``; ``as_page_ids`` checks that before anything is allocated.
 """
 
@@ -14,6 +16,7 @@ MAX_PAGE_ID = (1 << 63) - 1
 _EMPTY, _TOMB = -1, -2
 _MUL = np.uint64(0x9E3779B97F4A7C15)
 _WINDOW = np.arange(8)           # table slots a lookup reads per round (most ids resolve in one)
+_DIRECT_MIN = 1 << 16            # the direct array may always cover ids below this
 
 
 def as_page_ids(page_ids) -> np.ndarray:
@@ -49,15 +52,18 @@ def as_page_ids(page_ids) -> np.ndarray:
 
 
 class IdMap:
-    """id (int64 >= 0) -> handle (int64 >= 0). Memory: a table of ~2-4x the ids held, and the
-    handle -> id column."""
+    """id (int64 >= 0) -> handle (int64 >= 0). Memory: a direct array for small ids (at most
+    ``max(65536, 4 x ids held)`` entries), a hash table of ~2-4x the other ids, and the handle -> id
+    column."""
 
     def __init__(self, capacity: int = 1024) -> None:
         cap = 1 << max(10, int(capacity - 1).bit_length())
         self._keys = np.full(cap, _EMPTY, np.int64)
         self._vals = np.zeros(cap, np.int64)
         self._used = 0                                   # live keys + tombstones
-        self.n = 0                                       # live keys
+        self._hashed = 0                                 # live keys in the hash table
+        self._direct = np.full(0, -1, np.int64)          # id -> handle for ids below its size (-1: none)
+        self.n = 0                                       # ids held
         self.ids = np.zeros(1024, np.int64)              # handle -> id (garbage for free handles)
         self._free: list[int] = []
         self._next = 0                                   # handles ever handed out
@@ -92,6 +98,18 @@ class IdMap:
 
     def lookup(self, ids: np.ndarray) -> np.ndarray:
         """Handle of each id, -1 for ids not held."""
+        d = self._direct
+        if ids.size and int(ids.max()) < d.size:        # all small: one gather
+            return d[ids]
+        out = np.full(ids.size, -1, np.int64)
+        small = ids < d.size
+        out[small] = d[ids[small]]
+        if self._hashed:
+            big = np.flatnonzero(~small)
+            out[big] = self._hash_lookup(ids[big])
+        return out
+
+    def _hash_lookup(self, ids: np.ndarray) -> np.ndarray:
         out = np.full(ids.size, -1, np.int64)
         if ids.size == 0:
             return out
@@ -122,8 +140,6 @@ class IdMap:
         n = ids.size
         if n == 0:
             return np.zeros(0, np.int64)
-        if 2 * (self._used + n) > self._keys.size:
-            self._rehash(3 * (self.n + n))
         take = min(n, len(self._free))
         h = np.empty(n, np.int64)
         if take:
@@ -134,6 +150,41 @@ class IdMap:
         if self._next > self.ids.size:
             self.ids = np.resize(self.ids, max(self._next, 2 * self.ids.size))
         self.ids[h] = ids
+        self.n += n
+        top = int(ids.max())
+        if top >= self._direct.size:
+            limit = max(_DIRECT_MIN, 4 * self.n)
+            under = top if top < limit else int(ids[ids < limit].max(initial=-1))
+            if under >= self._direct.size:
+                self._widen(under + 1, limit)
+        d = self._direct
+        if top < d.size:
+            d[ids] = h
+            return h
+        small = ids < d.size
+        d[ids[small]] = h[small]
+        big = ~small
+        self._hash_insert(ids[big], h[big])
+        return h
+
+    def _widen(self, need: int, limit: int) -> None:
+        """Let the direct array cover ids below ``need`` (doubling, never past ``limit``); hashed
+        ids it now covers move into it."""
+        size = min(max(need, 2 * self._direct.size, 1024), limit)
+        self._direct = np.concatenate([self._direct, np.full(size - self._direct.size, -1, np.int64)])
+        if self._hashed:
+            move = (self._keys >= 0) & (self._keys < size)
+            if move.any():
+                self._direct[self._keys[move]] = self._vals[move]
+                self._keys[move] = _TOMB
+                self._hashed -= int(move.sum())
+
+    def _hash_insert(self, ids: np.ndarray, h: np.ndarray) -> None:
+        n = ids.size
+        if n == 0:
+            return
+        if 2 * (self._used + n) > self._keys.size:
+            self._rehash(3 * (self._hashed + n))
         todo = np.arange(n)
         mask = self._keys.size - 1
         pos = self._slot0(ids)
@@ -157,21 +208,25 @@ class IdMap:
             nxt = np.where(has, claim + 1, win[:, -1] + 1)
             todo, nxt = todo[~placed], nxt[~placed]
             pos[todo] = nxt & mask
-        self.n += n
-        return h
+        self._hashed += n
 
     def remove(self, ids: np.ndarray) -> np.ndarray:
         """Forget ids (distinct, held); their handles become free. Returns the handles."""
         if ids.size == 0:
             return np.zeros(0, np.int64)
-        found, _ = self._find(ids)
-        found = found[found >= 0]
-        h = self._vals[found].copy()
-        self._keys[found] = _TOMB
-        self.n -= found.size
+        h = self.lookup(ids)
+        held = h >= 0
+        ids, h = ids[held], h[held]
+        small = ids < self._direct.size
+        self._direct[ids[small]] = -1
+        if not small.all():
+            found, _ = self._find(ids[~small])
+            self._keys[found] = _TOMB
+            self._hashed -= found.size
+            if self._used > 3 * self._keys.size // 8 and self._used > 2 * self._hashed:   # mostly tombstones
+                self._rehash(3 * self._hashed)
+        self.n -= ids.size
         self._free.extend(h.tolist())
-        if self._used > 3 * self._keys.size // 8 and self._used > 2 * self.n:   # mostly tombstones
-            self._rehash(3 * self.n)
         return h
 
     def _rehash(self, slots: int) -> None:
@@ -200,5 +255,7 @@ class IdMap:
         self._used = keys.size
 
     def items(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, handles) of every id held."""
         live = self._keys >= 0
-        return self._keys[live].copy(), self._vals[live].copy()
+        small = np.flatnonzero(self._direct >= 0)
+        return np.concatenate([small, self._keys[live]]), np.concatenate([self._direct[small], self._vals[live]])
