@@ -164,24 +164,29 @@ static inline int in_buffer(const conv_ftl *F, uint32_t ppn)
 
 /* ---------- GC ---------- */
 
-/* Map lpn to the next unit of open block b (die d), whose write pointer is *wp_units.  Returns
-   1 when that fills a program unit: the caller programs it. */
-static inline int place_unit(conv_ftl *F, int32_t b, int32_t *wp_units, uint32_t lpn)
+/* Map the n units lpns[] to the next units of open block b, whose write pointer is *wp_units (the
+   caller keeps them inside one program unit).  Returns 1 when they fill the program unit: the
+   caller programs it. */
+static inline int place_units(conv_ftl *F, int32_t b, int32_t *wp_units, const uint32_t *lpns,
+                              int32_t n)
 {
     uint32_t ppn = (uint32_t)((int64_t)b * F->units_per_block + *wp_units);
-    F->l2p[lpn] = ppn;
-    F->p2l[ppn] = lpn;
-    F->valid_cnt[b]++;
-    F->valid_units++;
-    F->T.cnt.media_write_bytes += SSD_UNIT;
-    return ssd_rem(F->by_units_per_prog, (uint32_t)++*wp_units) == 0;
+    for (int32_t k = 0; k < n; k++) {
+        F->l2p[lpns[k]] = ppn + (uint32_t)k;
+        F->p2l[ppn + (uint32_t)k] = lpns[k];
+    }
+    F->valid_cnt[b] += (uint32_t)n;
+    F->valid_units += n;
+    F->T.cnt.media_write_bytes += (int64_t)n * SSD_UNIT;
+    *wp_units += n;
+    return ssd_rem(F->by_units_per_prog, (uint32_t)*wp_units) == 0;
 }
 
 /* Re-place the n valid units lpns[] of one victim page, read by `ready`, in die d's GC block. */
 static void gc_place(conv_ftl *F, int d, const uint32_t *lpns, int32_t n, int64_t ready)
 {
     F->T.cnt.gc_write_bytes += (int64_t)n * SSD_UNIT;
-    for (int32_t k = 0; k < n; k++) {
+    while (n > 0) { /* in runs up to the next program-unit boundary (blocks end on one) */
         if (F->gc_blk[d] < 0 || F->gc_wp_units[d] == F->units_per_block) {
             if (F->gc_blk[d] >= 0)
                 seal_block(F, F->gc_blk[d]);
@@ -190,10 +195,15 @@ static void gc_place(conv_ftl *F, int d, const uint32_t *lpns, int32_t n, int64_
         }
         if (ready > F->gc_ready_ns[d])
             F->gc_ready_ns[d] = ready;
-        if (place_unit(F, F->gc_blk[d], &F->gc_wp_units[d], lpns[k])) {
+        int32_t left = F->units_per_prog -
+                       (int32_t)ssd_rem(F->by_units_per_prog, (uint32_t)F->gc_wp_units[d]);
+        int32_t m = n < left ? n : left;
+        if (place_units(F, F->gc_blk[d], &F->gc_wp_units[d], lpns, m)) {
             ssd_nand_prog(&F->T, d, F->gc_ready_ns[d], (int64_t)F->units_per_prog * SSD_UNIT);
             F->gc_ready_ns[d] = 0;
         }
+        lpns += m;
+        n -= m;
     }
 }
 
@@ -289,7 +299,7 @@ static int host_place(conv_ftl *F, uint32_t lpn, int64_t t)
         d = (d + 1) % F->n_dies;
         F->cur_die = d;
     }
-    if (place_unit(F, F->host_blk[d], &F->host_wp_units[d], lpn)) {
+    if (place_units(F, F->host_blk[d], &F->host_wp_units[d], &lpn, 1)) {
         int64_t done = ssd_nand_prog(&F->T, d, t, (int64_t)F->units_per_prog * SSD_UNIT);
         ssd_wb_program(&F->T, d, done, F->units_per_prog);
         F->cur_die = next_die(F, d);
