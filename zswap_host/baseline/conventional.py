@@ -513,12 +513,53 @@ class ConventionalSwap:
         at: dict[int, int] = {}                       # asked id -> its first position (mapped from then on)
         ra_pages = 0
         own_slots = self._slot[hx[work]].tolist()
-        wid = ids[work].tolist()
+        wa = ids[work]
+        wid, wpos = wa.tolist(), work.tolist()
         w = ra.max_win
-        for k, (i, pid, sl) in enumerate(zip(work.tolist(), wid, own_slots)):
+        nw = len(wid)
+        # Faults that can be charged in bulk: in a quiet readahead state (see VmaReadahead.quiet),
+        # a fault not next to the previous one and not on a swap-cache page reads its own page
+        # alone. brk marks the others (checked one by one); a page put in the swap cache during
+        # the walk is marked when it is put.
+        quiet = False
+        if ra.vma_pages:
+            brk = [True] * nw
+        else:
+            quiet, prev = ra.quiet()
+            brk = [False] * nw
+            if w > 1:
+                pv = np.empty(nw, np.int64)
+                pv[0] = prev
+                pv[1:] = wa[:-1]
+                brk = ((wa == pv + 1) | (wa == pv - 1)).tolist()
+            if cd:
+                brk = [b or q in cd for b, q in zip(brk, wid)]
+        widx: dict[int, int] | None = None            # id -> its index in work, once pages are put
+        k = 0
+        while k < nw:
+            if not brk[k] and quiet:                  # a run of one-page faults, in bulk
+                b = k + 1
+                while b < nw and not brk[b]:
+                    b += 1
+                m = b - k
+                f_req.extend(range(len(req_slot), len(req_slot) + m))
+                req_slot.extend(own_slots[k:b])
+                req_cnt.extend([1] * m)
+                f_row.extend(range(nrow, nrow + m))
+                nrow += m
+                f_grp.extend(range(len(grp_n), len(grp_n) + m))
+                grp_n.extend([1] * m)
+                grp_qd.extend([1] * m)
+                f_pos.extend(wpos[k:b])
+                ra.quiet_run(wid[b - 1])
+                k = b
+                continue
+            i, pid, sl = wpos[k], wid[k], own_slots[k]
+            k += 1
             if cd and pid in cd:                      # minor fault on a readahead page
                 hits.append((i, take(pid), len(grp_n)))
                 on_hit(pid)
+                quiet = False
                 continue
             lo, hi = on_fault(pid)
             if hi > top:
@@ -528,9 +569,9 @@ class ConventionalSwap:
                 if pte is None:
                     pte, at = {}, dict(zip(ids[firsts].tolist(), firsts.tolist()))
                 if any(q not in pte for q in range(lo, hi)):
-                    # with the neighbourhoods of the next faults: windows come in runs (after a
-                    # hit or adjacent faults), and one lookup costs about as much as 16
-                    near = {q for f in wid[k:k + 16] for q in range(f - w + 1 if f >= w else 0, f + w)
+                    # with the neighbourhoods of the next faults: windows come in short runs
+                    # (after a hit or adjacent faults), and a lookup costs more than a few ids
+                    near = {q for f in wid[k - 1:k + 3] for q in range(f - w + 1 if f >= w else 0, f + w)
                             if q not in pte and q < top}
                     near = list(near)
                     pte.update(zip(near, self._swap_ptes(near)))
@@ -576,11 +617,17 @@ class ConventionalSwap:
                     else:
                         put(q, None, (r0 + r, base[r] + s))
                         puts.append(q)
+                        if widx is None:
+                            widx = dict(zip(wid, range(nw)))
+                        j = widx.get(q, -1)
+                        if j >= k:                    # asked later: may be a swap-cache hit
+                            brk[j] = True
                 ra_pages += len(sel) - 1
                 grp_n.append(len(runs))
                 grp_qd.append(len(runs))
             f_pos.append(i)
             f_grp.append(len(grp_n) - 1)
+            quiet = ra.quiet()[0] if not ra.vma_pages else False
         self._ra_pages += ra_pages
 
     def discard(self, page_ids: np.ndarray) -> None:

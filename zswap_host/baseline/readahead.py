@@ -124,6 +124,25 @@ class VmaReadahead:
             hi = pmd + PMD_PAGES
         return lo, hi
 
+    def quiet(self) -> tuple[bool, int]:
+        """One VMA (``vma_pages`` unset): ``(quiet, prev)`` — whether the next fault not next to
+        ``prev`` (the last fault or hit) gets a one-page window: no hits since the last fault
+        and half its window at most 1. Such faults then only move ``prev`` (:meth:`quiet_run`)."""
+        st = self._state.get(0)
+        if st is None:
+            return True, -2
+        return st[2] == 0 and st[1] // 2 <= 1, st[0]
+
+    def quiet_run(self, last: int) -> None:
+        """Faults in a quiet state, none next to the one before it, ``last`` the final one: what
+        :meth:`on_fault` does for each (windows of one page)."""
+        if self.max_win == 1:
+            return
+        st = self._state.get(0)
+        if st is None:
+            st = self._state[0] = [-2, 0, 0]
+        st[0], st[1], st[2] = last, 1, 0
+
     def window(self, pid: int = 0) -> int:
         """The current window of ``pid``'s VMA (0 before its first fault)."""
         st = self._state.get(self._vma(pid)[0])
