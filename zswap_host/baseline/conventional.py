@@ -398,8 +398,10 @@ class ConventionalSwap:
             p = _Plan()
             pre = self._willneed(u, hx[fi], fi, p) if self.faults == "batched" else None
             todo = ~orph
-            if pre is not None:
-                todo &= ~np.isin(firsts, pre[0], assume_unique=True)
+            if pre is not None:                       # announced pages need no fault
+                ann = np.zeros(n, np.bool_)
+                ann[pre[0]] = True
+                todo &= ~ann[firsts]
             work = firsts[todo]
             if work.size:
                 self._plan_faults(ids, hx, work, firsts, p)
