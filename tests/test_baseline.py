@@ -709,6 +709,28 @@ def test_bad_fault_mode_is_refused():
         ConventionalSwap(dev(), faults="batched", batch_qd=0)
 
 
+def test_read_groups_is_one_read_batch_per_group():
+    """The grouped charge of a swap_in call (conv_submit_groups) is exactly the per-fault calls."""
+    rng = np.random.default_rng(3)
+    a, b = dev("16MiB", "thesis-ssd"), dev("16MiB", "thesis-ssd")
+    for d in (a, b):
+        d.write_batch(np.arange(0, 16 << 20, 1 << 20), np.zeros(16 << 20, np.uint8), np.full(16, 1 << 20), qd=4)
+    sizes = rng.integers(1, 5, 40)
+    qds = np.maximum(1, sizes - rng.integers(0, 2, 40))
+    offs = rng.integers(0, 4000, int(sizes.sum())) * PS
+    lens = rng.integers(1, 4, offs.size) * PS
+    buf, done = a.read_groups(offs, lens, sizes, qds)
+    parts, times, lo = [], [], 0
+    for n, qd in zip(sizes.tolist(), qds.tolist()):
+        x, t = b.read_batch(offs[lo:lo + n], lens[lo:lo + n], qd=qd)
+        parts.append(x)
+        times.append(t)
+        lo += n
+    assert np.array_equal(buf, np.concatenate(parts))
+    assert np.concatenate(times).tobytes() == done.tobytes() and a.now() == b.now()
+    assert a.stats().read_size_histogram == b.stats().read_size_histogram
+
+
 # -- fault-path golden (regression) ----------------------------------------------------------
 # tests/data/baseline_golden.npz holds every page wait, fault latency, counter, the device clock
 # and a digest of the bytes swapped in, for fixed scenarios (serial and batched faults, in_place

@@ -407,9 +407,13 @@ class ConventionalSwap:
                 self._plan_faults(ids, hx, work, firsts, p)
             pages = done = ends = None
             if p.grp_n:
-                buf, done = self._dev.read_groups(np.asarray(p.req_slot, np.int64) * PAGE_SIZE,
-                                                  np.asarray(p.req_cnt, np.int64) * PAGE_SIZE,
-                                                  np.asarray(p.grp_n, np.int64), np.asarray(p.grp_qd, np.int64))
+                try:
+                    buf, done = self._dev.read_groups(np.asarray(p.req_slot, np.int64) * PAGE_SIZE,
+                                                      np.asarray(p.req_cnt, np.int64) * PAGE_SIZE,
+                                                      np.asarray(p.grp_n, np.int64), np.asarray(p.grp_qd, np.int64))
+                except BaseException:
+                    self._cache.forget(p.puts)        # readahead that never arrived
+                    raise
                 pages = np.asarray(buf).reshape(-1, PAGE_SIZE)
                 done = np.asarray(done, np.float64)
                 gstart = np.cumsum(p.grp_n) - np.asarray(p.grp_n)

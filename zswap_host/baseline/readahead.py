@@ -192,6 +192,15 @@ class SwapCache:
             if e is not None and e[0] is None:
                 d[p] = resolve(e[1])
 
+    def forget(self, pids) -> None:
+        """Drop pages put with ``page=None`` whose read never completed (the device failed)."""
+        d = self._d
+        for p in pids:
+            e = d.get(p)
+            if e is not None and e[0] is None:
+                del d[p]
+                self._born.pop(p, None)
+
     def age(self, pages: int) -> None:
         """``pages`` more pages were reclaimed: drop the pages read more than ``lifetime`` ago."""
         self._clock += int(pages)
