@@ -158,7 +158,8 @@ def _callgrind(a, phase: str) -> tuple[int, int]:
         out = os.path.join(tmp, "cg.out")
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
                "--phase", phase, "--pages", str(a.cg_pages), "--reads", str(a.cg_pages), "--batch", str(a.batch)]
-        subprocess.run(cmd, check=True, capture_output=True)
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}      # idle BLAS threads would count too
+        subprocess.run(cmd, check=True, capture_output=True, env=env)
         ann = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", out],
                              check=True, capture_output=True, text=True).stdout
     total = copy = 0
