@@ -16,6 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from zswap_host.backend import SwapBackend
 from zswap_host.baseline import ClusterAllocator, ConventionalSwap, VmaReadahead, merge_runs, swapin_nr_pages
 from zswap_host.devices import open_device
+from zswap_host.devices.base import SerialGroups
 from zswap_host.errors import DeviceIOError, SwapFullError
 
 PS = 4096
@@ -160,6 +161,10 @@ class RecordingDevice:
     def write_batch(self, offsets, data, sizes, *a, **k):
         self.writes += list(zip(np.asarray(offsets).tolist(), np.asarray(sizes).tolist()))
         return self._inner.write_batch(offsets, data, sizes, *a, **k)
+
+    def write_groups(self, offsets, data, sizes, *a, **k):
+        self.writes += list(zip(np.asarray(offsets).tolist(), np.asarray(sizes).tolist()))
+        return self._inner.write_groups(offsets, data, sizes, *a, **k)
 
 
 def test_read_fault_keeps_the_slot_and_a_reswap_rewrites_it_in_place():
@@ -338,8 +343,9 @@ def test_discard_issues_whole_free_cluster_discards():
 
 
 # -- failures --------------------------------------------------------------------------------
-class FlakyDevice:
-    """Fails the ``fail_at``-th write_batch (1-based) before writing anything."""
+class FlakyDevice(SerialGroups):
+    """Fails the ``fail_at``-th write_batch (1-based) before writing anything. Grouped writes go
+    down one group per write_batch (as on a real device), so a failure can come part-way through."""
 
     def __init__(self, inner, fail_at):
         self._inner, self.fail_at, self.calls = inner, fail_at, 0
@@ -729,6 +735,30 @@ def test_read_groups_is_one_read_batch_per_group():
     assert np.array_equal(buf, np.concatenate(parts))
     assert np.concatenate(times).tobytes() == done.tobytes() and a.now() == b.now()
     assert a.stats().read_size_histogram == b.stats().read_size_histogram
+
+
+def test_write_groups_is_one_write_batch_per_group():
+    """A swap_out call's reclaim chunks charged in one call (write_groups) time, count and store
+    exactly as one write_batch per chunk; an injected failure writes nothing."""
+    rng = np.random.default_rng(4)
+    a, b = dev("16MiB", "thesis-ssd"), dev("16MiB", "thesis-ssd")
+    sizes = rng.integers(1, 6, 30)
+    offs = rng.permutation(4000)[:int(sizes.sum())] * PS
+    lens = np.full(offs.size, PS)
+    data = rng.integers(0, 256, offs.size * PS, dtype=np.uint8)
+    done = a.write_groups(offs, data, lens, sizes, sizes)
+    times, lo = [], 0
+    for n in sizes.tolist():
+        times.append(b.write_batch(offs[lo:lo + n], data[lo * PS:(lo + n) * PS], lens[lo:lo + n], qd=n))
+        lo += n
+    assert np.concatenate(times).tobytes() == done.tobytes() and a.now() == b.now()
+    assert a.stats().as_dict() == b.stats().as_dict()
+    got, _ = a.read_batch(offs, lens)
+    assert np.array_equal(got, data)
+    a.inject_write_failures(1)
+    with pytest.raises(DeviceIOError):
+        a.write_groups(offs[:2], np.ones(2 * PS, np.uint8), lens[:2], np.array([1, 1]), np.array([1, 1]))
+    assert np.array_equal(a.read_batch(offs[:2], lens[:2])[0], data[:2 * PS])
 
 
 # -- fault-path golden (regression) ----------------------------------------------------------

@@ -489,3 +489,19 @@ def test_read_groups_reads_what_one_read_batch_per_group_reads(kind, tmp_path):
     with pytest.raises(InvalidIOError, match="not aligned"):
         dev.read_groups(np.array([0, 100]), np.array([4096, 4096]), np.array([2]), np.array([2]))
     dev.close()
+
+
+@pytest.mark.parametrize("kind", ["emu-conv", "file"])
+def test_write_groups_writes_what_one_write_batch_per_group_writes(kind, tmp_path):
+    dev = DEVICE_KINDS[kind](tmp_path)
+    offs, lens = np.array([20480, 0, 8192, 4096]), np.array([4096, 4096, 8192, 4096])
+    data = np.random.default_rng(6).integers(0, 256, int(lens.sum()), dtype=np.uint8)
+    done = dev.write_groups(offs, data, lens, np.array([1, 3]), np.array([1, 3]))
+    assert done.shape == (4,) and done.max() <= dev.now()
+    got, _ = dev.read_batch(offs, lens)
+    assert np.array_equal(got, data)
+    with pytest.raises(InvalidIOError, match="write groups"):
+        dev.write_groups(offs, data, lens, np.array([1, 2]), np.array([1, 2]))
+    with pytest.raises(InvalidIOError, match="lengths add up"):
+        dev.write_groups(offs, data[:-4096], lens, np.array([4]), np.array([4]))
+    dev.close()

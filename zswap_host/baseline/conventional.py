@@ -223,13 +223,27 @@ class ConventionalSwap:
             self._slot, self._resident, self._keep, self._orph, self._orow = slot, res, keep, orph, orow
 
     def _write(self, slots: np.ndarray, pages: np.ndarray) -> None:
-        first, cnt, pos = merge_runs(slots)
-        if pos.size and (pos[-1] != pos.size - 1 or np.any(np.diff(pos) != 1)):
-            data = np.empty_like(pages)
-            data[pos] = pages
-        else:
-            data = np.ascontiguousarray(pages)
-        self._dev.write_batch(first * PAGE_SIZE, data, cnt * PAGE_SIZE, qd=int(first.size))
+        self._write_chunks([(slots, pages)])
+
+    def _write_chunks(self, chunks: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        """Reclaim chunks written one after the other (each chunk's adjacent slots merged into one
+        queue, the next chunk issued when it completes), in one device call."""
+        firsts, cnts, datas, sizes = [], [], [], []
+        for slots, pages in chunks:
+            first, cnt, pos = merge_runs(slots)
+            if pos.size and (pos[-1] != pos.size - 1 or np.any(np.diff(pos) != 1)):
+                data = np.empty_like(pages)
+                data[pos] = pages
+            else:
+                data = pages
+            firsts.append(first)
+            cnts.append(cnt)
+            datas.append(data)
+            sizes.append(first.size)
+        first, cnt = np.concatenate(firsts), np.concatenate(cnts)
+        data = np.ascontiguousarray(np.concatenate(datas) if len(datas) > 1 else datas[0])
+        self._dev.write_groups(first * PAGE_SIZE, data, cnt * PAGE_SIZE, np.array(sizes, np.int64),
+                               np.array(sizes, np.int64))
         self._w_reqs += int(first.size)
 
     def _keep_orphans(self, h: np.ndarray, pages: np.ndarray) -> None:
@@ -326,6 +340,7 @@ class ConventionalSwap:
         done: list[np.ndarray] = []
         slots = old.copy()
         try:
+            chunks = []
             for c in range(0, ids.size, SWAP_CLUSTER_MAX):
                 k = keep[c:c + SWAP_CLUSTER_MAX]
                 s = slots[c:c + SWAP_CLUSTER_MAX]
@@ -334,7 +349,8 @@ class ConventionalSwap:
                     got = self._alloc.alloc(need, cpu)
                     done.append(got)
                     s[~k] = got
-                self._write(s, pages[c:c + SWAP_CLUSTER_MAX])
+                chunks.append((s, pages[c:c + SWAP_CLUSTER_MAX]))
+            self._write_chunks(chunks)
         except BaseException:
             for s in done:                            # nothing was mapped to them yet
                 self._free_slots(s)

@@ -132,7 +132,8 @@ class WallClock:
 
 
 class SerialGroups:
-    """``read_groups`` for block devices without a grouped submit: one ``read_batch`` per group."""
+    """``read_groups`` / ``write_groups`` for block devices without a grouped submit: one
+    ``read_batch`` / ``write_batch`` per group."""
 
     block_size: int
     size: int
@@ -142,10 +143,7 @@ class SerialGroups:
         """See ``BlockDevice.read_groups``."""
         offsets = np.asarray(offsets, np.int64)
         lengths = np.asarray(lengths, np.int64)
-        group_sizes = np.asarray(group_sizes, np.int64)
-        if group_sizes.shape != np.shape(group_qds) or (group_sizes < 0).any() or int(group_sizes.sum()) != offsets.size:
-            raise InvalidIOError(f"read groups: {group_sizes.size} groups of {int(group_sizes.sum())} ranges "
-                                 f"({np.size(group_qds)} queue depths) for {offsets.size} ranges")
+        group_sizes = check_groups(group_sizes, group_qds, offsets.size, "read")
         check_batch(offsets, lengths, self.block_size, self.size, "read")
         bufs, dones, lo = [], [], 0
         for n, qd in zip(group_sizes.tolist(), np.asarray(group_qds).tolist()):
@@ -156,6 +154,29 @@ class SerialGroups:
         if not bufs:
             return np.zeros(0, np.uint8), np.zeros(0)
         return np.concatenate(bufs), np.concatenate(dones)
+
+    def write_groups(self, offsets: np.ndarray, data: Buffer, lengths: np.ndarray, group_sizes: np.ndarray,
+                     group_qds: np.ndarray) -> np.ndarray:
+        """See ``BlockDevice.write_groups``."""
+        offsets, lengths, view = check_write_batch(offsets, data, lengths, self.block_size, self.size)
+        group_sizes = check_groups(group_sizes, group_qds, offsets.size, "write")
+        ends = np.concatenate(([0], np.cumsum(lengths)))
+        dones, lo = [], 0
+        for n, qd in zip(group_sizes.tolist(), np.asarray(group_qds).tolist()):
+            dones.append(np.asarray(self.write_batch(offsets[lo:lo + n], view[ends[lo]:ends[lo + n]],
+                                                     lengths[lo:lo + n], qd=int(qd)), np.float64))
+            lo += n
+        return np.concatenate(dones) if dones else np.zeros(0)
+
+
+def check_groups(group_sizes, group_qds, n: int, what: str) -> np.ndarray:
+    """``group_sizes`` as int64, checked: as many as ``group_qds``, none negative, adding up to ``n``
+    ranges (``InvalidIOError`` otherwise)."""
+    group_sizes = np.asarray(group_sizes, np.int64)
+    if group_sizes.shape != np.shape(group_qds) or (group_sizes < 0).any() or int(group_sizes.sum()) != n:
+        raise InvalidIOError(f"{what} groups: {group_sizes.size} groups of {int(group_sizes.sum())} ranges "
+                             f"({np.size(group_qds)} queue depths) for {n} ranges")
+    return group_sizes
 
 
 def _count(hist: Counter, lengths: np.ndarray) -> None:
@@ -278,6 +299,14 @@ class BlockDevice(Protocol):
         Returns each request's completion time on ``now()``'s clock. Every range is checked before
         anything is written. (Only block devices have it: a swap area's scattered page writes are
         its one caller. A zoned device writes at write pointers with ``write``/``append``.)"""
+    def write_groups(self, offsets: np.ndarray, data: Buffer, lengths: np.ndarray, group_sizes: np.ndarray,
+                     group_qds: np.ndarray) -> np.ndarray:
+        """Serial groups of writes in one call (reclaim batches, one after the other): group ``g``
+        is the next ``group_sizes[g]`` ranges, written as one queue of depth ``group_qds[g]`` once
+        group ``g - 1`` has completed; the same as one :meth:`write_batch` per group. ``data`` holds
+        all the ranges back to back. Returns each range's completion time. Every range is checked
+        before anything is written; a device that fails part-way has written the groups before the
+        failing one (an emulated device fails before writing any)."""
     def discard(self, offset: int, length: int) -> None:
         """TRIM: the range's data is no longer needed (it may read as zeros afterwards)."""
     def flush(self) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import DeviceIOError, DeviceSpecError
 from .backing import Backing, punch_hole, save_sidecar
 from .base import (Buffer, DeviceStats, IoCounters, ModelClock, SerialGroups, WallClock, as_bytes_view, check_aligned,
-                   check_batch, check_write_batch)
+                   check_batch, check_groups, check_write_batch)
 
 _READ, _WRITE, _TRIM = 0, 1, 2
 
@@ -83,6 +83,24 @@ class EmulatedBlockDevice(ModelClock):
             self._backing.scatter(offsets, lengths, view, self.block_size)
             self._io.wrote_many(lengths)
             return self._charge_batch(_WRITE, offsets, lengths, qd)
+
+    def write_groups(self, offsets: np.ndarray, data: Buffer, lengths: np.ndarray, group_sizes: np.ndarray,
+                     group_qds: np.ndarray) -> np.ndarray:
+        """Serial groups of writes in one call (see ``BlockDevice.write_groups``): one model call,
+        timed exactly as one :meth:`write_batch` per group. An injected failure fails the first
+        group, before anything is written."""
+        offsets, lengths, view = check_write_batch(offsets, data, lengths, self.block_size, self.size)
+        group_sizes = check_groups(group_sizes, group_qds, offsets.size, "write")
+        with self._lock:
+            if self._fail_writes:
+                self._fail_writes -= 1
+                raise DeviceIOError("injected write failure", offset=int(offsets[0]) if offsets.size else None)
+            self._backing.scatter(offsets, lengths, view, self.block_size)
+            self._io.wrote_many(lengths)
+            if self.model is None or offsets.size == 0:
+                return np.zeros(offsets.size)
+            return self.model.submit_groups(np.full(offsets.size, _WRITE, np.uint8), offsets, lengths,
+                                            group_sizes, group_qds)
 
     def write(self, offset: int, data: Buffer) -> None:
         view = as_bytes_view(data)
