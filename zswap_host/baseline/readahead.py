@@ -89,20 +89,8 @@ class VmaReadahead:
         st = self._state.get(v)
         if st is None:                        # swap_readahead_info starts at 0: no history
             st = self._state[v] = [-2, 0, 0]
-        prev, prev_win = st[0], st[1]
-        win = st[2] + 2                       # __swapin_nr_pages
-        if win == 2:
-            if pid != prev + 1 and pid != prev - 1:
-                win = 1
-        else:
-            r = 4
-            while r < win:
-                r <<= 1
-            win = r
-        if win > max_win:
-            win = max_win
-        if win < prev_win // 2:               # "Don't shrink readahead too fast"
-            win = prev_win // 2
+        prev = st[0]
+        win = swapin_nr_pages(prev, pid, st[2], max_win, st[1])
         st[0], st[1], st[2] = pid, win, 0
         if win == 1:
             return pid, pid + 1
