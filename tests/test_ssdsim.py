@@ -681,3 +681,34 @@ if __name__ == "__main__":
         res = _golden_run()
         np.savez_compressed(GOLDEN, **res)
         print(f"wrote {GOLDEN}: {sum(v.size for v in res.values())} values")
+
+
+@pytest.mark.parametrize("zoned", [False, True])
+def test_submit_groups_is_one_submit_per_group(zoned):
+    """Serial groups in one call (a thread's faults or reclaim chunks) time exactly as one submit per
+    group, on both FTLs: group g + 1 is issued when group g's last request completes."""
+    p = get_preset("thesis-ssd")
+
+    def make():
+        return ZNSSSD(p, 8, 16 * MiB, 12 * MiB) if zoned else ConvSSD(p, 64 * MiB)
+
+    a, b = make(), make()
+    w = np.arange(0, 8 * MiB, 128 * KiB)                        # sequential writes fill zone 0's capacity
+    for m in (a, b):
+        m.submit(WRITE, w, np.full(w.size, 128 * KiB), qd=8)
+    rng = np.random.default_rng(9)
+    sizes = rng.integers(1, 5, 25)
+    qds = np.maximum(1, sizes - rng.integers(0, 2, 25))
+    offs = rng.integers(0, 2048, int(sizes.sum())) * 4096
+    ops = np.where(rng.random(offs.size) < 0.7, READ, WRITE).astype(np.uint8)
+    if zoned:                                                    # a zoned device only reads where it may
+        ops[:] = READ
+    done = a.submit_groups(ops, offs, np.full(offs.size, 4096), sizes, qds)
+    parts, lo = [], 0
+    for n, qd in zip(sizes.tolist(), qds.tolist()):
+        parts.append(b.submit(ops[lo:lo + n], offs[lo:lo + n], np.full(n, 4096), qd=qd))
+        lo += n
+    assert np.concatenate(parts).tobytes() == done.tobytes() and a.now == b.now
+    assert a.counters() == b.counters()
+    with pytest.raises(ValueError, match="group sizes"):
+        a.submit_groups(ops, offs, np.full(offs.size, 4096), sizes[:-1], qds[:-1])

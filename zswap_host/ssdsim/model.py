@@ -53,6 +53,7 @@ def _params(preset: NandPreset, pages_per_block: int | None = None, suspend: boo
 class _Model:
     _T = None
     _submit_fn = None
+    _submit_groups_fn = None
     capacity: int = 0
 
     def _arrays(self, ops, offsets, lengths):
@@ -109,7 +110,7 @@ class _Model:
         out = np.empty(offsets.size, np.float64)
         if offsets.size == 0:
             return out
-        rc = getattr(lib, self._submit_groups_name)(
+        rc = self._submit_groups_fn(
             self._h, gn.size, ffi.from_buffer("int64_t[]", gn), ffi.from_buffer("int64_t[]", gq),
             ffi.from_buffer("uint8_t[]", ops), ffi.from_buffer("int64_t[]", offsets),
             ffi.from_buffer("int64_t[]", lengths), ffi.from_buffer("double[]", out, require_writable=True))
@@ -185,7 +186,6 @@ class ConvSSD(_Model):
     ``suspend`` (default off): host reads suspend a die's program/erase work (at most
     ``preset.t_suspend_us`` of waiting); see docs/ssd-model.md."""
 
-    _submit_groups_name = "conv_submit_groups"
 
     def __init__(self, preset: NandPreset, logical_bytes: int, op: float | None = None,
                  idle_gc: bool = False, suspend: bool = False):
@@ -227,6 +227,7 @@ class ConvSSD(_Model):
         lib.conv_set_idle_gc(self._h, self.idle_gc_blocks if self.idle_gc else 0)
         self._T = lib.conv_timing(self._h)
         self._submit_fn = lib.conv_submit
+        self._submit_groups_fn = lib.conv_submit_groups
 
     def _idle(self, until_ns: int) -> None:
         lib.conv_idle(self._h, until_ns)
@@ -268,7 +269,6 @@ class ZNSSSD(_Model):
     Raw flash = nr_zones x zone_capacity; offsets are absolute device bytes.  A reset costs the
     same per erased byte as the conventional FTL's erases.  ``suspend`` as for ``ConvSSD``."""
 
-    _submit_groups_name = "zns_submit_groups"
 
     def __init__(self, preset: NandPreset, nr_zones: int, zone_size: int, zone_capacity: int,
                  suspend: bool = False):
@@ -287,6 +287,7 @@ class ZNSSSD(_Model):
         self._h = ffi.gc(h, lib.zns_free)
         self._T = lib.zns_timing(self._h)
         self._submit_fn = lib.zns_submit
+        self._submit_groups_fn = lib.zns_submit_groups
         self.dies_per_zone = int(lib.zns_dies_per_zone(self._h))
 
     def submit(self, ops, offsets, lengths, qd: int = 1) -> np.ndarray:
