@@ -103,6 +103,12 @@ class ModelClock:
             return np.zeros(offsets.size)
         return self.model.submit(np.full(offsets.size, op, np.uint8), offsets, lengths, qd)
 
+    def _charge_groups(self, op: int, offsets: np.ndarray, lengths: np.ndarray, group_sizes: np.ndarray,
+                       group_qds: np.ndarray) -> np.ndarray:
+        if self.model is None or offsets.size == 0:
+            return np.zeros(offsets.size)
+        return self.model.submit_groups(np.full(offsets.size, op, np.uint8), offsets, lengths, group_sizes, group_qds)
+
     def now(self) -> float:
         """The device clock: modeled seconds (0 with the timing model off)."""
         return float(self.model.now) if self.model is not None else 0.0

@@ -48,12 +48,7 @@ class EmulatedBlockDevice(ModelClock):
         """Read many ranges as one queue of requests (at most ``qd`` in flight). Returns the bytes
         concatenated in request order and each request's completion time on ``now()``'s clock."""
         offsets = np.asarray(offsets, np.int64)
-        lengths = np.asarray(lengths, np.int64)
-        check_batch(offsets, lengths, self.block_size, self.size, "read")
-        with self._lock:
-            out = self._backing.gather(offsets, lengths, self.block_size)
-            self._io.read_many(lengths)
-            return out, self._charge_batch(_READ, offsets, lengths, qd)
+        return self.read_groups(offsets, lengths, np.array([offsets.size]), np.array([qd]))
 
     def read_groups(self, offsets: np.ndarray, lengths: np.ndarray, group_sizes: np.ndarray,
                     group_qds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -63,26 +58,17 @@ class EmulatedBlockDevice(ModelClock):
         all the ranges back to back and each one's completion time on ``now()``'s clock."""
         offsets = np.asarray(offsets, np.int64)
         lengths = np.asarray(lengths, np.int64)
+        group_sizes = check_groups(group_sizes, group_qds, offsets.size, "read")
         check_batch(offsets, lengths, self.block_size, self.size, "read")
         with self._lock:
             out = self._backing.gather(offsets, lengths, self.block_size)
             self._io.read_many(lengths)
-            if self.model is None or offsets.size == 0:
-                return out, np.zeros(offsets.size)
-            return out, self.model.submit_groups(np.full(offsets.size, _READ, np.uint8), offsets, lengths,
-                                                 group_sizes, group_qds)
+            return out, self._charge_groups(_READ, offsets, lengths, group_sizes, group_qds)
 
     def write_batch(self, offsets: np.ndarray, data: np.ndarray, lengths: np.ndarray, qd: int = 32) -> np.ndarray:
         """Write many ranges (``data`` holds them back to back) as one queue of requests. Returns
         completion times. An injected failure fails the whole batch before anything is written."""
-        offsets, lengths, view = check_write_batch(offsets, data, lengths, self.block_size, self.size)
-        with self._lock:
-            if self._fail_writes:
-                self._fail_writes -= 1
-                raise DeviceIOError("injected write failure", offset=int(offsets[0]) if offsets.size else None)
-            self._backing.scatter(offsets, lengths, view, self.block_size)
-            self._io.wrote_many(lengths)
-            return self._charge_batch(_WRITE, offsets, lengths, qd)
+        return self.write_groups(offsets, data, lengths, np.array([np.size(offsets)]), np.array([qd]))
 
     def write_groups(self, offsets: np.ndarray, data: Buffer, lengths: np.ndarray, group_sizes: np.ndarray,
                      group_qds: np.ndarray) -> np.ndarray:
@@ -97,10 +83,7 @@ class EmulatedBlockDevice(ModelClock):
                 raise DeviceIOError("injected write failure", offset=int(offsets[0]) if offsets.size else None)
             self._backing.scatter(offsets, lengths, view, self.block_size)
             self._io.wrote_many(lengths)
-            if self.model is None or offsets.size == 0:
-                return np.zeros(offsets.size)
-            return self.model.submit_groups(np.full(offsets.size, _WRITE, np.uint8), offsets, lengths,
-                                            group_sizes, group_qds)
+            return self._charge_groups(_WRITE, offsets, lengths, group_sizes, group_qds)
 
     def write(self, offset: int, data: Buffer) -> None:
         view = as_bytes_view(data)
