@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from golden import check_golden, regen_main
 from zswap_host.backend import SwapBackend
 from zswap_host.baseline import ClusterAllocator, ConventionalSwap, VmaReadahead, merge_runs, swapin_nr_pages
 from zswap_host.devices import open_device
@@ -770,7 +771,6 @@ def test_write_groups_is_one_write_batch_per_group():
 # model's own timing is in it too (thesis-ssd), so an intended SSD timing change needs a regenerate:
 #     python tests/test_baseline.py --regen-golden    (and say why in the commit)
 
-BASELINE_GOLDEN = __import__("pathlib").Path(__file__).with_name("data") / "baseline_golden.npz"
 _GOLDEN_CASES = [  # faults, in_place, page_cluster, vma_pages, swap_cache_pages, ra_lifetime, size, pages held
     ("serial", True, 3, None, 4096, None, "8MiB", 1100),
     ("serial", True, 3, 64, 16, 150, "8MiB", 1500),       # over half full: slots freed at the fault
@@ -845,22 +845,9 @@ def _baseline_golden_run(cls=ConventionalSwap) -> dict[str, np.ndarray]:
 def test_swap_in_matches_the_committed_golden():
     """Page waits, fault latencies, counters, clock and bytes are bit-identical to
     tests/data/baseline_golden.npz (recorded with the per-fault implementation)."""
-    want = np.load(BASELINE_GOLDEN)
-    got = _baseline_golden_run()
-    assert sorted(got) == sorted(want.files)
-    for k in sorted(got):
-        a, b = got[k], want[k]
-        if not (a.shape == b.shape and a.tobytes() == b.tobytes()):
-            i = int(np.flatnonzero(a != b)[0]) if a.shape == b.shape else -1
-            pytest.fail(f"{k}: the Linux-swap model's faults changed (first difference at index {i}, shapes "
-                        f"{a.shape} {b.shape}); if intended, regenerate with "
-                        f"`python tests/test_baseline.py --regen-golden` and say why")
+    check_golden(_baseline_golden_run(), "baseline_golden.npz", "the Linux-swap model's faults",
+                 "python tests/test_baseline.py --regen-golden")
 
 
 if __name__ == "__main__":
-    import sys
-    if sys.argv[1:] == ["--regen-golden"]:
-        BASELINE_GOLDEN.parent.mkdir(exist_ok=True)
-        res = _baseline_golden_run()
-        np.savez_compressed(BASELINE_GOLDEN, **res)
-        print(f"wrote {BASELINE_GOLDEN}: {sum(v.size for v in res.values())} values")
+    regen_main("baseline_golden.npz", _baseline_golden_run)

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from golden import check_golden, regen_main
 from zswap_host.ssdsim import PRESETS, READ, TRIM, WRITE, ConvSSD, ZNSSSD, get_preset
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -577,7 +578,6 @@ def test_device_urls_select_the_options():
 # timing fails this test.  Regenerate only for an intended model change, and say so in the commit:
 #     python tests/test_ssdsim.py --regen-golden
 
-GOLDEN = __import__("pathlib").Path(__file__).with_name("data") / "ssdsim_golden.npz"
 _COUNTER_KEYS = ("host_write_bytes", "host_read_bytes", "host_trim_bytes", "media_write_bytes",
                  "media_read_bytes", "gc_write_bytes", "pad_bytes", "erase_count", "gc_runs",
                  "buffer_read_bytes", "nand_read_ops", "nand_prog_ops", "die_busy_ns", "erase_ns",
@@ -663,24 +663,8 @@ def _golden_run() -> dict:
 
 def test_timing_matches_the_committed_golden():
     """Completion times and counters are bit-identical to tests/data/ssdsim_golden.npz."""
-    want = np.load(GOLDEN)
-    got = _golden_run()
-    assert sorted(got) == sorted(want.files)
-    for k in sorted(got):
-        a, b = got[k], want[k]
-        if not (a.shape == b.shape and a.tobytes() == b.tobytes()):
-            i = int(np.flatnonzero(a != b)[0]) if a.shape == b.shape else -1
-            pytest.fail(f"{k}: the model's timing changed (first difference at index {i}); if intended, "
-                        f"regenerate with `python tests/test_ssdsim.py --regen-golden` and say why")
-
-
-if __name__ == "__main__":
-    import sys
-    if sys.argv[1:] == ["--regen-golden"]:
-        GOLDEN.parent.mkdir(exist_ok=True)
-        res = _golden_run()
-        np.savez_compressed(GOLDEN, **res)
-        print(f"wrote {GOLDEN}: {sum(v.size for v in res.values())} values")
+    check_golden(_golden_run(), "ssdsim_golden.npz", "the model's timing",
+                 "python tests/test_ssdsim.py --regen-golden")
 
 
 @pytest.mark.parametrize("zoned", [False, True])
@@ -712,3 +696,7 @@ def test_submit_groups_is_one_submit_per_group(zoned):
     assert a.counters() == b.counters()
     with pytest.raises(ValueError, match="group sizes"):
         a.submit_groups(ops, offs, np.full(offs.size, 4096), sizes[:-1], qds[:-1])
+
+
+if __name__ == "__main__":
+    regen_main("ssdsim_golden.npz", _golden_run)
