@@ -2,3 +2,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
+
+
+def pytest_sessionstart(session):
+    """Before collection (tests/qemu/conftest.py checks at collection whether the guest can boot):
+    install the Debian packages the suite needs where we may, once (tests/system_packages.py)."""
+    import system_packages
+
+    system_packages.ensure()

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+import system_packages
 from click.testing import CliRunner
 
 from zswap_host.cli import format_devices, main
@@ -36,12 +37,20 @@ def fresh_loader():
     nvme_discovery.load_libnvme.cache_clear()
 
 
-def libnvme_loads() -> bool:
+def libnvme_missing() -> str | None:
+    """Why libnvme's Python module does not load, naming the package to install; None when it loads."""
     try:
         nvme_discovery.load_libnvme()
-        return True
-    except Exception:
-        return False
+        return None
+    except Exception as e:
+        swig = system_packages.skip_reason("swig")
+        if swig:   # pip built libnvme without its module: swig first, then the rebuild
+            return (f"libnvme's Python module {swig}, then pip install --no-cache-dir --force-reinstall "
+                    f"'{LIBNVME_REQUIREMENT}'")
+        return f"needs the pip package {LIBNVME_REQUIREMENT} (the dev extra) with its Python module: {e}"
+
+
+LIBNVME_MISSING = libnvme_missing()
 
 
 def test_no_devices_is_a_plain_sentence(monkeypatch):
@@ -52,7 +61,7 @@ def test_no_devices_is_a_plain_sentence(monkeypatch):
     assert r.exit_code == 0 and json.loads(r.output) == []
 
 
-@pytest.mark.skipif(not libnvme_loads(), reason="libnvme's Python module is not installed: pip install -e '.[nvme]'")
+@pytest.mark.skipif(LIBNVME_MISSING is not None, reason=str(LIBNVME_MISSING))
 @pytest.mark.skipif(os.path.isdir("/sys/class/nvme") and bool(os.listdir("/sys/class/nvme")),
                     reason="this machine has NVMe controllers")
 def test_this_machine_has_no_nvme_devices():
@@ -63,7 +72,7 @@ def test_this_machine_has_no_nvme_devices():
     assert json.loads(run("--json").output) == []
 
 
-@pytest.mark.skipif(not libnvme_loads(), reason="libnvme's Python module is not installed: pip install -e '.[nvme]'")
+@pytest.mark.skipif(LIBNVME_MISSING is not None, reason=str(LIBNVME_MISSING))
 def test_bundled_libnvme_is_the_one_loaded():
     nvme_discovery.load_libnvme()
     maps = Path("/proc/self/maps").read_text()
@@ -131,10 +140,14 @@ def test_json_has_every_field(monkeypatch):
 
 
 def test_one_libnvme_pin_everywhere():
-    """pyproject's nvme extra, the reinstall command we print and .ci/run's rebuild name the same release."""
-    extra = re.search(r"^nvme = \[(.*)\]$", (ROOT / "pyproject.toml").read_text(), re.M)
+    """pyproject's nvme and dev extras, the reinstall command we print and the test set-up's rebuild
+    (tests/system_packages.py) name the same release."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    extra = re.search(r"^nvme = \[(.*)\]$", pyproject, re.M)
     assert extra and extra.group(1) == f'"{LIBNVME_REQUIREMENT}"'
-    assert f"'{LIBNVME_REQUIREMENT}'" in (ROOT / ".ci" / "run").read_text()
+    dev = re.search(r"^dev = \[(.*?)^\]", pyproject, re.M | re.S)
+    assert dev and f'"{LIBNVME_REQUIREMENT}"' in dev.group(1)
+    assert system_packages.LIBNVME_REQUIREMENT == LIBNVME_REQUIREMENT
 
 
 def test_help_says_how_to_install():
