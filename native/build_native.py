@@ -1,14 +1,16 @@
-"""cffi build script (out-of-line API mode) for the two extension modules:
+"""cffi build script (out-of-line API mode) for the extension modules:
 
 - `zswap_host._native`: the SSD timing model and its FTLs (``ffibuilder``);
 - `zswap_host._zoned`: the Linux zoned block ioctls and NVMe passthrough (``zoned_ffibuilder``),
-  loaded only by the Linux device backends (zswap_host/devices/blkzoned.py).
+  loaded only by the Linux device backends (zswap_host/devices/blkzoned.py);
+- `zswap_host._uring`: the io_uring I/O engine on liburing (``uring_ffibuilder``), built only where
+  liburing's headers are installed (Debian: liburing-dev; setup.py checks ``have_liburing()``).
 
-setup.py builds both through ``cffi_modules=["native/build_native.py:ffibuilder",
-"native/build_native.py:zoned_ffibuilder"]``.  To build both in place (next to the package
-sources) without pip::
+setup.py builds them through ``cffi_modules`` (the io_uring one only when liburing is there).
+To build them in place (next to the package sources) without pip::
 
-    python native/build_native.py
+    python native/build_native.py                     # every module this machine can build
+    python native/build_native.py zswap_host._uring   # one module
 
 Each part is a (sources, cdefs, headers) triple; MODULES says which parts make which module, so a
 part can be changed without touching the others.
@@ -67,12 +69,29 @@ int64_t zd_pwrite(int fd, const void *buf, size_t len, int64_t off);
 int64_t zd_pread(int fd, void *buf, size_t len, int64_t off);
 """
 
+# ---------------------------------------------------------------- io_uring engine (uring.c, on liburing)
+URING_SOURCES = ["uring.c"]
+URING_HEADERS = ["uring.h"]
+URING_CDEFS = header_cdefs("uring.h")
+LIBURING_HEADER = "/usr/include/liburing.h"
+
+
+def have_liburing() -> bool:
+    """liburing's headers are installed (Debian: liburing-dev); without them the io_uring engine is
+    not built and the Linux backends use the synchronous engine (saying so on stderr)."""
+    return os.path.exists(LIBURING_HEADER)
+
+
 # ---------------------------------------------------------------- the modules
 # module name -> its parts (sources relative to native/, cdef text, headers relative to native/)
 MODULES = {
     "zswap_host._native": [(SSDSIM_SOURCES, SSDSIM_CDEFS, SSDSIM_HEADERS)],
     "zswap_host._zoned": [(ZONED_SOURCES, ZONED_CDEFS, ZONED_HEADERS)],
+    "zswap_host._uring": [(URING_SOURCES, URING_CDEFS, URING_HEADERS)],
 }
+LIBRARIES = {"zswap_host._uring": ["uring"]}
+# liburing's inline functions need GNU C; the timing model stays strict C99 (no FP contraction)
+STD = {"zswap_host._uring": "-std=gnu99"}
 
 
 def _rel(path: str, absolute: bool = False) -> str:
@@ -93,13 +112,15 @@ def make_builder(absolute: bool = False, module: str = "zswap_host._native") -> 
         "\n".join(f'#include "{h}"' for part in parts for h in part[2]),
         sources=[_rel(s, absolute) for part in parts for s in part[0]],
         include_dirs=[_rel(".", absolute)],
-        extra_compile_args=["-O2", "-std=c99"],
+        libraries=LIBRARIES.get(module, []),
+        extra_compile_args=["-O2", STD.get(module, "-std=c99")],
     )
     return ffi
 
 
 ffibuilder = make_builder()
 zoned_ffibuilder = make_builder(module="zswap_host._zoned")
+uring_ffibuilder = make_builder(module="zswap_host._uring")
 
 
 def build_in_place(module: str = "zswap_host._native") -> str:
@@ -118,5 +139,9 @@ def build_in_place(module: str = "zswap_host._native") -> str:
 
 
 if __name__ == "__main__":
-    for name in MODULES:
+    # python native/build_native.py [MODULE ...]   (default: every module this machine can build)
+    names = sys.argv[1:] or [m for m in MODULES if m != "zswap_host._uring" or have_liburing()]
+    for name in names:
+        if name not in MODULES:
+            sys.exit(f"build_native.py: no module {name!r} (modules: {', '.join(MODULES)})")
         print(build_in_place(name), file=sys.stderr)

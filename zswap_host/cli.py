@@ -43,6 +43,24 @@ _FORCE_HELP = ("Use a real block device even if it is mounted, in use, or holds 
                "file system or swap signature (its data will be destroyed).")
 
 
+_IO_ENGINE_HELP = ("How a real block device's I/O reaches the kernel: uring (io_uring, whole batches at queue "
+                   "depth, NVMe zone appends through /dev/ngXnY; the default, sync when io_uring cannot run "
+                   "here) or sync (one blocking call at a time). Emulated devices have no engine.")
+
+
+def io_engine_option(fn):
+    """``--io-engine {uring,sync}``: the engine real devices opened by the command get."""
+    @functools.wraps(fn)
+    def wrapper(*args, io_engine=None, **kwargs):
+        from .devices.io_engine import engine_default
+
+        with engine_default(io_engine):
+            return fn(*args, **kwargs)
+
+    return click.option("--io-engine", type=click.Choice(["uring", "sync"]), default=None,
+                        help=_IO_ENGINE_HELP)(wrapper)
+
+
 def _open(url: str, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
     from .devices import open_device
 
@@ -86,6 +104,7 @@ def schemes(as_json: bool) -> None:
 @main.command()
 @click.argument("device")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@io_engine_option
 @friendly_errors
 def info(device: str, as_json: bool) -> None:
     """Show DEVICE's geometry, limits and SSD model. Read-only: works on a mounted device too."""
@@ -114,6 +133,10 @@ def info(device: str, as_json: bool) -> None:
             if d.get("op") is not None:
                 click.echo(f"over-prov  {d['op']:.1%} of raw flash hidden")
         click.echo(f"clock      {d['clock']}")
+        if d.get("io_engine"):
+            e = d["io_engine"]
+            append = f", zone append {d['zone_append']}" if d.get("zone_append") else ""
+            click.echo(f"io engine  {e['engine']}, depth {e['depth']}{append}")
         if "model" in d:
             m = d["model"]
             click.echo(f"model      {m['name']}: {m['channels']} ch x {m['dies_per_channel']} dies, "
@@ -128,6 +151,7 @@ def info(device: str, as_json: bool) -> None:
 @main.command()
 @click.argument("device")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (a list of zones) instead of text.")
+@io_engine_option
 @friendly_errors
 def zones(device: str, as_json: bool) -> None:
     """List DEVICE's zones: index, start, length, capacity, write pointer, condition.
@@ -154,6 +178,7 @@ def zones(device: str, as_json: bool) -> None:
 @click.option("--all", "all_zones", is_flag=True, help="Reset every zone.")
 @click.option("--yes", is_flag=True, help="Do not ask before resetting zones that hold data.")
 @click.option("--force", is_flag=True, help=_FORCE_HELP)
+@io_engine_option
 @friendly_errors
 def reset(device: str, zone: int | None, all_zones: bool, yes: bool, force: bool) -> None:
     """Reset zones of DEVICE (their data is gone)."""
@@ -246,6 +271,7 @@ def format_devices(found: list) -> str:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Write results as JSON here.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, writable=True),
               help="PNG of bandwidth against written volume (zns: model vs paper) [default: next to --json, else none].")
+@io_engine_option
 @friendly_errors
 def characterize(device: str | None, study: str, preset: str | None, quick: bool, json_path: str | None,
                  plot_path: str | None) -> None:
@@ -363,6 +389,7 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
               help="Record the zns-host-gc run's page fault/eviction trace (.npz) for replay without torch.")
 @click.option("--force", is_flag=True, help=_FORCE_HELP)
 @click.option("--yes", is_flag=True, help="Do not ask before the run resets zones of a real ZNS device that hold data.")
+@io_engine_option
 @friendly_errors
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed, runs_csv,
           sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,

@@ -40,9 +40,10 @@ class ZoneStateError(ZswapError):
 class DeviceIOError(ZswapError):
     """The device failed an I/O (injected failure, a read-only or offline zone, a kernel EIO)."""
 
-    def __init__(self, message: str, offset: int | None = None) -> None:
+    def __init__(self, message: str, offset: int | None = None, errno: int | None = None) -> None:
         super().__init__(message)
-        self.offset = offset
+        self.offset = offset      # byte offset of the failed request, when one is known
+        self.errno = errno        # the kernel's errno, when the failure came from a syscall
 
 
 class NotZonedError(ZswapError):

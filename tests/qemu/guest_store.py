@@ -12,10 +12,11 @@ import test_properties as tp
 from zswap_host import StoreConfig, SwapStore, open_device
 
 DEVICE = os.environ.get("ZSWAP_ZNS_DEVICE", "/dev/nvme0n2")
+ENGINE = os.environ.get("ZSWAP_IO_ENGINE") or None     # uring (default) or sync: the suite runs with both
 
 
 def make_real_store():
-    dev = open_device(DEVICE, zoned=True)
+    dev = open_device(DEVICE, zoned=True, io_engine=ENGINE)
     return SwapStore(dev, StoreConfig(placement="temporal", victim="greedy", write_size=128 << 10,
                                       prefetch_buffer_pages=64, max_streams=1))
 

@@ -25,9 +25,13 @@ step() {
 # NVMe discovery through libnvme (the nvme extra): the controller and both namespaces, as JSON
 step devices sh -c '"$1" -m zswap_host.cli devices --json > "$2"' sh "$PY" "$OUT/devices.json"
 PYTEST=("$PY" -m pytest -q -p no:cacheprovider --rootdir "$REPO" -c "$REPO/pyproject.toml")
+# conformance and store run with both I/O engines: io_uring (appends through /dev/ng0n2) and sync
 step conformance "${PYTEST[@]}" --junitxml "$OUT/conformance.xml" "$REPO/tests/qemu/guest_conformance.py"
+step conformance_sync env ZSWAP_IO_ENGINE=sync "${PYTEST[@]}" --junitxml "$OUT/conformance_sync.xml" "$REPO/tests/qemu/guest_conformance.py"
 step blkzone "${PYTEST[@]}" --junitxml "$OUT/blkzone.xml" "$REPO/tests/qemu/guest_blkzone.py"
 step store "${PYTEST[@]}" --junitxml "$OUT/store.xml" "$REPO/tests/qemu/guest_store.py"
+step store_sync env ZSWAP_IO_ENGINE=sync "${PYTEST[@]}" --junitxml "$OUT/store_sync.xml" "$REPO/tests/qemu/guest_store.py"
+step engine sh -c '"$1" -m zswap_host.cli info /dev/nvme0n2 --json > "$2"' sh "$PY" "$OUT/info.json"
 step numerics "${PYTEST[@]}" --junitxml "$OUT/numerics.xml" "$REPO/tests/qemu/guest_numerics.py"
 # The bench on the real namespaces, every swapped-in page checked against its swap-out fingerprint.
 # --quick trains 400 iterations: over 20 minutes under TCG (every swap-in is a real 4 KiB QD1 read through

@@ -2,17 +2,19 @@
 is conventional and namespace 2 zoned (4 MiB zones of 3 MiB capacity, max open 2, max active 3, zone
 append limit 512 KiB), and inside it run (tests/qemu/guest_suite.sh):
 
-- the device conformance suite, unchanged, against /dev/nvme0n2 (guest_conformance.py);
+- the device conformance suite, unchanged, against /dev/nvme0n2 (guest_conformance.py), with each
+  I/O engine (io_uring with zone appends through /dev/ng0n2, and sync);
 - ``zswap-host zones /dev/nvme0n2 --json`` against ``blkzone report`` (guest_blkzone.py);
 - ``zswap-host devices --json``: libnvme's view of the controller and both namespaces;
-- the store's property and read-back tests on /dev/nvme0n2 (guest_store.py);
+- the store's property and read-back tests on /dev/nvme0n2 (guest_store.py), with each I/O engine;
+- ``zswap-host info /dev/nvme0n2 --json``: the engine, depth and append path the device got;
 - numpy's sorts against plain Python, to catch a guest CPU that computes wrongly (guest_numerics.py);
 - ``zswap-host bench --device /dev/nvme0n2 --baseline-device /dev/nvme0n1 --quick --iterations 40
   --verify`` (``ZSWAP_QEMU_BENCH=0`` leaves it out).
 
 The tests below check what the guest left in the shared results folder. They are skipped (with the
-reason) only when QEMU, a kernel in /boot, virtme-ng or a static busybox are missing; .ci/run
-installs them (and the devices check skips without the nvme extra). ``ZSWAP_QEMU=0`` skips them on
+reason) only when QEMU, a kernel in /boot, virtme-ng or a static busybox are missing; the test
+command's first run installs them (tests/system_packages.py; the devices check skips without libnvme). ``ZSWAP_QEMU=0`` skips them on
 purpose; the guest log is kept in the pytest tmp folder.
 """
 
@@ -73,10 +75,12 @@ def test_guest_ran_the_suite(guest):
     assert "GUEST done" in res.output, res.output[-3000:]
 
 
-def test_conformance_on_real_zoned_namespace_matches_emulated(guest, tmp_path):
+@pytest.mark.parametrize("step", ["conformance", "conformance_sync"])
+def test_conformance_on_real_zoned_namespace_matches_emulated(guest, tmp_path, step):
+    """Both I/O engines: io_uring (zone append through /dev/ng0n2) and sync (one ioctl at a time)."""
     res, results = guest
-    assert (results / "conformance.xml").exists(), res.output[-3000:]
-    real = _junit(results / "conformance.xml")
+    assert (results / f"{step}.xml").exists(), res.output[-3000:]
+    real = _junit(results / f"{step}.xml")
     # the same suite on the emulated device (in memory, QEMU-like geometry), on the host
     xml = tmp_path / "emulated.xml"
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
@@ -105,10 +109,21 @@ def _all_passed(res, results, step: str) -> dict[str, str]:
     return outcome
 
 
-def test_store_property_and_readback_tests_pass_on_real_zoned_namespace(guest):
+@pytest.mark.parametrize("step", ["store", "store_sync"])
+def test_store_property_and_readback_tests_pass_on_real_zoned_namespace(guest, step):
     res, results = guest
-    assert _steps(res.output).get("store") == 0
-    assert len(_all_passed(res, results, "store")) >= 2
+    assert _steps(res.output).get(step) == 0
+    assert len(_all_passed(res, results, step)) >= 2
+
+
+def test_info_shows_the_uring_engine_and_its_append_path(guest):
+    """The 6.1 guest has io_uring and /dev/ng0n2: the default engine is uring, appends go as
+    IORING_OP_URING_CMD."""
+    res, results = guest
+    assert _steps(res.output).get("engine") == 0, res.output[-3000:]
+    info = json.loads((results / "info.json").read_text())
+    assert info["io_engine"]["engine"] == "uring" and info["io_engine"]["depth"] >= 32
+    assert info["zone_append"] == "uring-cmd"
 
 
 def test_guest_cpu_computes_numpy_sorts_right(guest):

@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import InvalidIOError, ZoneStateError
+from ..errors import DeviceIOError, InvalidIOError, ZoneStateError
 from .zone import Zone, ZoneGeometry
 
 Buffer = bytes | bytearray | memoryview | np.ndarray
@@ -243,6 +243,15 @@ class ZonedDevice(Protocol):
         """Zone append: the device writes ``data`` at zone ``z``'s write pointer and returns the
         byte offset it chose. ``data`` is whole blocks, at most ``geometry.max_append`` bytes
         (``InvalidIOError`` beyond). Errors as :meth:`write`."""
+    def append_batch(self, zones, data: Buffer, lengths, qd: int = 32) -> tuple[np.ndarray, list]:
+        """Many zone appends as one queue with at most ``qd`` in flight: request i appends
+        ``lengths[i]`` bytes (``data`` holds the requests back to back) to zone ``zones[i]``;
+        several may go to one zone, and then they land in any order, each where the device chose.
+        Arguments are checked before anything is written (``InvalidIOError``). Returns
+        ``(offsets, failures)``: the byte offset each request landed at (-1 where it failed), and
+        ``(i, typed error)`` for each failed request in order. A request's failure raises nothing:
+        the batch's other appends landed and the caller must account for them. Devices without
+        a queue append one after another (``SerialAppends``)."""
     def read(self, offset: int, length: int) -> np.ndarray:
         """``length`` bytes at ``offset`` (zbd_pread); may span zones. Bytes past a zone's write
         pointer read as zeros on the emulator (a real device returns what its deallocated blocks
@@ -350,6 +359,44 @@ def check_append(g: ZoneGeometry, length: int) -> None:
     check_aligned(0, length, g.block_size, g.zone_size, "zone append")
     if g.max_append and length > g.max_append:
         raise InvalidIOError(f"zone append of {length} bytes exceeds the device's append limit {g.max_append}")
+
+
+def check_append_batch(g: ZoneGeometry, zones, data: Buffer, lengths) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An ``append_batch``'s arguments as int64 arrays and a byte view, checked (every zone exists,
+    every length is a valid append, the lengths add up to the data)."""
+    zones = np.asarray(zones, np.int64).reshape(-1)
+    lengths = np.asarray(lengths, np.int64).reshape(-1)
+    view = as_bytes_view(data)
+    if zones.shape != lengths.shape:
+        raise InvalidIOError(f"append batch: {zones.size} zones but {lengths.size} lengths")
+    if int(lengths.sum()) != view.size:
+        raise InvalidIOError(f"append batch: lengths add up to {int(lengths.sum())}, data holds {view.size}")
+    bad = (zones < 0) | (zones >= g.nr_zones)
+    if bad.any():
+        z = int(zones[np.flatnonzero(bad)[0]])
+        raise InvalidIOError(f"zone {z} does not exist (the device has {g.nr_zones} zones)")
+    for n in np.unique(lengths).tolist():
+        check_append(g, n)
+    return zones, lengths, view
+
+
+class SerialAppends:
+    """``append_batch`` for zoned devices without a queue: one ``append`` after another."""
+
+    geometry: ZoneGeometry
+
+    def append_batch(self, zones, data: Buffer, lengths, qd: int = 32) -> tuple[np.ndarray, list]:
+        """See ``ZonedDevice.append_batch``."""
+        zones, lengths, view = check_append_batch(self.geometry, zones, data, lengths)
+        offsets = np.full(zones.size, -1, np.int64)
+        failures, pos = [], 0
+        for k, (z, n) in enumerate(zip(zones.tolist(), lengths.tolist())):
+            try:
+                offsets[k] = self.append(z, view[pos:pos + n])
+            except (DeviceIOError, ZoneStateError) as e:
+                failures.append((k, e))
+            pos += n
+        return offsets, failures
 
 
 def check_batch(offsets: np.ndarray, lengths: np.ndarray, block_size: int, limit: int, what: str) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, UnsafeDeviceError
 from .base import DeviceStats, IoCounters, WallClock, check_batch
 from .blkzoned import errname, zoned_lib
+from .io_engine import DEFAULT_DEPTH, IoEngine, open_engine
 
 ALIGN = 4096
 
@@ -94,18 +95,38 @@ def _release(fd: int, readonly: bool) -> None:
 class DirectIO(WallClock):
     """O_DIRECT reads/writes from aligned buffers, request counting and the wall clock. A subclass
     sets ``path``, ``block_size``, ``readonly`` and ``_fd`` (from :func:`open_direct`), calls
-    :meth:`_init_io`, and says how far reads may go (``_limit``)."""
+    :meth:`_init_io`, and says how far reads may go (``_limit``). Batches go through the device's
+    I/O engine (``io_engine.py``): io_uring at queue depth, or blocking calls one at a time."""
 
     path: str
     block_size: int
     _fd: int = -1          # -1: not open (yet, or any more)
     readonly: bool = False
+    _engine: IoEngine | None = None
 
-    def _init_io(self) -> None:
+    def _init_io(self, io_engine: str | None = None, io_depth: int = DEFAULT_DEPTH,
+                 passthrough: bool = False) -> None:
         self._io = IoCounters()
         self._busy = 0.0
         self._t0 = time.perf_counter()
         self._stat_lock = threading.Lock()
+        self._batch_lock = threading.Lock()     # one ring: one batch at a time
+        self._engine = open_engine(io_engine, io_depth, passthrough, what=self.path)
+
+    @property
+    def io_engine(self) -> str:
+        """``uring`` or ``sync``: the engine this device's batches go through."""
+        return self._engine.name
+
+    @property
+    def io_depth(self) -> int:
+        """Most requests the engine keeps in flight (a batch's ``qd`` is clipped to it)."""
+        return self._engine.depth
+
+    def engine_stats(self) -> dict:
+        """The engine's name, depth and counters (batches, requests, most in flight, appends and most
+        appends in flight to one zone)."""
+        return self._engine.stats()
 
     def _limit(self) -> int:
         raise NotImplementedError
@@ -145,19 +166,57 @@ class DirectIO(WallClock):
     def read(self, offset: int, length: int) -> np.ndarray:
         raise NotImplementedError
 
+    def _pieces(self, offsets: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The requests a batch of ranges becomes (a zoned device splits ranges at zone boundaries):
+        (offsets, lengths, the range each piece belongs to, or None when nothing was split)."""
+        return offsets, lengths, None
+
+    def _batch(self, write: bool, buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, qd: int,
+               zones: np.ndarray | None = None, nzones: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Run one batch through the engine; counts what succeeded. Returns (results, completion
+        times on ``now()``'s clock)."""
+        with self._batch_lock:
+            t = time.perf_counter()
+            res, done = self._engine.rw(self._fd, write, buf, offsets, lengths, qd, zones, nzones)
+            dt = time.perf_counter() - t
+        ok = res == lengths
+        with self._stat_lock:
+            self._busy += dt
+            (self._io.wrote_many if write else self._io.read_many)(lengths[ok])
+        return res, done - self._t0
+
+    def _batch_error(self, what: str, res: np.ndarray, offsets: np.ndarray, lengths: np.ndarray):
+        """The typed error for the first failed request of a batch (None when none failed)."""
+        bad = np.flatnonzero(res != lengths)
+        if bad.size == 0:
+            return None
+        k = int(bad[0])
+        off, n, r = int(offsets[k]), int(lengths[k]), int(res[k])
+        if r >= 0:
+            return DeviceIOError(f"{self.path}: short {what} at {off}: {r} of {n} bytes", offset=off)
+        if -r == errno.EINVAL:
+            return InvalidIOError(f"{self.path}: {what} at {off} of {n} bytes refused (EINVAL)")
+        return DeviceIOError(f"{self.path}: {what} at {off} of {n} bytes failed: {os.strerror(-r)} "
+                             f"({errname(-r)})", offset=off, errno=-r)
+
     def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
-        """Read ranges in order (synchronous O_DIRECT I/O: ``qd`` is not used); returns the bytes
-        back to back and each read's completion time on ``now()``'s clock."""
+        """Read ranges with up to ``qd`` in flight (the sync engine: one after another); returns the
+        bytes back to back, read straight into the returned array, and each read's completion time
+        on ``now()``'s clock. The first failed read raises (``DeviceIOError`` with its offset and
+        errno, ``InvalidIOError`` for EINVAL), after the whole batch completed."""
         offsets = np.asarray(offsets, np.int64)
         lengths = np.asarray(lengths, np.int64)
         check_batch(offsets, lengths, self.block_size, self._limit(), "read")
-        out = np.empty(int(lengths.sum()), np.uint8)
-        done = np.empty(offsets.size)
-        pos = 0
-        for k, (off, n) in enumerate(zip(offsets.tolist(), lengths.tolist())):
-            out[pos:pos + n] = self.read(off, n)
-            pos += n
-            done[k] = self.now()
+        out = aligned_empty(int(lengths.sum()))
+        if offsets.size == 0:
+            return out, np.zeros(0)
+        offs, lens, owner = self._pieces(offsets, lengths)
+        res, done = self._batch(False, out, offs, lens, qd)
+        err = self._batch_error("read", res, offs, lens)
+        if err is not None:
+            raise err
+        if owner is not None:                   # a range's completion is its last piece's
+            done = np.maximum.reduceat(done, np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]))
         return out, done
 
     def _stats(self) -> DeviceStats:
@@ -177,6 +236,8 @@ class DirectIO(WallClock):
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             _release(fd, self.readonly)
+        if self._engine is not None:
+            self._engine.close()
 
     def __enter__(self):
         return self

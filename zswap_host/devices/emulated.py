@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
 from .backing import Backing, save_sidecar
-from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view, check_aligned, check_append, check_batch, check_zone_write
+from .base import Buffer, DeviceStats, IoCounters, ModelClock, SerialAppends, as_bytes_view, check_aligned, check_append, check_batch, check_zone_write
 from .zone import Zone, ZoneCond, ZoneGeometry
 
 _READ, _WRITE = 0, 1
@@ -52,7 +52,7 @@ def check_zone_file(zpath: str, g: ZoneGeometry) -> None:
         raise DeviceSpecError(f"{zpath} is corrupt: {active} active zones, the device allows {g.max_active}")
 
 
-class EmulatedZonedDevice(ModelClock):
+class EmulatedZonedDevice(ModelClock, SerialAppends):
     """A ZNS namespace in memory (``path=None``) or in a sparse file with its zone states beside it
     (``PATH.zones``) and its description in ``PATH.json``.
 

@@ -5,11 +5,16 @@
   ``max_active_zones``, ``zone_append_max_bytes``, ``logical_block_size``) and the zone report.
 - Zone report and reset/open/close/finish go through the kernel's blkzoned ioctls
   (``native/zoned.c``, the ``zswap_host._zoned`` extension).
-- Data moves with ``O_DIRECT`` reads and writes from block-aligned buffers (``direct_io.py``).
-- Zone append on an NVMe namespace is the NVMe Zone Append command (opcode 0x7d) sent through
-  ``NVME_IOCTL_IO64_CMD``: the device picks the position and the completion says which LBA it chose.
-  On other zoned devices (or if passthrough is refused) append is a write at the write pointer,
-  serialised per zone.
+- Data moves with ``O_DIRECT`` reads and writes from block-aligned buffers (``direct_io.py``), in
+  batches through the device's I/O engine (``io_engine.py``: io_uring at queue depth, or sync).
+- Zone append on an NVMe namespace is the NVMe Zone Append command (opcode 0x7d): the device picks
+  the position and the completion says which LBA it chose. The append path (``append_path``):
+  ``uring-cmd`` sends a batch of them through ``IORING_OP_URING_CMD`` on the namespace's generic
+  char device ``/dev/ngXnY`` (several in flight to one zone); ``ioctl`` sends one at a time through
+  ``NVME_IOCTL_IO64_CMD`` (the sync engine, or when the char device or the big ring is unavailable:
+  one line on stderr says why); on other zoned devices (or if passthrough is refused)
+  ``write-at-wp`` writes at the write pointer, in order and one in flight per zone (the rule
+  mq-deadline enforces), zones in parallel.
 
 Kernel errors become the typed errors the conformance suite checks: a write or zone operation that
 breaks the zone rules is ``ZoneStateError`` with the kernel's errno name (``EIO``, ``EOVERFLOW`` for
@@ -21,16 +26,18 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 import threading
 import time
 
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, NotZonedError, ZoneStateError
-from .base import Buffer, as_bytes_view, check_aligned, check_append, check_zone_write
+from .base import Buffer, as_bytes_view, check_aligned, check_append, check_append_batch, check_zone_write
 from .blkzoned import ZONE_OPS, errname, report_fd, zoned_lib
 from .direct_io import DirectIO, aligned_copy, open_direct
-from .sysfs import SECTOR, is_nvme_namespace, max_transfer_bytes, queue_dir, queue_zone_limits, read_sysfs, sysfs_dir, zoned_model
+from .io_engine import DEFAULT_DEPTH
+from .sysfs import SECTOR, generic_char_device, is_nvme_namespace, max_transfer_bytes, queue_dir, queue_zone_limits, read_sysfs, sysfs_dir, zoned_model
 from .zone import Zone, ZoneCond, ZoneGeometry
 
 # NVMe status codes (SCT 1 = command specific, ZNS set) -> (errno name a block I/O would give, kind)
@@ -53,7 +60,7 @@ class LinuxZonedDevice(DirectIO):
     zoned = True
 
     def __init__(self, path: str, exclusive: bool = True, use_passthrough: bool | None = None,
-                 readonly: bool = False) -> None:
+                 readonly: bool = False, io_engine: str | None = None, io_depth: int = DEFAULT_DEPTH) -> None:
         model = zoned_model(path)
         if model == "none":
             raise NotZonedError(
@@ -65,7 +72,7 @@ class LinuxZonedDevice(DirectIO):
         self.readonly = readonly
         self._fd = -1
         self._fd = open_direct(path, exclusive, readonly)
-        self._init_io()
+        self._ngfd = -1
         ffi, lib = zoned_lib()
         lim = queue_zone_limits(q)
         lbs = lim.block_size or lib.zd_logical_block_size(self._fd)
@@ -95,10 +102,69 @@ class LinuxZonedDevice(DirectIO):
             self.nsid = int(r) if r > 0 else None
         self._passthrough = self.nsid is not None and use_passthrough is not False
         self._zone_locks = [threading.Lock() for _ in range(min(nr, 1 << 16))]
+        self._appends = 0
+        self._max_appends_zone = 0
+        try:
+            self._init_engine(io_engine, io_depth)
+        except Exception:
+            self.close()
+            raise
+
+    def _init_engine(self, io_engine: str | None, io_depth: int) -> None:
+        """The I/O engine, and for an NVMe namespace on io_uring its generic char device (appends as
+        ``IORING_OP_URING_CMD``); else the ioctl or write-at-wp append path, saying why."""
+        ng = generic_char_device(self.path) if self._passthrough and io_engine != "sync" else None
+        why = None
+        if ng is not None:
+            try:
+                self._ngfd = os.open(ng, (os.O_RDONLY if self.readonly else os.O_RDWR) | os.O_CLOEXEC)
+            except OSError as e:
+                why = f"cannot open {ng}: {e.strerror}"
+        elif self._passthrough and io_engine != "sync":
+            why = "no NVMe generic char device (/dev/ngXnY; Linux >= 5.13)"
+        self._init_io(io_engine, io_depth, passthrough=self._ngfd >= 0)
+        if self._ngfd >= 0 and self.io_engine != "uring":
+            os.close(self._ngfd)                 # the ring fell back to sync (said so): appends by ioctl
+            self._ngfd = -1
+        if why and self.io_engine == "uring":
+            print(f"zswap-host: {self.path}: zone append through the sync ioctl, one at a time: {why}",
+                  file=sys.stderr)
+
+    @property
+    def append_path(self) -> str:
+        """``uring-cmd``, ``ioctl`` or ``write-at-wp``: how :meth:`append` / :meth:`append_batch` write."""
+        if self._ngfd >= 0 and self._passthrough:
+            return "uring-cmd"
+        return "ioctl" if self._passthrough else "write-at-wp"
+
+    def engine_stats(self) -> dict:
+        st = dict(self._engine.stats())
+        st.update(append_path=self.append_path, appends=self._appends,
+                  max_appends_per_zone=self._max_appends_zone)
+        return st
+
+    def close(self) -> None:
+        if self._ngfd >= 0:
+            fd, self._ngfd = self._ngfd, -1
+            os.close(fd)
+        super().close()
 
     # -- zones -------------------------------------------------------------------------------------
     def _limit(self) -> int:
         return self.geometry.size
+
+    def _pieces(self, offsets, lengths):
+        """Ranges split at zone boundaries (the kernel refuses reads across zones)."""
+        zs = self.geometry.zone_size
+        first, last = offsets // zs, (offsets + lengths - 1) // zs
+        if (first == last).all():
+            return offsets, lengths, None
+        cnt = last - first + 1
+        owner = np.repeat(np.arange(offsets.size), cnt)
+        zone = first[owner] + (np.arange(owner.size) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+        start = np.maximum(offsets[owner], zone * zs)
+        end = np.minimum((offsets + lengths)[owner], (zone + 1) * zs)
+        return start, end - start, owner
 
     def _report_raw(self, first: int, n: int):
         return report_fd(self._fd, self.path, self._chunk, first, n)
@@ -188,34 +254,145 @@ class LinuxZonedDevice(DirectIO):
 
     def append(self, z: int, data: Buffer) -> int:
         view = as_bytes_view(data)
-        g = self.geometry
-        check_append(g, view.size)
+        check_append(self.geometry, view.size)
         z = self._zone_index(z)
-        if self._passthrough:
-            ffi, lib = zoned_lib()
-            buf = aligned_copy(view)
-            alba = ffi.new("uint64_t *")
+        offsets, failures = self.append_batch(np.array([z]), view, np.array([view.size]), 1)
+        if failures:
+            raise failures[0][1]
+        return int(offsets[0])
+
+    def append_batch(self, zones, data: Buffer, lengths, qd: int = 32) -> tuple[np.ndarray, list]:
+        """See ``ZonedDevice.append_batch``: through the append path (``append_path``)."""
+        zones, lengths, view = check_append_batch(self.geometry, zones, data, lengths)
+        if zones.size == 0:
+            return np.zeros(0, np.int64), []
+        if self.append_path == "uring-cmd":
+            offsets, failures = self._append_uring(zones, view, lengths, qd)
+        elif self._passthrough:
+            offsets, failures, pos = np.full(zones.size, -1, np.int64), [], 0
+            for k, (z, n) in enumerate(zip(zones.tolist(), lengths.tolist())):
+                try:
+                    offsets[k] = self._append_ioctl(z, view[pos:pos + n])
+                except (DeviceIOError, ZoneStateError, InvalidIOError) as e:
+                    failures.append((k, e))
+                pos += n
+        else:
+            offsets, failures = self._append_at_wp(zones, view, lengths, qd)
+        return offsets, failures
+
+    def _count_appends(self, n: int, per_zone: int) -> None:
+        with self._stat_lock:
+            self._appends += n
+            self._max_appends_zone = max(self._max_appends_zone, per_zone)
+
+    def _append_uring(self, zones: np.ndarray, view: np.ndarray, lengths: np.ndarray, qd: int):
+        """NVMe Zone Appends through io_uring passthrough; a refused passthrough falls back for good
+        to the write-at-wp path (and the refused requests are redone there)."""
+        g = self.geometry
+        buf = view if view.ctypes.data % 4 == 0 else aligned_copy(view)    # NVMe DMA: dword aligned
+        with self._batch_lock:
             t = time.perf_counter()
-            r = lib.zd_nvme_zone_append(self._fd, self.nsid, g.zone_start(z) // g.block_size,
-                                        ffi.cast("void *", buf.ctypes.data), view.size, g.block_size, alba)
+            res, alba, _ = self._engine.append(self._ngfd, self.nsid, g.block_size, g.zone_size // g.block_size,
+                                               buf, lengths, zones, g.nr_zones, qd)
             dt = time.perf_counter() - t
-            if r == 0:
-                with self._stat_lock:
-                    self._busy += dt
-                    self._io.wrote(view.size)
-                return int(alba[0]) * g.block_size
-            if r < 0 and -r in (errno.ENOTTY, errno.EPERM, errno.EACCES, errno.EOPNOTSUPP):
-                self._passthrough = False          # passthrough refused: fall back for good
-            elif r < 0:
-                raise self._zone_error(-r, z, f"zone append of {view.size} bytes to zone {z}")
-            else:
-                raise self._nvme_error(int(r), z, view.size)
-        with self._zone_locks[z % len(self._zone_locks)]:
-            wp = self.report_zone(z)
-            if wp.cond in (ZoneCond.FULL, ZoneCond.READ_ONLY, ZoneCond.OFFLINE):
-                raise self._zone_error(errno.EIO, z, f"zone append to zone {z}")
-            self.write(wp.wp, view)
-            return wp.wp
+        ok = res == 0
+        offsets = np.where(ok, alba.astype(np.int64) * g.block_size, -1)
+        with self._stat_lock:
+            self._busy += dt
+            self._io.wrote_many(lengths[ok])
+        self._count_appends(int(ok.sum()), int(self._engine.stats()["max_appends_per_zone"]))
+        failures = []
+        refused = (res < 0) & np.isin(-res, (errno.ENOTTY, errno.EPERM, errno.EACCES, errno.EOPNOTSUPP))
+        if refused.any():
+            self._passthrough = False
+            print(f"zswap-host: {self.path}: NVMe passthrough refused ({errname(int(-res[refused][0]))}): "
+                  f"zone append becomes a write at the write pointer", file=sys.stderr)
+            idx = np.flatnonzero(refused)
+            starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+            sub = np.concatenate([view[s:s + n] for s, n in zip(starts[idx].tolist(), lengths[idx].tolist())])
+            redo, redo_fail = self._append_at_wp(zones[idx], sub, lengths[idx], qd)
+            offsets[idx] = redo
+            failures += [(int(idx[k]), e) for k, e in redo_fail]
+        for k in np.flatnonzero(~ok & ~refused).tolist():
+            r, z, n = int(res[k]), int(zones[k]), int(lengths[k])
+            failures.append((k, self._zone_error(-r, z, f"zone append of {n} bytes to zone {z}") if r < 0
+                             else self._nvme_error(r, z, n)))
+        failures.sort(key=lambda f: f[0])
+        return offsets, failures
+
+    def _append_ioctl(self, z: int, view: np.ndarray) -> int:
+        """One NVMe Zone Append through the blocking passthrough ioctl."""
+        g = self.geometry
+        ffi, lib = zoned_lib()
+        buf = aligned_copy(view)
+        alba = ffi.new("uint64_t *")
+        t = time.perf_counter()
+        r = lib.zd_nvme_zone_append(self._fd, self.nsid, g.zone_start(z) // g.block_size,
+                                    ffi.cast("void *", buf.ctypes.data), view.size, g.block_size, alba)
+        dt = time.perf_counter() - t
+        if r == 0:
+            with self._stat_lock:
+                self._busy += dt
+                self._io.wrote(view.size)
+            self._count_appends(1, 1)
+            return int(alba[0]) * g.block_size
+        if r < 0 and -r in (errno.ENOTTY, errno.EPERM, errno.EACCES, errno.EOPNOTSUPP):
+            self._passthrough = False          # passthrough refused: fall back for good
+            offsets, failures = self._append_at_wp(np.array([z]), view, np.array([view.size]), 1)
+            if failures:
+                raise failures[0][1]
+            return int(offsets[0])
+        if r < 0:
+            raise self._zone_error(-r, z, f"zone append of {view.size} bytes to zone {z}")
+        raise self._nvme_error(int(r), z, view.size)
+
+    def _append_at_wp(self, zones: np.ndarray, view: np.ndarray, lengths: np.ndarray, qd: int):
+        """Appends as writes at each zone's write pointer (one report per zone, under the zone's
+        lock): in order and one in flight per zone, zones in parallel."""
+        g = self.geometry
+        uniq = np.unique(zones)
+        locks = sorted({int(z) % len(self._zone_locks) for z in uniq.tolist()})
+        offsets = np.full(zones.size, -1, np.int64)
+        failures = []
+        for i in locks:
+            self._zone_locks[i].acquire()
+        try:
+            go = np.ones(zones.size, bool)
+            for z in uniq.tolist():
+                rep = self.report_zone(z)
+                mine = np.flatnonzero(zones == z)
+                if rep.cond in (ZoneCond.FULL, ZoneCond.READ_ONLY, ZoneCond.OFFLINE):
+                    go[mine] = False
+                    failures += [(int(k), self._zone_error(errno.EIO, z, f"zone append to zone {z}")) for k in mine]
+                    continue
+                ln = lengths[mine]
+                offsets[mine] = rep.wp + np.concatenate([[0], np.cumsum(ln)[:-1]])
+                over = offsets[mine] + ln > g.zone_start(z) + g.zone_capacity
+                for k in mine[over].tolist():
+                    go[k] = False
+                    failures.append((k, ZoneStateError(f"zone {z}: append of {int(lengths[k])} bytes would pass the "
+                                                       f"zone capacity {g.zone_capacity}", zone=z)))
+                offsets[mine[over]] = -1
+            idx = np.flatnonzero(go)
+            if idx.size:
+                starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+                buf = view if idx.size == zones.size else \
+                    np.concatenate([view[s:s + n] for s, n in zip(starts[idx].tolist(), lengths[idx].tolist())])
+                res, _ = self._batch(True, aligned_copy(buf), offsets[idx], lengths[idx], qd,
+                                     zones=zones[idx], nzones=g.nr_zones)
+                for j in np.flatnonzero(res != lengths[idx]).tolist():
+                    k, r = int(idx[j]), int(res[j])
+                    z = int(zones[k])
+                    failures.append((k, self._zone_error(-r if r < 0 else errno.EIO, z,
+                                                         f"write of {int(lengths[k])} bytes at {int(offsets[k])}",
+                                                         offset=int(offsets[k]), length=int(lengths[k]))))
+                    offsets[k] = -1
+                self._count_appends(int((res == lengths[idx]).sum()), 1)
+        finally:
+            for i in locks:
+                self._zone_locks[i].release()
+        failures.sort(key=lambda f: f[0])
+        return offsets, failures
 
     def _nvme_error(self, status: int, z: int, n: int):
         sc = status & 0x7FF
@@ -249,6 +426,6 @@ class LinuxZonedDevice(DirectIO):
                 "zoned_model": self.zoned_model, "geometry": self.geometry.as_dict(), "preset": None,
                 "clock": "wall", "open_zones": sum(z.cond.is_open for z in report),
                 "active_zones": sum(z.cond.is_active for z in report), "nvme_nsid": self.nsid,
-                "zone_append": "nvme-passthrough" if self._passthrough else "write-at-wp", "model": model}
+                "zone_append": self.append_path, "io_engine": self.engine_stats(), "model": model}
 
 

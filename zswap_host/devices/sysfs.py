@@ -4,6 +4,8 @@ safety checks and ``zswap-host devices``. Nothing here opens the device itself."
 from __future__ import annotations
 
 import os
+import re
+import stat
 from typing import NamedTuple
 
 SECTOR = 512       # the kernel's sector: sysfs and the blkzoned ioctls count in it
@@ -50,6 +52,19 @@ def zoned_model(path: str) -> str:
 def is_nvme_namespace(path: str) -> bool:
     """True for an NVMe namespace (``nvmeXnY``): zone append can go through NVMe passthrough."""
     return os.path.basename(sysfs_dir(path)).startswith("nvme")
+
+
+def generic_char_device(path: str) -> str | None:
+    """The NVMe generic char device of namespace ``path`` (``/dev/nvme0n2`` -> ``/dev/ng0n2``, Linux
+    >= 5.13), which takes io_uring passthrough commands; None when it does not exist."""
+    m = re.fullmatch(r"nvme(\d+)n(\d+)", os.path.basename(sysfs_dir(path)))
+    if not m:
+        return None
+    ng = f"/dev/ng{m.group(1)}n{m.group(2)}"
+    try:
+        return ng if stat.S_ISCHR(os.stat(ng).st_mode) else None
+    except OSError:
+        return None
 
 
 class QueueZoneLimits(NamedTuple):

@@ -132,16 +132,25 @@ def _scheme_for(url: str) -> tuple[str, str]:
     raise DeviceSpecError(f"{url} is neither a regular file nor a block device")
 
 
-def open_device(url: str, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
+def open_device(url: str, zoned: bool | None = None, force: bool | None = None, readonly: bool = False,
+                io_engine: str | None = None):
     """Open a device by URL or path: a ``ZonedDevice`` or a ``BlockDevice``. ``zoned=True`` demands a
     zoned device (``NotZonedError`` otherwise), ``zoned=False`` a conventional one
     (``DeviceSpecError``); None takes what the URL names. ``force`` skips the safety checks on real
     devices (None: whatever ``safety.forced()`` set, default off). ``readonly`` opens a file or real
     device read-only, without the safety checks and without claiming it (for inspection: geometry,
-    zone reports); writes and zone changes then fail. Every refusal of the URL itself is a one-line
-    ``DeviceSpecError``."""
+    zone reports); writes and zone changes then fail. ``io_engine`` (``uring`` or ``sync``; None: the
+    ``engine_default`` in force, else uring) is how a real device's batches reach the kernel
+    (``devices/io_engine.py``); emulated devices and files have none. Every refusal of the URL itself
+    is a one-line ``DeviceSpecError``."""
+    from .io_engine import engine_default
+
     name, target = _scheme_for(url)
-    dev = scheme_class(name)().open(target, zoned=zoned, force=force, readonly=readonly)
+    if io_engine is None:
+        dev = scheme_class(name)().open(target, zoned=zoned, force=force, readonly=readonly)
+    else:
+        with engine_default(io_engine):
+            dev = scheme_class(name)().open(target, zoned=zoned, force=force, readonly=readonly)
     if not isinstance(dev, ZonedDevice if dev.zoned else BlockDevice):
         dev.close()
         raise TypeError(f"device URL scheme {name!r} opened a {type(dev).__name__}, which does not implement "

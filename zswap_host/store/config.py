@@ -34,6 +34,7 @@ class StoreConfig:
     prefetch_bytes: int = 128 << 10    # read back up to this much around a faulting page (its write unit)
     prefetch_buffer_pages: int = 4096  # bound of the prefetch buffer
     read_qd: int = 32                  # queue depth of a batched swap_in
+    append_qd: int = 8                 # write units of one zone in flight at once (zone appends)
     max_read_bytes: int = 512 << 10    # a coalesced read is split beyond this
     write_retries: int = 3             # a failed write is retried in this many other zones
     idle_gc_bandwidth: float = 1e9     # idle(): bytes of GC per second of window on a device without a clock
@@ -48,6 +49,8 @@ class StoreConfig:
             raise ValueError("write_size must be a multiple of page_size and at least 128 KiB")
         if self.max_streams < 1:
             raise ValueError("max_streams must be at least 1")
+        if self.append_qd < 1:
+            raise ValueError(f"append_qd must be >= 1, not {self.append_qd}")
         if self.read_qd < 1:
             raise ValueError(f"read_qd must be at least 1, not {self.read_qd}")
         if self.max_read_bytes < self.page_size:

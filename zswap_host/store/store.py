@@ -387,6 +387,10 @@ class SwapStore:
 
     def _flush_all(self) -> Exception | None:
         error = None
+        try:
+            self._flush_streams()
+        except (DeviceIOError, SwapFullError) as e:
+            error = e
         for k in list(range(self._n_user)) + [self._gc_buffer]:
             try:
                 self._flush_buffer(k, force=True)
@@ -519,6 +523,7 @@ class SwapStore:
         """Small batches gather in the stream's buffer; large ones go to the device straight from
         the caller's array in writes of ``min_write_pages``..``unit_pages`` pages, the rest waits."""
         buf, unit, i, n = self._buffers[k], self._unit_pages, 0, handles.size
+        done = np.zeros(n, bool)
         try:
             if buf.n + n < unit:
                 i = n
@@ -529,11 +534,12 @@ class SwapStore:
                 self._buffer(k, handles[:i], pages[:i])
             self._flush_buffer(k, force=False, least=self._min_write_pages)
             while n - i >= self._min_write_pages:
-                m = min(unit, n - i)
-                i += self._write(k, handles[i:i + m], pages[i:i + m], buffered=False)
+                done[i:] = False
+                i += self._write_units(k, handles[i:], pages[i:], self._min_write_pages, False, done[i:])
         finally:
-            if i < n:
-                self._buffer(k, handles[i:], pages[i:])
+            if i < n:                            # what is not on the device waits in the buffer
+                rest = np.flatnonzero(~done[i:]) + i
+                self._buffer(k, handles[rest], pages[rest])
 
     def _flush_buffer(self, k: int, force: bool, least: int | None = None) -> None:
         """Write buffered pages while at least ``least`` pages wait (default: a whole write unit;
@@ -541,9 +547,98 @@ class SwapStore:
         buf = self._buffers[k]
         least = 1 if force else (least or self._unit_pages)
         while buf.n >= least:
-            m = min(buf.n, self._unit_pages)
-            w = self._write(k, buf.ids[:m].copy(), buf.data[:m])
+            ids = buf.ids[:buf.n].copy()
+            done = np.zeros(ids.size, bool)
+            try:
+                self._write_units(k, ids, buf.data[:buf.n], least, True, done)
+            finally:
+                self._drop_written(buf, ids, done)
+
+    @staticmethod
+    def _drop_written(buf, ids: np.ndarray, done: np.ndarray) -> None:
+        """Take the pages now on the device out of a write buffer (a prefix, unless a retry failed
+        after later units had landed)."""
+        w = int(np.count_nonzero(done))
+        if done[:w].all():
             buf.drop_front(w)
+        else:
+            buf.remove(ids[done])
+
+    def _flush_streams(self) -> None:
+        """The user streams' buffers that fit their open zones go down as one batch (each stream's
+        units into its own zone, all in flight together); the rest is left to ``_flush_buffer``."""
+        jobs = []
+        for k in range(self._n_user):
+            buf = self._buffers[k]
+            z = self._zones.current(self._group_of[k])
+            if buf.n and z is not None and buf.n < self._zones.room(z):   # no zone fills: no seal between
+                jobs.append((k, buf.ids[:buf.n].copy(), buf.data[:buf.n], 1, True, np.zeros(buf.n, bool)))
+        if len({self._zones.current(self._group_of[j[0]]) for j in jobs}) < 2:
+            return
+        try:
+            self._write_jobs(jobs)
+        finally:
+            for k, ids, _, _, _, done in jobs:
+                self._drop_written(self._buffers[k], ids, done)
+
+    def _write_units(self, k: int, handles: np.ndarray, data: np.ndarray, least: int, buffered: bool,
+                     done: np.ndarray) -> int:
+        """Write stream k's pages in write units into its zone: as many units as the zone has room
+        for (while at least ``least`` pages remain), as one ``append_batch``. Returns the pages
+        written, a prefix of ``handles``; ``done`` marks each page as it is committed, so that a
+        caller seeing an exception knows which pages are on the device."""
+        return self._write_jobs([(k, handles, data, least, buffered, done)])[0]
+
+    def _write_jobs(self, jobs: list) -> list[int]:
+        """One ``append_batch`` for several streams' write units (jobs: ``(k, handles, data, least,
+        buffered, done)``, each stream into its own open zone): the units of one zone are in
+        flight together and land where the device chooses; they are committed in the zone's
+        order. A unit that fails goes through ``_write``'s retries (other zones) afterwards."""
+        plan, room, owners = [], {}, {}
+        for j, (k, handles, data, least, buffered, done) in enumerate(jobs):
+            group, for_gc = self._group_of[k], k == self._gc_buffer
+            z = self._zone_for(group, for_gc)
+            owners.setdefault(z, self._zones.owner_of(z, group))
+            r = room.setdefault(z, self._zones.room(z))
+            a, rem = 0, handles.size
+            while rem >= least and r > 0:
+                m = min(self._unit_pages, rem, r)
+                plan.append((j, z, a, m))
+                a, rem, r = a + m, rem - m, r - m
+            room[z] = r
+        if len(plan) == 1:                       # one unit: the plain path (and its retries)
+            j, _, _, m = plan[0]
+            k, handles, data, _, buffered, done = jobs[j]
+            w = self._write(k, handles[:m], data[:m], buffered)
+            done[:w] = True
+            return [w if i == j else 0 for i in range(len(jobs))]
+        ps = self.page_size
+        zones = np.array([u[1] for u in plan], np.int64)
+        lens = np.array([u[3] for u in plan], np.int64)
+        data = np.concatenate([jobs[j][2][a:a + m] for j, _, a, m in plan]) if len(jobs) > 1 else \
+            jobs[0][2][:int(lens.sum())]
+        offsets, failures = self.device.append_batch(zones, data, lens * ps, self.config.append_qd)
+        full = set()
+        for u in np.lexsort((offsets, zones)).tolist():          # each zone in its order: cursors move on
+            if offsets[u] >= 0:
+                j, z, a, m = plan[u]
+                k, handles, _, _, buffered, done = jobs[j]
+                if self._commit(handles[a:a + m], z, int(offsets[u]), k == self._gc_buffer, buffered):
+                    full.add(z)
+                done[a:a + m] = True
+        for z in sorted(full):
+            self._seal(owners[z], z)
+        for u, _ in failures:                                    # retried in this or other zones
+            j, _, a, left = plan[u]
+            k, handles, data_j, _, buffered, done = jobs[j]
+            while left:
+                w = self._write(k, handles[a:a + left], data_j[a:a + left], buffered)
+                done[a:a + w] = True
+                a, left = a + w, left - w
+        written = [0] * len(jobs)
+        for j, _, _, m in plan:
+            written[j] += m
+        return written
 
     def _write(self, k: int, handles: np.ndarray, data: np.ndarray, buffered: bool = True) -> int:
         """Append up to len(handles) pages into stream k's zone; returns how many were written."""

@@ -1,0 +1,130 @@
+"""The store's write path at queue depth (issue 12): a swap_out or a buffer flush of several write
+units goes to the device as one ``append_batch`` per zone; units that land in any order are
+committed in the zone's order; a unit that fails is retried without losing or misplacing a page.
+``SerialAppends`` (emulated devices) is the contract's reference: offsets where each request
+landed, (index, error) for each failure, nothing raised for a request's failure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zswap_host import StoreConfig, SwapStore, open_device
+from zswap_host.errors import DeviceIOError, InvalidIOError
+
+PS = 4096
+DEV = "emu://?zones=16&zone_size=2MiB&preset=none"
+
+
+def pages_for(ids, version=0):
+    ids = np.asarray(ids, np.int64)
+    words = (ids[:, None] * 1000003 + version) * np.ones((1, PS // 8), np.int64) + np.arange(PS // 8)
+    return words.view(np.uint8).reshape(ids.size, PS)
+
+
+def spy(dev):
+    calls = []
+    orig = dev.append_batch
+
+    def append_batch(zones, data, lengths, qd=32):
+        calls.append((np.asarray(zones).tolist(), np.asarray(lengths).tolist(), qd))
+        return orig(zones, data, lengths, qd)
+
+    dev.append_batch = append_batch
+    return calls
+
+
+def test_a_large_swap_out_goes_down_as_batches_of_units_per_zone():
+    d = open_device(DEV)
+    calls = spy(d)
+    st = SwapStore(d, StoreConfig(write_size=128 << 10, append_qd=6))
+    ids = np.arange(1200)
+    st.swap_out(ids, pages_for(ids))
+    assert calls, "no append_batch"
+    assert max(len(z) for z, _, _ in calls) > 1
+    for zones, lengths, qd in calls:
+        assert len(set(zones)) == 1 and qd == 6               # one zone per batch
+        assert all(n <= 128 << 10 for n in lengths)
+    st.flush()
+    st.check()
+    assert np.array_equal(st.swap_in(ids), pages_for(ids))
+
+
+def test_a_flush_of_several_streams_goes_down_as_one_batch():
+    """flush() with pages waiting in several streams' buffers: one append_batch over their zones."""
+    d = open_device(DEV)
+    st = SwapStore(d, StoreConfig(write_size=128 << 10, placement="stream"))
+    ids = np.arange(400)
+    for s in range(3):                                         # a zone per stream, opened
+        st.swap_out(ids[s * 100:s * 100 + 40], pages_for(ids[s * 100:s * 100 + 40]), stream=s)
+    for s in range(3):                                         # ... and a few pages waiting in each
+        st.swap_out(ids[s * 100 + 40:s * 100 + 50], pages_for(ids[s * 100 + 40:s * 100 + 50]), stream=s)
+    calls = spy(d)
+    st.flush()
+    assert any(len(set(z)) == 3 for z, _, _ in calls), calls
+    st.check()
+    want = np.concatenate([ids[s * 100:s * 100 + 50] for s in range(3)])
+    assert np.array_equal(st.swap_in(want), pages_for(want))
+
+
+def test_units_landing_out_of_order_are_committed_where_they_landed():
+    """A device that completes a zone's appends in reverse order (as zone append may): each unit's
+    pages are mapped where that unit landed."""
+    d = open_device(DEV)
+    orig_append = d.append
+
+    def reversed_batch(zones, data, lengths, qd=32):
+        lengths = np.asarray(lengths, np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        view = np.asarray(data).reshape(-1).view(np.uint8)
+        offsets = np.full(lengths.size, -1, np.int64)
+        for k in range(lengths.size - 1, -1, -1):             # the last unit lands first
+            offsets[k] = orig_append(int(zones[k]), view[starts[k]:starts[k] + lengths[k]])
+        return offsets, []
+
+    d.append_batch = reversed_batch
+    st = SwapStore(d, StoreConfig(write_size=128 << 10))
+    ids = np.arange(400)
+    st.swap_out(ids, pages_for(ids, 7))
+    st.flush()
+    st.check()
+    assert np.array_equal(st.swap_in(ids), pages_for(ids, 7))
+
+
+@pytest.mark.parametrize("fail_at", [0, 1, 2])
+def test_a_failed_unit_in_a_batch_is_retried_and_nothing_is_lost(fail_at):
+    d = open_device(DEV)
+    orig_append = d.append
+    count = {"n": 0}
+
+    def flaky_append(z, data):
+        count["n"] += 1
+        if count["n"] == fail_at + 1:
+            raise DeviceIOError("injected failure of one unit", offset=0)
+        return orig_append(z, data)
+
+    d.append = flaky_append                                    # SerialAppends calls self.append
+    st = SwapStore(d, StoreConfig(write_size=128 << 10))
+    ids = np.arange(600)
+    st.swap_out(ids, pages_for(ids, 3))
+    st.flush()
+    st.check()
+    assert np.array_equal(st.swap_in(ids), pages_for(ids, 3))
+
+
+def test_serial_appends_contract():
+    d = open_device(DEV)
+    g = d.geometry
+    data = np.arange(3 * PS, dtype=np.uint8) % 251
+    offs, fails = d.append_batch([1, 1, 2], data, [PS, PS, PS])
+    assert fails == [] and offs.tolist() == [g.zone_start(1), g.zone_start(1) + PS, g.zone_start(2)]
+    assert np.array_equal(d.read(g.zone_start(1), 2 * PS), data[:2 * PS])
+    d.inject_write_failures(1)
+    offs, fails = d.append_batch([3, 3], data[:2 * PS], [PS, PS])
+    assert [k for k, _ in fails] == [0] and isinstance(fails[0][1], DeviceIOError)
+    assert offs.tolist() == [-1, g.zone_start(3)]
+    with pytest.raises(InvalidIOError, match="zone 99 does not exist"):
+        d.append_batch([99], data[:PS], [PS])
+    with pytest.raises(InvalidIOError, match="add up"):
+        d.append_batch([1], data, [PS])
+    assert d.report_zones()[1].wp == g.zone_start(1) + 2 * PS   # refused batches wrote nothing

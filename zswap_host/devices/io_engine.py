@@ -1,0 +1,232 @@
+"""I/O engines of the Linux device backends: how a batch of ``O_DIRECT`` reads, writes or NVMe zone
+appends reaches the kernel.
+
+- ``uring`` (:class:`UringEngine`): io_uring through liburing (``native/uring.c``, the
+  ``zswap_host._uring`` extension). A whole batch goes down at the requested queue depth,
+  completions are reaped in bulk, the caller's buffer is registered for the batch (pinned once, not
+  per request), and data moves straight between the device and that buffer. Zone appends go as
+  NVMe commands through ``IORING_OP_URING_CMD`` on the namespace's generic char device
+  (``/dev/ngXnY``), several in flight to one zone.
+- ``sync`` (:class:`SyncEngine`): one blocking ``pread``/``pwrite`` (or one passthrough ioctl) after
+  another: queue depth 1, whatever was asked.
+
+Both take the same arguments: a buffer holding the batch's data back to back, byte offsets and
+lengths per request; they return per request the result (bytes, or ``-errno``) and the
+``time.perf_counter()`` second at which it completed. They raise nothing for a request's failure:
+the device turns results into its typed errors. :func:`open_engine` picks one; when ``uring`` is
+asked for but cannot run, it falls back to ``sync`` and says why in one line on stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from typing import Protocol
+
+import numpy as np
+
+from ..errors import DeviceSpecError
+
+ENGINES = ("uring", "sync")
+DEFAULT_DEPTH = 64          # ring entries; a batch's qd is clipped to it
+_default = {"name": None}   # what open_engine(None) picks; set by engine_default (the CLI's --io-engine)
+
+
+def check_engine(name: str | None) -> str | None:
+    """``name`` itself when it is an engine (or None); ``DeviceSpecError`` otherwise."""
+    if name is not None and name not in ENGINES:
+        raise DeviceSpecError(f"unknown I/O engine {name!r}: use one of {', '.join(ENGINES)}")
+    return name
+
+
+@contextlib.contextmanager
+def engine_default(name: str | None):
+    """Within this block real devices opened without an explicit engine get ``name`` (None: uring)."""
+    old = _default["name"]
+    _default["name"] = check_engine(name)
+    try:
+        yield
+    finally:
+        _default["name"] = old
+
+
+class IoEngine(Protocol):
+    name: str
+    depth: int
+
+    def rw(self, fd: int, write: bool, buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, qd: int,
+           zones: np.ndarray | None = None, nzones: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Read into / write from ``buf`` (uint8, contiguous; requests back to back). ``zones``: a
+        zone per request; writes to one zone go in order, one in flight (writes at the write
+        pointer). Returns (int32 results: bytes or -errno, float64 completion times)."""
+
+    def stats(self) -> dict:
+        """Counters since the engine was opened."""
+
+    def close(self) -> None: ...
+
+
+def _uring_lib():
+    from .._uring import ffi, lib    # ImportError: built without liburing
+    return ffi, lib
+
+
+def _ptr(ffi, a: np.ndarray, ctype: str):
+    return ffi.cast(ctype, a.ctypes.data)
+
+
+class SyncEngine:
+    """Blocking syscalls one after another (depth 1)."""
+
+    name = "sync"
+    depth = 1
+
+    def __init__(self) -> None:
+        self._n = {"batches": 0, "requests": 0, "max_in_flight": 0, "appends": 0, "max_appends_per_zone": 0}
+
+    def rw(self, fd, write, buf, offsets, lengths, qd, zones=None, nzones=0):
+        from .blkzoned import zoned_lib
+        ffi, lib = zoned_lib()
+        n = offsets.size
+        res = np.empty(n, np.int32)
+        done = np.empty(n)
+        base, pos = buf.ctypes.data, 0
+        call = lib.zd_pwrite if write else lib.zd_pread
+        for k, (off, ln) in enumerate(zip(offsets.tolist(), lengths.tolist())):
+            res[k] = call(fd, ffi.cast("void *", base + pos), ln, off)
+            done[k] = time.perf_counter()
+            pos += ln
+        self._n["batches"] += 1
+        self._n["requests"] += n
+        self._n["max_in_flight"] = max(self._n["max_in_flight"], int(n > 0))
+        return res, done
+
+    def count_append(self) -> None:
+        """One passthrough-ioctl append (the device sends those itself, one at a time)."""
+        self._n["appends"] += 1
+        self._n["max_appends_per_zone"] = 1
+
+    def stats(self) -> dict:
+        return {"engine": self.name, "depth": self.depth, **self._n}
+
+    def close(self) -> None:
+        pass
+
+
+class UringEngine:
+    """io_uring through liburing. ``passthrough``: the ring takes NVMe commands (big SQEs/CQEs)."""
+
+    name = "uring"
+
+    def __init__(self, depth: int = DEFAULT_DEPTH, passthrough: bool = False) -> None:
+        ffi, lib = _uring_lib()
+        self._ffi, self._lib = ffi, lib
+        out = ffi.new("ur_engine **")
+        r = lib.ur_open(depth, int(passthrough), out)
+        if r < 0:
+            import os
+            raise OSError(-r, os.strerror(-r))
+        self._e = out[0]
+        self._final: dict = {}
+        self.depth = depth
+        self.passthrough = passthrough
+
+    @property
+    def fixed(self) -> bool:
+        """True when batches use registered buffers."""
+        return bool(self._lib.ur_fixed(self._e))
+
+    @fixed.setter
+    def fixed(self, on: bool) -> None:
+        self._lib.ur_set_fixed(self._e, int(on))
+
+    def _arrays(self, n: int):
+        return np.empty(n, np.int32), np.empty(n, np.int64)
+
+    def rw(self, fd, write, buf, offsets, lengths, qd, zones=None, nzones=0):
+        ffi, lib = self._ffi, self._lib
+        n = offsets.size
+        res, done_ns = self._arrays(n)
+        z = np.ascontiguousarray(zones, np.int64) if zones is not None else None
+        r = lib.ur_rw(self._e, fd, int(write), _ptr(ffi, buf, "uint8_t *"),
+                      _ptr(ffi, offsets, "int64_t *"), _ptr(ffi, lengths, "int64_t *"), n, max(1, qd),
+                      _ptr(ffi, z, "int64_t *") if z is not None else ffi.NULL, nzones,
+                      _ptr(ffi, res, "int32_t *"), _ptr(ffi, done_ns, "int64_t *"))
+        if r == -22 and n:                  # EINVAL from the call itself: a bad length or zone
+            raise ValueError("io_uring batch refused: a length is not positive or a zone is out of range")
+        return res, done_ns / 1e9
+
+    def append(self, ngfd: int, nsid: int, lba_size: int, zone_lbas: int, buf: np.ndarray,
+               lengths: np.ndarray, zones: np.ndarray, nzones: int, qd: int):
+        """NVMe Zone Appends through ``IORING_OP_URING_CMD``: returns (results: 0, -errno or NVMe
+        status; the LBA each landed at; completion times)."""
+        ffi, lib = self._ffi, self._lib
+        n = lengths.size
+        res, done_ns = self._arrays(n)
+        alba = np.zeros(n, np.uint64)
+        z = np.ascontiguousarray(zones, np.int64)
+        r = lib.ur_zone_append(self._e, ngfd, nsid, lba_size, zone_lbas, _ptr(ffi, buf, "uint8_t *"),
+                               _ptr(ffi, lengths, "int64_t *"), _ptr(ffi, z, "int64_t *"), nzones, n,
+                               max(1, qd), _ptr(ffi, res, "int32_t *"), _ptr(ffi, alba, "uint64_t *"),
+                               _ptr(ffi, done_ns, "int64_t *"))
+        if r == -22 and n:
+            raise ValueError("zone append batch refused: a length is not whole blocks or a zone is out of range")
+        if r == -95:                       # EOPNOTSUPP: a ring without big SQEs
+            raise ValueError("this ring was opened without passthrough")
+        return res, alba, done_ns / 1e9
+
+    def stats(self) -> dict:
+        if self._e is None:
+            return self._final
+        st = self._ffi.new("ur_stats *")
+        self._lib.ur_get_stats(self._e, st)
+        return {"engine": self.name, "depth": self.depth, "registered_buffers": self.fixed,
+                "batches": st.batches, "requests": st.requests, "submit_calls": st.submit_calls,
+                "fixed_batches": st.fixed_batches, "max_in_flight": st.max_in_flight,
+                "appends": st.appends, "max_appends_per_zone": st.max_appends_per_zone}
+
+    def close(self) -> None:
+        if self._e is not None:
+            self._final = self.stats()          # counters stay readable after close
+            e, self._e = self._e, None
+            self._lib.ur_close(e)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def uring_unavailable(passthrough: bool = False) -> str | None:
+    """Why an io_uring engine cannot be opened here, or None when it can."""
+    try:
+        _uring_lib()
+    except ImportError:
+        return "zswap-host was built without liburing (apt install liburing-dev, then pip install -e . again)"
+    try:
+        UringEngine(2, passthrough).close()
+    except OSError as e:
+        return f"io_uring_setup failed: {e.strerror} (kernel.io_uring_disabled or a seccomp policy?)"
+    return None
+
+
+def open_engine(name: str | None, depth: int = DEFAULT_DEPTH, passthrough: bool = False,
+                what: str = "") -> IoEngine:
+    """The engine ``name`` (``uring``, the default, or ``sync``) at ``depth``. ``uring`` that cannot
+    run here falls back to ``sync`` with one line on stderr naming the reason. ``DeviceSpecError``
+    for another name or a depth outside 1..4096."""
+    name = check_engine(name) or _default["name"] or "uring"
+    if not 1 <= depth <= 4096:
+        raise DeviceSpecError(f"I/O depth must be 1..4096, not {depth}")
+    if name == "sync":
+        return SyncEngine()
+    try:
+        return UringEngine(depth, passthrough)
+    except ImportError:
+        why = uring_unavailable()
+    except OSError as e:
+        why = f"io_uring_setup failed: {e.strerror}"
+    print(f"zswap-host: {what + ': ' if what else ''}I/O engine sync instead of uring: {why}", file=sys.stderr)
+    return SyncEngine()
