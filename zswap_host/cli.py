@@ -137,7 +137,9 @@ def info(device: str, as_json: bool) -> None:
             e = d["io_engine"]
             append = f", zone append {d['zone_append']}" if d.get("zone_append") else ""
             click.echo(f"io engine  {e['engine']}, depth {e['depth']}{append}")
-        if "model" in d:
+        if isinstance(d.get("model"), str):         # a real device: the drive's model name from sysfs
+            click.echo(f"model      {d['model']}")
+        elif "model" in d:
             m = d["model"]
             click.echo(f"model      {m['name']}: {m['channels']} ch x {m['dies_per_channel']} dies, "
                        f"{format_size(m['page_size'])} pages, {m['pages_per_block']} pages/block, "

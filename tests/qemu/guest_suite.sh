@@ -31,7 +31,7 @@ step conformance_sync env ZSWAP_IO_ENGINE=sync "${PYTEST[@]}" --junitxml "$OUT/c
 step blkzone "${PYTEST[@]}" --junitxml "$OUT/blkzone.xml" "$REPO/tests/qemu/guest_blkzone.py"
 step store "${PYTEST[@]}" --junitxml "$OUT/store.xml" "$REPO/tests/qemu/guest_store.py"
 step store_sync env ZSWAP_IO_ENGINE=sync "${PYTEST[@]}" --junitxml "$OUT/store_sync.xml" "$REPO/tests/qemu/guest_store.py"
-step engine sh -c '"$1" -m zswap_host.cli info /dev/nvme0n2 --json > "$2"' sh "$PY" "$OUT/info.json"
+step engine sh -c '"$1" -m zswap_host.cli info /dev/nvme0n2 --json > "$2" && "$1" -m zswap_host.cli info /dev/nvme0n2 > "$3"' sh "$PY" "$OUT/info.json" "$OUT/info.txt"
 step numerics "${PYTEST[@]}" --junitxml "$OUT/numerics.xml" "$REPO/tests/qemu/guest_numerics.py"
 # The bench on the real namespaces, every swapped-in page checked against its swap-out fingerprint.
 # --quick trains 400 iterations: over 20 minutes under TCG (every swap-in is a real 4 KiB QD1 read through

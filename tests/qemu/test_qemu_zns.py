@@ -124,6 +124,8 @@ def test_info_shows_the_uring_engine_and_its_append_path(guest):
     info = json.loads((results / "info.json").read_text())
     assert info["io_engine"]["engine"] == "uring" and info["io_engine"]["depth"] >= 32
     assert info["zone_append"] == "uring-cmd"
+    text = (results / "info.txt").read_text()
+    assert "io engine  uring, depth 64, zone append uring-cmd" in text, text
 
 
 def test_guest_cpu_computes_numpy_sorts_right(guest):
