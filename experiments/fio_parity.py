@@ -1,0 +1,202 @@
+"""Issue 12's guest measurement: fio against the store on one QEMU zoned namespace, one guest session.
+
+Boots the Debian kernel under QEMU (TCG, ``emulator.zns_vm``) with the namespace shape of issue 12
+(64 zones of 16 MiB, capacity 12 MiB, max open/active 14, 4 KiB blocks, zone append limit 512 KiB),
+runs ``tests/qemu/guest_parity.py`` inside it (fio sequential 512 KiB writes with psync QD1 and
+io_uring QD4 against ``SwapStore.swap_out`` of the same bytes; fio 4 KiB random reads with io_uring
+QD32 and psync QD1 against ``swap_in`` of random pages in batches of 256; fio through
+``io_uring_cmd``; the store with the ``uring`` and the ``sync`` engine), and writes
+``OUT/parity.json`` (the guest's record) and ``OUT/README.md`` (the table)::
+
+    .venv/bin/python experiments/fio_parity.py [--out experiments/results/fio_parity]
+
+``tests/qemu/test_fio_parity.py`` runs the same guest command (config and command come from here)
+and checks what it recorded; it asserts no timing. The guest's times say nothing about flash; the
+ratio store/fio says how much of the device the store's software path can use (goal: >= 0.8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from emulator.zns_vm import MiB, ZnsVmConfig, missing, run_in_guest  # noqa: E402
+
+GUEST_SCRIPT = os.path.join(REPO, "tests", "qemu", "guest_parity.py")
+# The namespace of issue 12. The conventional namespace is unused here: kept small.
+CONFIG = dict(zones=64, zone_size=16 * MiB, zone_capacity=12 * MiB, max_open=14, max_active=14,
+              max_append=512 << 10, block_size=4096, conv_size=16 * MiB)
+# 384 MiB fills 32 of the 64 zones (room for the store's open zones and GC headroom); 8192 random
+# pages keep every read phase well under a minute under TCG (about 1,000 pages/s at worst).
+WRITE_MIB = 384
+READ_PAGES = 8192
+GUEST_TIMEOUT = 15 * 60         # watchdog; the whole run is meant to take under ~8 minutes
+
+
+def config() -> ZnsVmConfig:
+    return ZnsVmConfig(**CONFIG)
+
+
+def guest_command(out: str, write_mib: int = WRITE_MIB, read_pages: int = READ_PAGES) -> str:
+    # the checkout is read-only in the guest: no bytecode, HOME and cwd in the results folder
+    return (f"cd {out} && PYTHONDONTWRITEBYTECODE=1 HOME={out} {sys.executable} {GUEST_SCRIPT} --out {out} "
+            f"--write-mib {write_mib} --read-pages {read_pages}")
+
+
+def run(workdir: str, write_mib: int = WRITE_MIB, read_pages: int = READ_PAGES, echo: bool = False):
+    """Boot, run the guest script, power off. Returns (GuestResult, parity dict or None)."""
+    workdir = os.path.abspath(workdir)
+    out = os.path.join(workdir, "results")
+    os.makedirs(out, exist_ok=True)
+    res = run_in_guest(guest_command(out, write_mib, read_pages), config(), workdir, timeout=GUEST_TIMEOUT,
+                       cwd=REPO, echo=echo)
+    with open(os.path.join(workdir, "guest.log"), "w") as f:
+        f.write(res.output)
+    for img in ("conv.img", "zns.img"):             # 1 GiB sparse images: nothing to keep
+        try:
+            os.remove(os.path.join(workdir, img))
+        except FileNotFoundError:
+            pass
+    path = os.path.join(out, "parity.json")
+    parity = None
+    if os.path.exists(path):
+        with open(path) as f:
+            parity = json.load(f)
+        parity["guest_boot_and_run_s"] = round(res.boot_and_run_s, 1)
+    return res, parity
+
+
+def _f(x, fmt="{:.1f}") -> str:
+    return "—" if x is None else fmt.format(x)
+
+
+def _engine(s: dict, eng: str) -> str:
+    """The engine asked for, and the one the device reports when it differs (a fallback)."""
+    got = s.get("io_engine") or "sync"
+    return eng if got == eng else f"{eng} (got {got})"
+
+
+def table(p: dict) -> str:
+    """The side-by-side table (markdown)."""
+    fio, store, r = p["fio"], p["store"], p["ratios"]
+    rows = ["| what | engine | bytes | seconds | MiB/s | IOPS | store/fio io_uring | store/fio psync |",
+            "|---|---|---:|---:|---:|---:|---:|---:|"]
+
+    def fio_row(label, key):
+        x = fio.get(key, {})
+        if "error" in x:
+            rows.append(f"| {label}: failed ({x['error'].splitlines()[-1][:80]}) | fio | — | — | — | — | | |")
+            return
+        rows.append(f"| {label} | fio | {x['bytes']} | {_f(x['seconds'], '{:.2f}')} | {_f(x['mib_s'])} | "
+                    f"{_f(x['iops'], '{:.0f}')} | | |")
+
+    fio_row("seq write 512 KiB, psync QD1", "write_psync_qd1")
+    fio_row("seq write 512 KiB, io_uring QD4", "write_io_uring_qd4")
+    fio_row("seq write 512 KiB, io_uring_cmd QD1 (/dev/ng0n2)", "write_io_uring_cmd_qd1")
+    for eng in ("uring", "sync"):
+        s = store.get(eng, {})
+        if "swap_out" not in s:
+            why = (s.get("why") or s.get("error", "")).replace("|", "/")[:100]
+            rows.append(f"| swap_out, swap_in: {why} | store {eng} | — | — | — | — | | |")
+            continue
+        o = s["swap_out"]
+        rows.append(f"| swap_out ({o['batch_bytes'] >> 10} KiB calls) + flush | store {_engine(s, eng)} | "
+                    f"{o['bytes']} | {o['seconds']:.2f} | {o['mib_s']:.1f} | | "
+                    f"{_f(r.get(f'swap_out_store_{eng}_vs_fio_io_uring_qd4'), '{:.2f}')} | "
+                    f"{_f(r.get(f'swap_out_store_{eng}_vs_fio_psync_qd1'), '{:.2f}')} |")
+    fio_row("rand read 4 KiB, io_uring QD32", "randread_io_uring_qd32")
+    fio_row("rand read 4 KiB, psync QD1", "randread_psync_qd1")
+    fio_row("rand read 4 KiB, io_uring QD32, lean: no zbd, gtod_reduce, zone 0 (not in the ratios)",
+            "randread_io_uring_qd32_lean")
+    for eng in ("uring", "sync"):
+        s = store.get(eng, {})
+        if "swap_in" not in s:
+            continue
+        i = s["swap_in"]
+        rows.append(f"| swap_in (batches of {i['batch_pages']}) | store {_engine(s, eng)} | "
+                    f"{i['bytes']} | {i['seconds']:.2f} | {i['mib_s']:.1f} | {i['iops']:.0f} | "
+                    f"{_f(r.get(f'swap_in_store_{eng}_vs_fio_io_uring_qd32'), '{:.2f}')} | "
+                    f"{_f(r.get(f'swap_in_store_{eng}_vs_fio_psync_qd1'), '{:.2f}')} |")
+    return "\n".join(rows)
+
+
+def readme(p: dict, command: str) -> str:
+    g, fio = p["geometry"], p["fio"]
+    za = p.get("fio_zone_append", {})
+    lines = [
+        "# fio parity in the QEMU guest (issue 12)", "",
+        f"Written by `{command}` (experiments/fio_parity.py); the guest's own record is `parity.json` beside this.",
+        "",
+        f"One guest session: kernel {p['kernel']}, {p['fio_version']}, scheduler `{p['scheduler']}`, "
+        f"Python {p['python']}. Zoned namespace /dev/nvme0n2: {g['nr_zones']} zones of "
+        f"{g['zone_size'] >> 20} MiB, capacity {g['zone_capacity'] >> 20} MiB, max open {g['max_open']}, max active "
+        f"{g['max_active']}, {g['block_size']} B blocks, zone append limit {g['max_append'] >> 10} KiB. Every phase "
+        f"starts from reset zones. Wall clock under QEMU TCG: the times say nothing about flash, the ratios say "
+        f"how much of the device the store's software path uses (goal: >= 0.8).", "",
+        table(p), "",
+        "fio's seconds are its job runtime (I/O only, no start-up); the store's are the calls' wall time "
+        "(swap_out: every call plus the final `flush()`). Random reads: fio over what its io_uring writes "
+        "left; the store over random ids of its pages, each page read back compared with what was written "
+        "(mismatches: " + ", ".join(f"{s['swap_in']['mismatches']} ({e})" for e, s in p["store"].items()
+                                     if "swap_in" in s) + ").",
+        "",
+    ]
+    cpu = [f"{k} {v['cpu_usr_pct'] + v['cpu_sys_pct']:.0f} %" for k, v in fio.items()
+           if v.get("cpu_usr_pct") is not None]
+    if cpu:
+        lines += ["fio's own CPU (usr + sys, of one vCPU) per job: " + ", ".join(cpu) + ". Near 100 % fio's "
+                  "software sets its pace under TCG, not the emulated device.", ""]
+    if not p.get("engine_keyword"):
+        lines += ["Store `uring` engine: not available (`open_device` has no `io_engine` keyword in this "
+                  "commit); only the synchronous path is measured.", ""]
+    for eng, s in p["store"].items():
+        if "error" in s:
+            lines += [f"Store `{eng}` run failed: `{s['error']}`", ""]
+        st = (s.get("after_swap_in") or s.get("after_swap_out") or {}).get("engine_stats")
+        if st:
+            lines += [f"Engine stats after the store's `{eng}` run: `{json.dumps(st)}`", ""]
+    answer = " ".join(za.get("fio_answer_to_zone_append", []))
+    lines += [f"fio zone append: {'not supported' if za.get('supported') is False else za.get('supported')} — "
+              f"{za.get('why', '')}; fio's answer to `--zone_append=1`: `{answer}`.", "",
+              f"Guest script {p['guest_script_s']:.0f} s; boot and run {p.get('guest_boot_and_run_s', 0):.0f} s.", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.path.join(REPO, "experiments", "results", "fio_parity"))
+    ap.add_argument("--workdir", default=None, help="guest images and raw results [default: a temp folder]")
+    ap.add_argument("--write-mib", type=int, default=WRITE_MIB)
+    ap.add_argument("--read-pages", type=int, default=READ_PAGES)
+    a = ap.parse_args(argv)
+    gone = missing()
+    if gone:
+        raise SystemExit("cannot boot the guest, missing: " + "; ".join(gone))
+    import tempfile
+    work = a.workdir or tempfile.mkdtemp(prefix="fio-parity-")
+    t0 = time.monotonic()
+    res, parity = run(work, a.write_mib, a.read_pages, echo=True)
+    print(f"[fio_parity] guest exit {res.returncode} after {time.monotonic() - t0:.0f} s (log: {work}/guest.log)")
+    if parity is None:
+        print(res.output[-3000:], file=sys.stderr)
+        return 1
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "parity.json"), "w") as f:
+        json.dump(parity, f, indent=1)
+    cmd = ".venv/bin/python experiments/fio_parity.py"
+    if (a.write_mib, a.read_pages) != (WRITE_MIB, READ_PAGES):
+        cmd += f" --write-mib {a.write_mib} --read-pages {a.read_pages}"
+    with open(os.path.join(a.out, "README.md"), "w") as f:
+        f.write(readme(parity, cmd))
+    print(table(parity))
+    return 0 if res.returncode == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

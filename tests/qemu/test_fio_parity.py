@@ -1,0 +1,122 @@
+"""HOST side of issue 12's guest measurement: boot the Debian kernel under QEMU (TCG) once, with the
+namespace of issue 12 (64 zones of 16 MiB, capacity 12 MiB, max open/active 14), and run
+tests/qemu/guest_parity.py in it: fio's sequential 512 KiB writes (psync QD1, io_uring QD4) and 4 KiB
+random reads (io_uring QD32, psync QD1) beside the store's ``swap_out`` / ``swap_in`` of the same
+bytes and pages, with the ``uring`` and the ``sync`` engine (experiments/fio_parity.py holds the
+config and the guest command, and writes experiments/results/fio_parity/; this test does not).
+
+What is checked is what the guest recorded: it ran, fio and the store moved the bytes asked, every
+page read back equals what was written, the ratios store/fio are there, and the uring engine had
+several appends in flight to one zone. No timing threshold: the guest is TCG-slow and shared, its
+ratios are reported (goal >= 0.8, issue 12), not asserted.
+
+Skipped, like the other tests here, when QEMU, a kernel in /boot, virtme-ng or a static busybox is
+missing, or with ``ZSWAP_QEMU=0``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.join(REPO, "experiments"))
+
+PAGE = 4096
+
+
+@pytest.fixture(scope="module")
+def parity(tmp_path_factory):
+    import fio_parity
+
+    work = tmp_path_factory.mktemp("fio-parity")
+    res, p = fio_parity.run(str(work))
+    print(f"\nguest log: {work / 'guest.log'} ({res.boot_and_run_s:.0f} s)")
+    if p is not None:
+        print(fio_parity.table(p))
+    return res, p
+
+
+def _store(p, eng):
+    s = p["store"].get(eng) or {}
+    if eng == "uring" and not p.get("engine_keyword"):
+        pytest.xfail("engine not landed")
+    assert "error" not in s, s.get("traceback", s.get("error"))
+    return s
+
+
+def test_guest_ran(parity):
+    res, p = parity
+    assert "PARITY DONE rc=0" in res.output and res.returncode == 0, res.output[-3000:]
+    assert p is not None
+    assert p["fio_version"].startswith("fio-") and p["kernel"]
+    assert "[mq-deadline]" in p["scheduler"]
+    g = p["geometry"]
+    assert (g["nr_zones"], g["zone_size"], g["zone_capacity"], g["max_open"], g["max_active"], g["block_size"]) == \
+        (64, 16 << 20, 12 << 20, 14, 14, 4096)
+
+
+@pytest.mark.parametrize("job", ["write_psync_qd1", "write_io_uring_qd4"])
+def test_fio_wrote_the_bytes_asked(parity, job):
+    _, p = parity
+    r = p["fio"][job]
+    assert "error" not in r, r
+    assert r["bytes"] == p["write_bytes"] and r["seconds"] > 0, r
+
+
+@pytest.mark.parametrize("job", ["randread_io_uring_qd32", "randread_psync_qd1"])
+def test_fio_read_the_pages_asked(parity, job):
+    _, p = parity
+    r = p["fio"][job]
+    assert "error" not in r, r
+    assert r["ios"] == p["read_pages"] and r["bytes"] == p["read_pages"] * PAGE and r["iops"] > 0, r
+
+
+@pytest.mark.parametrize("eng", ["uring", "sync"])
+def test_store_moved_the_bytes_asked(parity, eng):
+    _, p = parity
+    s = _store(p, eng)
+    o, i = s["swap_out"], s["swap_in"]
+    assert o["bytes"] == p["write_bytes"] and o["seconds"] > 0
+    assert o["device_write_bytes"] >= o["bytes"]          # every page is on the namespace after flush()
+    assert i["pages"] == p["read_pages"] and i["device_read_bytes"] >= i["bytes"]
+    if p.get("engine_keyword"):
+        assert s["io_engine"] == eng, s                   # no silent fallback to the other engine
+
+
+@pytest.mark.parametrize("eng", ["uring", "sync"])
+def test_store_pages_read_back_as_written(parity, eng):
+    _, p = parity
+    i = _store(p, eng)["swap_in"]
+    assert i["pages_checked"] == p["read_pages"] and i["mismatches"] == 0, i
+
+
+@pytest.mark.parametrize("eng", ["uring", "sync"])
+def test_ratios_present_and_positive(parity, eng):
+    _, p = parity
+    _store(p, eng)
+    keys = [f"swap_out_store_{eng}_vs_fio_io_uring_qd4", f"swap_out_store_{eng}_vs_fio_psync_qd1",
+            f"swap_in_store_{eng}_vs_fio_io_uring_qd32", f"swap_in_store_{eng}_vs_fio_psync_qd1"]
+    r = p["ratios"]
+    assert all(r.get(k) is not None and r[k] > 0 for k in keys), {k: r.get(k) for k in keys}
+
+
+def test_uring_engine_has_several_appends_in_flight_per_zone(parity):
+    _, p = parity
+    s = _store(p, "uring")
+    assert s["io_engine"] == "uring", s
+    st = s["after_swap_out"]["engine_stats"]
+    # the most appends in flight to one zone at once; the engine's C core calls it max_appends_per_zone
+    n = st.get("max_appends_in_flight_per_zone", st.get("max_appends_per_zone"))
+    assert n is not None and n > 1, st
+
+
+def test_fio_zone_append_recorded(parity):
+    """fio 3.33 cannot zone-append (no option asks for it); the probe must say so, with fio's answer."""
+    _, p = parity
+    za = p["fio_zone_append"]
+    assert "error" not in za, za
+    assert za["supported"] in (False, True, None) and za["why"] and za["fio_answer_to_zone_append"], za
