@@ -33,6 +33,8 @@ def report():
 
 def test_runs_and_metrics(report):
     assert tuple(r["name"] for r in report["runs"]) == RUNS
+    # emulated devices only: no model twin (tests/test_bench_twin.py)
+    assert "model_twin" not in report and not any("model_twin" in r for r in report["runs"])
     dram = report["runs"][0]
     assert dram["clock"] == "charged" and dram["io_stall_time_s"] == 0
     charged = dram["compute_time_s"]
@@ -240,6 +242,7 @@ def test_cli_json_and_plots(tmp_path):
     (["--compute-us-per-sample", "-1"], "compute-us-per-sample"),
     (["--sizing", "same-price"], "sizing"),
     (["--iterations", "0"], "iterations"),
+    (["--preset", "nope"], "unknown SSD preset"),
 ])
 def test_cli_bad_input_is_one_line_exit_2(args, words):
     bad = CliRunner().invoke(main, ["bench", "--model", "tiny", *args])

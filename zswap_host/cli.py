@@ -384,7 +384,13 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
               "swap-out; a page that differs stops the run (for real devices and emulators).")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, metavar="N",
               help="Runs trained at once in worker processes [default: one per CPU on in-memory emulated "
-              "devices (modeled time: results do not depend on it); always 1 on real or file-backed devices].")
+              "devices (modeled time: results do not depend on it); always 1 on real or file-backed devices, "
+              "whose model twins then train N (default one per CPU) at a time].")
+@click.option("--model-twin/--no-model-twin", default=True, show_default=True,
+              help="When a device is real or a file (wall clock), train its runs again afterwards on an "
+              "emulated device of the same geometry and report the two stalls side by side (the model twin).")
+@click.option("--preset", "twin_preset", default="thesis-ssd", show_default=True, metavar="PRESET",
+              help="SSD timing model of the model twins: thesis-ssd or zn540.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Write the report as JSON.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), help="Write PNG figures into this folder.")
 @click.option("--trace-out", type=click.Path(dir_okay=False, writable=True),
@@ -395,7 +401,7 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 @friendly_errors
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed, runs_csv,
           sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
-          jobs, json_path, plot_dir, trace_out, force=False, yes=False) -> None:
+          jobs, model_twin, twin_preset, json_path, plot_dir, trace_out, force=False, yes=False) -> None:
     """Train DLRM in DRAM only and over four swap configurations, side by side: Linux swap (one fault at
     a time, as the kernel does), Linux swap with each step's pages announced (MADV_WILLNEED: one deep
     read queue), the host-managed store on the conventional SSD (zoned view), and the store on a ZNS
@@ -403,7 +409,9 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
 
     Training time = charged compute (the same for every run: deterministic unless --compute measured)
     + I/O stall (modeled device time on emulated devices, wall time on real ones). The runs train the
-    same model on the same batches; their losses must match.
+    same model on the same batches; their losses must match. On a real device (--device /dev/nvme0n2, a
+    file) each of its runs is then trained again on an emulated device of the same geometry, and its
+    wall-clock stall is reported next to the modeled one (--no-model-twin: not).
     """
     from tqdm import tqdm
 
@@ -421,7 +429,8 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
                      baseline_device=baseline_device, placement=placement, victim=victim,
                      budget=_budget(budget), iterations=iterations, batch_size=batch_size, seed=seed,
                      runs=runs, sizing=sizing, utilisation=utilisation, compute=basis, trace_out=trace_out,
-                     verify=verify, idle_gc=idle_gc, suspend=suspend, jobs=jobs)
+                     verify=verify, idle_gc=idle_gc, suspend=suspend, jobs=jobs, model_twin=model_twin,
+                     twin_preset=twin_preset)
     bars: dict = {}
 
     def progress(name: str, done: int, total: int) -> None:   # one bar per run (runs may train at once)

@@ -190,3 +190,37 @@ def test_bench_on_real_devices(guest):
     # the ZNS store's device writes are large appends; Linux-swap-like baseline writes are small
     zh = runs["zns-host-gc"]["write_size_histogram"]
     assert max(int(k) for k in zh) >= 128 << 10
+    # the model twin: every run trained again on emulated devices of the namespaces' geometry, timed by
+    # the model (no timing thresholds: the guest's wall clock says nothing about flash)
+    from zswap_host import open_device
+
+    cfg = ZnsVmConfig()
+    tw = report["model_twin"]
+    assert tw["clock"] == "modeled" and tw["preset"] == "thesis-ssd" and tw["confounds"]
+    zns, conv = tw["devices"]["zns"], tw["devices"]["baseline"]
+    assert (zns["real"], zns["kind"], conv["real"], conv["kind"]) == ("/dev/nvme0n2", "zoned", "/dev/nvme0n1",
+                                                                      "conventional")
+    assert {k: zns["geometry"][k] for k in ("nr_zones", "zone_size", "zone_capacity", "max_open", "max_active",
+                                            "max_append", "block_size")} == {
+        "nr_zones": cfg.zones, "zone_size": cfg.zone_size, "zone_capacity": cfg.zone_capacity,
+        "max_open": cfg.max_open, "max_active": cfg.max_active, "max_append": cfg.max_append,
+        "block_size": cfg.block_size}
+    assert (conv["size"], conv["block_size"]) == (cfg.conv_size, 512)
+    twin_zns, twin_conv = open_device(zns["twin"]), open_device(conv["twin"])     # the URLs the guest used
+    try:
+        assert twin_zns.geometry.as_dict() == zns["geometry"] and twin_zns.describe()["clock"] == "modeled"
+        assert (twin_conv.size, twin_conv.block_size, twin_conv.describe()["clock"]) == (cfg.conv_size, 512, "modeled")
+    finally:
+        twin_zns.close()
+        twin_conv.close()
+    twins = {t["name"]: t for t in tw["runs"]}
+    assert set(twins) == set(runs) - {"dram-only"}
+    for name, t in twins.items():
+        assert t["clock"] == "modeled" and t["io_stall_time_s"] > 0, name
+        assert t["device"].endswith(zns["twin"] if name == "zns-host-gc" else conv["twin"]), name
+        assert t["loss"] == base and t["compute_time_s"] == runs[name]["compute_time_s"], name
+        s = runs[name]["model_twin"]            # beside the real run: the twin's stall, on the model's clock
+        assert s["clock"] == "modeled" and s["io_stall_time_s"] == t["io_stall_time_s"], name
+        assert s["stall_wall_over_model"] == runs[name]["io_stall_time_s"] / t["io_stall_time_s"], name
+        # the same training: the twin faulted and wrote the pages the real run did
+        assert (t["swap_in_bytes"], t["swap_out_bytes"]) == (runs[name]["swap_in_bytes"], runs[name]["swap_out_bytes"])

@@ -41,7 +41,9 @@ class BenchSpec:
     ``suspend``: the emulated SSDs suspend programs and erases for reads (docs/ssd-model.md).
     ``jobs``: runs trained at once in worker processes; None = one per CPU when every device is an
     in-memory emulated one (modeled time: a run's result does not depend on what runs beside it), else 1.
-    Real or file-backed devices always run one at a time (their runs share the device)."""
+    Real or file-backed devices always run one at a time (their runs share the device).
+    ``model_twin``: when a run's device is real (wall clock), train that run again afterwards on an
+    emulated device of the same geometry timed by ``twin_preset`` (see :mod:`.twin`)."""
 
     preset: str = "default"
     device: str | None = None           # ZNS device URL or path (default: emulated, same flash as the baseline)
@@ -61,6 +63,8 @@ class BenchSpec:
     idle_gc: bool = True
     suspend: bool = False               # program/erase suspend for reads on both emulated SSDs
     jobs: int | None = None             # runs at once (None: one per CPU on in-memory emulated devices)
+    model_twin: bool = True             # real devices: the same runs on emulated devices of their geometry
+    twin_preset: str = "thesis-ssd"     # the SSD model of those twins
 
 
 @dataclass

@@ -10,7 +10,8 @@ swap configurations, on the devices of :mod:`.plan`:
 
 Training time = charged compute (:mod:`.compute`, the same for every run) + I/O stall (the device's
 modeled clock on emulated devices, wall time on real ones). Idle windows (the charged compute of each
-iteration) go to both GCs or to neither (``BenchSpec.idle_gc``).
+iteration) go to both GCs or to neither (``BenchSpec.idle_gc``). The runs on real devices are then
+trained again on their model twins (:mod:`.twin`), emulated devices of the same geometry.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import ZswapError
 from ..verify import VerifyingBackend
 from .chain import chain, latency_summary, share_under, merge_hist
 from .compute import charged_compute, measure_compute
 from .parallel import run_parallel
-from .plan import BenchSpec, backend_factories, jobs_for, open_backends, plan
+from .plan import BenchError, BenchSpec, backend_factories, jobs_for, open_backends, plan
+from .twin import CONFOUNDS, model_twin, summary
 
 # the store drops a page's swap copy when the page is dirtied in DRAM (the pager knows, and its GC then
 # forgets the copy); Linux keeps the swap-cache slot and rewrites the page there, as 6.1 does
@@ -120,6 +123,12 @@ def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None 
     a measured basis is measured first, alone, and charged to the swap runs."""
     pl = plan(spec)
     open_backends(pl, spec)          # every device opened and checked before any training
+    twin = model_twin(pl, spec)      # ... and every model twin (None: no real device, or turned off)
+    if twin is not None:
+        try:
+            open_backends(twin.plan, twin.spec)
+        except ZswapError as e:
+            raise BenchError(f"cannot build the model twin ({e}); --no-model-twin runs without it") from None
     basis, jobs = pl.compute, jobs_for(pl, spec)
     names = list(spec.runs)
     if basis.kind == "pinned":
@@ -141,5 +150,26 @@ def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None 
               "sizing": pl.devices, "devices": {"baseline": pl.baseline_url, "zns": pl.zns_url},
               "runs": runs}
     report.update(chain(runs))
+    if twin is not None:
+        report["model_twin"] = _twin_runs(twin, spec, basis, charged, runs, progress)
     report["_extras"] = extras
     return report
+
+
+def _twin_runs(twin, spec: BenchSpec, basis, charged: np.ndarray, runs: list[dict], progress=None) -> dict:
+    """The runs on real devices trained again on their model twins, after every real run has ended
+    (nothing of theirs can move the real runs' results), in worker processes as an emulated bench's
+    runs are (``--jobs``, default one per CPU). Each real run's record gets a ``model_twin`` summary;
+    the returned block holds the twins' whole records, their chain and ratios, and the confounds."""
+    import os
+
+    jobs = max(1, int(spec.jobs)) if spec.jobs is not None else max(1, len(os.sched_getaffinity(0)))
+    tell = (lambda n, d, t: progress(f"{n} (twin)", d, t)) if progress else None
+    done = run_parallel(_run, list(twin.runs), (twin.plan, twin.spec, basis, charged), jobs, tell)
+    trecs = [done[n][0] for n in twin.runs]
+    by = {r["name"]: r for r in runs}
+    for t in trecs:
+        by[t["name"]]["model_twin"] = summary(by[t["name"]], t)
+    tchain = chain([runs[0], *trecs])          # against the same DRAM-only reference
+    return {"preset": twin.preset, "clock": "modeled", "devices": twin.devices, "runs": trecs,
+            "chain": tchain["chain"], "ratios": tchain["ratios"], "confounds": list(CONFOUNDS)}

@@ -1,6 +1,9 @@
-"""The terminal report of a bench: the runs side by side, then the attribution chain."""
+"""The terminal report of a bench: the runs side by side, the attribution chain, and on real devices the
+model twin (each run on a real device beside the same run on an emulated device of its geometry)."""
 
 from __future__ import annotations
+
+import textwrap
 
 from ..units import format_size
 
@@ -73,4 +76,51 @@ def format_table(report: dict) -> str:
     if checked:
         lines.append("pages verified bit-exact at swap-in: " + ", ".join(checked))
     lines.append(LEGEND)
+    if "model_twin" in report:
+        lines += ["", *format_twin(report)]
     return "\n".join(lines)
+
+
+def _ms(a: float, b: float) -> str:
+    return f"{a * 1e3:.1f}/{b * 1e3:.1f}"
+
+
+def _us(a: float, b: float) -> str:
+    return f"{a * 1e6:.0f}/{b * 1e6:.0f}"
+
+
+def format_twin(report: dict) -> list[str]:
+    """The model twin block: each run on a real device beside the same run on an emulated device of
+    the same geometry (wall | model)."""
+    from .twin import describe_device
+
+    tw = report["model_twin"]
+    head = (f"{'run':22} {'stall s wall | model':>23} {'wall/model':>10} {'train s wall | model':>23} "
+            f"{'step p50/p99 ms wall | model':>31} {'page wait p50/p99 us wall | model':>35}")
+    lines = [f"model twin (modeled, same geometry): the runs on real devices again, on emulated {tw['preset']} "
+             f"devices of the same geometry",
+             *(f"  {describe_device(role, d)}" for role, d in tw["devices"].items()),
+             head, "-" * len(head)]
+    for r in report["runs"]:
+        t = r.get("model_twin")
+        if t is None:
+            continue
+        stall = f"{r['io_stall_time_s']:.2f} | {t['io_stall_time_s']:.2f}"
+        train = f"{r['train_time_s']:.2f} | {t['train_time_s']:.2f}"
+        step = (f"{_ms(r['step_stall_p50_s'], r['step_stall_p99_s'])} | "
+                f"{_ms(t['step_stall_p50_s'], t['step_stall_p99_s'])}")
+        wait = (f"{_us(r['page_wait_p50_s'], r['page_wait_p99_s'])} | "
+                f"{_us(t['page_wait_p50_s'], t['page_wait_p99_s'])}")
+        lines.append(f"{r['name']:22} {stall:>23} {t['stall_wall_over_model']:9.2f}x {train:>23} {step:>31} "
+                     f"{wait:>35}")
+    c = report["compute"]
+    basis = (f"pinned at {c['us_per_sample']:g} us/sample" if c["kind"] == "pinned"
+             else f"measured, median of {c['repeats']} replicas")
+    lines += textwrap.wrap(
+        f"confounds: wall = the real device's I/O time as this host saw it (the drive, the kernel, the I/O path; "
+        f"under QEMU's TCG emulation it says nothing about flash), model = the {tw['preset']} model's device time, "
+        f"each twin run on a fresh device; compute is charged the same way in both ({basis}); idle time: the "
+        f"charged compute on the twin, the real time between I/Os on the real device; FTL and over-provisioning: "
+        f"the preset's on the twin, the drive's own on the real one. Twin losses "
+        f"{'match' if tw['ratios']['losses_match'] else 'DIFFER'}.", width=len(head), subsequent_indent="  ")
+    return lines
