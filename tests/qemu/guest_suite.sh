@@ -12,6 +12,8 @@ echo "GUEST kernel $(uname -r)"
 # zoned writes need in-order dispatch; mq-deadline gives zone write locking on 6.1
 echo mq-deadline > /sys/block/nvme0n2/queue/scheduler 2>/dev/null || true
 echo "GUEST scheduler $(cat /sys/block/nvme0n2/queue/scheduler)"
+# the NVMe driver's segment limit caps what one passthrough append can carry (devices/linux_zoned.py)
+cat /sys/block/nvme0n2/queue/max_segments > "$OUT/max_segments"
 
 step() {
     local name=$1; shift

@@ -371,12 +371,13 @@ def check_append_batch(g: ZoneGeometry, zones, data: Buffer, lengths) -> tuple[n
         raise InvalidIOError(f"append batch: {zones.size} zones but {lengths.size} lengths")
     if int(lengths.sum()) != view.size:
         raise InvalidIOError(f"append batch: lengths add up to {int(lengths.sum())}, data holds {view.size}")
-    bad = (zones < 0) | (zones >= g.nr_zones)
-    if bad.any():
-        z = int(zones[np.flatnonzero(bad)[0]])
+    if zones.size and (int(zones.min()) < 0 or int(zones.max()) >= g.nr_zones):
+        z = int(zones[np.flatnonzero((zones < 0) | (zones >= g.nr_zones))[0]])
         raise InvalidIOError(f"zone {z} does not exist (the device has {g.nr_zones} zones)")
-    for n in np.unique(lengths).tolist():
-        check_append(g, n)
+    limit = g.max_append or g.zone_size
+    if zones.size and (int(lengths.min()) <= 0 or int(lengths.max()) > limit or (lengths % g.block_size).any()):
+        bad = (lengths <= 0) | (lengths > limit) | (lengths % g.block_size != 0)
+        check_append(g, int(lengths[np.flatnonzero(bad)[0]]))     # raises, naming the first bad one
     return zones, lengths, view
 
 

@@ -176,6 +176,14 @@ class UringEngine:
             raise ValueError("this ring was opened without passthrough")
         return res, alba, done_ns / 1e9
 
+    def max_appends_per_zone(self) -> int:
+        """The most appends seen in flight to one zone at once."""
+        if self._e is None:
+            return int(self._final.get("max_appends_per_zone", 0))
+        st = self._ffi.new("ur_stats *")
+        self._lib.ur_get_stats(self._e, st)
+        return int(st.max_appends_per_zone)
+
     def stats(self) -> dict:
         if self._e is None:
             return self._final

@@ -87,6 +87,11 @@ class LinuxZonedDevice(DirectIO):
         self._report_cap = self._report_raw(0, min(nr, 1))
         cap0 = int(self._report_cap[3][0]) * SECTOR
         max_append = lim.max_append - lim.max_append % lbs
+        # A passthrough command is never split: its pages must fit the queue's segment limit, and a
+        # buffer that is not page aligned spans one page more than its length
+        segs = int(read_sysfs(os.path.join(q, "max_segments"), "0") or 0)
+        if segs > 1 and max_append > (segs - 1) * 4096:
+            max_append = (segs - 1) * 4096 - ((segs - 1) * 4096) % lbs
         self._max_sectors = max_transfer_bytes(q)
         try:
             self.geometry = ZoneGeometry(
@@ -289,7 +294,8 @@ class LinuxZonedDevice(DirectIO):
         """NVMe Zone Appends through io_uring passthrough; a refused passthrough falls back for good
         to the write-at-wp path (and the refused requests are redone there)."""
         g = self.geometry
-        buf = view if view.ctypes.data % 4 == 0 else aligned_copy(view)    # NVMe DMA: dword aligned
+        # NVMe DMA needs dword alignment; max_append leaves room for a buffer that is not page aligned
+        buf = view if view.ctypes.data % 4 == 0 else aligned_copy(view)
         with self._batch_lock:
             t = time.perf_counter()
             res, alba, _ = self._engine.append(self._ngfd, self.nsid, g.block_size, g.zone_size // g.block_size,
@@ -300,7 +306,9 @@ class LinuxZonedDevice(DirectIO):
         with self._stat_lock:
             self._busy += dt
             self._io.wrote_many(lengths[ok])
-        self._count_appends(int(ok.sum()), int(self._engine.stats()["max_appends_per_zone"]))
+        self._count_appends(int(ok.sum()), self._engine.max_appends_per_zone())
+        if ok.all():
+            return offsets, []
         failures = []
         refused = (res < 0) & np.isin(-res, (errno.ENOTTY, errno.EPERM, errno.EACCES, errno.EOPNOTSUPP))
         if refused.any():

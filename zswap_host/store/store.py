@@ -619,13 +619,23 @@ class SwapStore:
             jobs[0][2][:int(lens.sum())]
         offsets, failures = self.device.append_batch(zones, data, lens * ps, self.config.append_qd)
         full = set()
-        for u in np.lexsort((offsets, zones)).tolist():          # each zone in its order: cursors move on
-            if offsets[u] >= 0:
+        run = None                                               # units landed back to back: one commit
+        for u in np.lexsort((offsets, zones)).tolist() + [None]:  # each zone in its order: cursors move on
+            if u is not None and offsets[u] < 0:
+                continue
+            if u is not None and run is not None:
                 j, z, a, m = plan[u]
+                rj, rz, ra, rm, roff = run
+                if (j, z, a, int(offsets[u])) == (rj, rz, ra + rm, roff + rm * ps):
+                    run = (rj, rz, ra, rm + m, roff)
+                    continue
+            if run is not None:
+                j, z, a, m, off = run
                 k, handles, _, _, buffered, done = jobs[j]
-                if self._commit(handles[a:a + m], z, int(offsets[u]), k == self._gc_buffer, buffered):
+                if self._commit(handles[a:a + m], z, off, k == self._gc_buffer, buffered):
                     full.add(z)
                 done[a:a + m] = True
+            run = None if u is None else (*plan[u], int(offsets[u]))
         for z in sorted(full):
             self._seal(owners[z], z)
         for u, _ in failures:                                    # retried in this or other zones
