@@ -200,3 +200,28 @@ def test_info_shows_the_engine_and_depth(loopdev):
 def test_bad_io_engine_is_a_one_line_usage_error():
     r = subprocess.run([sys.executable, "-m", "zswap_host.cli", "info", "emu://?zones=4", "--io-engine", "aio"], capture_output=True, text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr and "aio" in r.stderr
+
+
+@needs_uring
+@needs_loop
+def test_registered_buffers_are_off_by_default_and_can_be_turned_on(loopdev):
+    path, _ = loopdev
+    dev = LinuxBlockDevice(path, io_engine="uring")
+    try:
+        assert dev.registered_buffers is False
+        offs, lens = np.arange(8, dtype=np.int64) * PAGE, np.full(8, PAGE, np.int64)
+        dev.read_batch(offs, lens)
+        assert dev.engine_stats()["fixed_batches"] == 0
+        dev.registered_buffers = True
+        data = _pages(8, 9)
+        dev.write_batch(offs, data, lens)
+        out, _ = dev.read_batch(offs, lens)
+        assert np.array_equal(out, data) and dev.engine_stats()["fixed_batches"] == 2
+    finally:
+        dev.close()
+    sync = LinuxBlockDevice(path, io_engine="sync")
+    try:
+        sync.registered_buffers = True
+        assert sync.registered_buffers is False
+    finally:
+        sync.close()

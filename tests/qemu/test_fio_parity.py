@@ -42,9 +42,7 @@ def parity(tmp_path_factory):
 
 def _store(p, eng):
     s = p["store"].get(eng) or {}
-    if eng == "uring" and not p.get("engine_keyword"):
-        pytest.xfail("engine not landed")
-    assert "error" not in s, s.get("traceback", s.get("error"))
+    assert s and "error" not in s, s.get("traceback", s.get("error"))
     return s
 
 
@@ -67,7 +65,7 @@ def test_fio_wrote_the_bytes_asked(parity, job):
     assert r["bytes"] == p["write_bytes"] and r["seconds"] > 0, r
 
 
-@pytest.mark.parametrize("job", ["randread_io_uring_qd32", "randread_psync_qd1"])
+@pytest.mark.parametrize("job", ["randread_io_uring_qd32", "randread_psync_qd1", "randread_io_uring_qd32_batched"])
 def test_fio_read_the_pages_asked(parity, job):
     _, p = parity
     r = p["fio"][job]
@@ -75,7 +73,7 @@ def test_fio_read_the_pages_asked(parity, job):
     assert r["ios"] == p["read_pages"] and r["bytes"] == p["read_pages"] * PAGE and r["iops"] > 0, r
 
 
-@pytest.mark.parametrize("eng", ["uring", "sync"])
+@pytest.mark.parametrize("eng", ["uring", "sync", "uring_registered", "uring_16mib"])
 def test_store_moved_the_bytes_asked(parity, eng):
     _, p = parity
     s = _store(p, eng)
@@ -83,23 +81,23 @@ def test_store_moved_the_bytes_asked(parity, eng):
     assert o["bytes"] == p["write_bytes"] and o["seconds"] > 0
     assert o["device_write_bytes"] >= o["bytes"]          # every page is on the namespace after flush()
     assert i["pages"] == p["read_pages"] and i["device_read_bytes"] >= i["bytes"]
-    if p.get("engine_keyword"):
-        assert s["io_engine"] == eng, s                   # no silent fallback to the other engine
+    assert s["io_engine"] == eng.split("_")[0], s        # no silent fallback to the other engine
 
 
-@pytest.mark.parametrize("eng", ["uring", "sync"])
+@pytest.mark.parametrize("eng", ["uring", "sync", "uring_registered", "uring_16mib"])
 def test_store_pages_read_back_as_written(parity, eng):
     _, p = parity
     i = _store(p, eng)["swap_in"]
     assert i["pages_checked"] == p["read_pages"] and i["mismatches"] == 0, i
 
 
-@pytest.mark.parametrize("eng", ["uring", "sync"])
+@pytest.mark.parametrize("eng", ["uring", "sync", "uring_registered", "uring_16mib"])
 def test_ratios_present_and_positive(parity, eng):
     _, p = parity
     _store(p, eng)
-    keys = [f"swap_out_store_{eng}_vs_fio_io_uring_qd4", f"swap_out_store_{eng}_vs_fio_psync_qd1",
-            f"swap_in_store_{eng}_vs_fio_io_uring_qd32", f"swap_in_store_{eng}_vs_fio_psync_qd1"]
+    keys = [f"{phase}_store_{eng}_vs_fio_{job}" for phase, jobs in
+            (("swap_out", ("io_uring_qd4", "psync_qd1")),
+             ("swap_in", ("io_uring_qd32", "psync_qd1", "io_uring_qd32_batched"))) for job in jobs]
     r = p["ratios"]
     assert all(r.get(k) is not None and r[k] > 0 for k in keys), {k: r.get(k) for k in keys}
 
@@ -109,9 +107,8 @@ def test_uring_engine_has_several_appends_in_flight_per_zone(parity):
     s = _store(p, "uring")
     assert s["io_engine"] == "uring", s
     st = s["after_swap_out"]["engine_stats"]
-    # the most appends in flight to one zone at once; the engine's C core calls it max_appends_per_zone
-    n = st.get("max_appends_in_flight_per_zone", st.get("max_appends_per_zone"))
-    assert n is not None and n > 1, st
+    assert st["append_path"] == "uring-cmd" and st["max_appends_per_zone"] > 1, st   # most in flight to one zone
+    assert _store(p, "sync")["after_swap_out"]["engine_stats"]["max_appends_per_zone"] == 1
 
 
 def test_fio_zone_append_recorded(parity):
@@ -120,3 +117,9 @@ def test_fio_zone_append_recorded(parity):
     za = p["fio_zone_append"]
     assert "error" not in za, za
     assert za["supported"] in (False, True, None) and za["why"] and za["fio_answer_to_zone_append"], za
+
+
+def test_registered_buffers_only_where_asked(parity):
+    _, p = parity
+    assert _store(p, "uring")["after_swap_in"]["engine_stats"]["fixed_batches"] == 0
+    assert _store(p, "uring_registered")["after_swap_in"]["engine_stats"]["fixed_batches"] > 0

@@ -190,6 +190,10 @@ def _count(hist: Counter, lengths: np.ndarray) -> None:
         for n in lengths.tolist():
             hist[n] += 1
         return
+    lo, hi = int(lengths.min()), int(lengths.max())
+    if lo == hi:                                   # the usual batch: one size (no sort)
+        hist[lo] += int(lengths.size)
+        return
     for size, count in zip(*np.unique(lengths, return_counts=True)):
         hist[int(size)] += int(count)
 

@@ -119,6 +119,17 @@ class DirectIO(WallClock):
         return self._engine.name
 
     @property
+    def registered_buffers(self) -> bool:
+        """Whether batches go through registered buffers (io_uring READ_FIXED / WRITE_FIXED; off by
+        default, see ``UringEngine.fixed``). Settable; always False on the sync engine."""
+        return bool(self._engine.fixed)
+
+    @registered_buffers.setter
+    def registered_buffers(self, on: bool) -> None:
+        if self._engine.name == "uring":
+            self._engine.fixed = on
+
+    @property
     def io_depth(self) -> int:
         """Most requests the engine keeps in flight (a batch's ``qd`` is clipped to it)."""
         return self._engine.depth
@@ -180,17 +191,19 @@ class DirectIO(WallClock):
             res, done = self._engine.rw(self._fd, write, buf, offsets, lengths, qd, zones, nzones)
             dt = time.perf_counter() - t
         ok = res == lengths
+        done_ok = lengths if ok.all() else lengths[ok]
         with self._stat_lock:
             self._busy += dt
-            (self._io.wrote_many if write else self._io.read_many)(lengths[ok])
-        return res, done - self._t0
+            (self._io.wrote_many if write else self._io.read_many)(done_ok)
+        done -= self._t0
+        return res, done
 
     def _batch_error(self, what: str, res: np.ndarray, offsets: np.ndarray, lengths: np.ndarray):
         """The typed error for the first failed request of a batch (None when none failed)."""
-        bad = np.flatnonzero(res != lengths)
-        if bad.size == 0:
+        bad = res != lengths
+        if not bad.any():
             return None
-        k = int(bad[0])
+        k = int(np.argmax(bad))
         off, n, r = int(offsets[k]), int(lengths[k]), int(res[k])
         if r >= 0:
             return DeviceIOError(f"{self.path}: short {what} at {off}: {r} of {n} bytes", offset=off)

@@ -301,14 +301,20 @@ class LinuxZonedDevice(DirectIO):
             res, alba, _ = self._engine.append(self._ngfd, self.nsid, g.block_size, g.zone_size // g.block_size,
                                                buf, lengths, zones, g.nr_zones, qd)
             dt = time.perf_counter() - t
+        offsets = alba.view(np.int64)
+        offsets *= g.block_size
+        if not res.any():                               # the usual batch: every append landed
+            with self._stat_lock:
+                self._busy += dt
+                self._io.wrote_many(lengths)
+            self._count_appends(lengths.size, self._engine.max_appends_per_zone())
+            return offsets, []
         ok = res == 0
-        offsets = np.where(ok, alba.astype(np.int64) * g.block_size, -1)
+        offsets[~ok] = -1
         with self._stat_lock:
             self._busy += dt
             self._io.wrote_many(lengths[ok])
         self._count_appends(int(ok.sum()), self._engine.max_appends_per_zone())
-        if ok.all():
-            return offsets, []
         failures = []
         refused = (res < 0) & np.isin(-res, (errno.ENOTTY, errno.EPERM, errno.EACCES, errno.EOPNOTSUPP))
         if refused.any():
