@@ -112,7 +112,8 @@ def table(p: dict) -> str:
                     else f"swap_in (batches of {x['batch_pages']})")
             iops = _f(x.get("iops"), "{:.0f}") if phase == "swap_in" else ""
             ratios = " | ".join(_f(r.get(f"{phase}_store_{eng}_vs_fio_{j}") if j else None, "{:.2f}") for j in jobs)
-            rows.append(f"| {what} | store {_engine(s, eng.split('_')[0])} | {x['bytes']} | {x['seconds']:.2f} | "
+            label = _engine(s, eng.split("_")[0]) + (" (registered buffers)" if s.get("registered_buffers") else "")
+            rows.append(f"| {what} | store {label} | {x['bytes']} | {x['seconds']:.2f} | "
                         f"{x['mib_s']:.1f} | {iops} | {ratios} |")
 
     fio_row("seq write 512 KiB, psync QD1", "write_psync_qd1")
@@ -140,7 +141,9 @@ def readme(p: dict, command: str) -> str:
         f"{g['zone_size'] >> 20} MiB, capacity {g['zone_capacity'] >> 20} MiB, max open {g['max_open']}, max active "
         f"{g['max_active']}, {g['block_size']} B blocks, zone append limit {g['max_append'] >> 10} KiB. Every phase "
         f"starts from reset zones. Wall clock under QEMU TCG: the times say nothing about flash, the ratios say "
-        f"how much of the device the store's software path uses (goal: >= 0.8).", "",
+        f"how much of the device the store's software path uses (goal: >= 0.8). The store runs after an "
+        f"unmeasured warm-up run (QEMU translates guest code on first use); runs on this 2-core host still "
+        f"vary by about ±30% from one to the next, so read each ratio as a range, not a point.", "",
         table(p), "",
         "fio's seconds are its job runtime (I/O only, no start-up); the store's are the calls' wall time "
         "(swap_out: every call plus the final `flush()`). Random reads: fio over what its io_uring writes "

@@ -34,7 +34,7 @@ sys.path.insert(0, REPO)
 
 from emulator.zns_vm import ZnsVmConfig, run_in_guest  # noqa: E402
 
-GUEST_TIMEOUT = 15 * 60
+GUEST_TIMEOUT = 25 * 60       # conformance and store with both engines, the bench with its model twins
 BENCH = os.environ.get("ZSWAP_QEMU_BENCH", "1")
 
 
