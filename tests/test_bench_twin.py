@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 
 import pytest
 from click.testing import CliRunner
@@ -21,6 +19,7 @@ from zswap_host.cli import main  # noqa: E402
 from zswap_host.devices import url as url_registry  # noqa: E402
 from zswap_host.devices.emulated import EmulatedZonedDevice  # noqa: E402
 from zswap_host.devices.schemes.emu import EmuScheme  # noqa: E402
+from loop_devices import loopdev, needs_loop  # noqa: E402,F401  (loopdev: a fixture)
 
 TINY = ["bench", "--model", "tiny", "--iterations", "12", "--compute-us-per-sample", "40"]
 # what the training decides, whatever the device's clock: it must not move with the twin
@@ -33,35 +32,6 @@ def _determined(r: dict) -> dict:
     out = {k: r[k] for k in DETERMINED}
     out["paging"] = {k: v for k, v in r["paging"].items() if k not in ("io_wall_s", "io_stall_s")}
     return out
-
-
-def _loop_reason() -> str | None:
-    if os.geteuid() != 0:
-        return "loop devices need root"
-    if not shutil.which("losetup"):
-        return "losetup is not installed"
-    if not os.path.exists("/dev/loop-control"):
-        return "no /dev/loop-control (loop driver unavailable)"
-    return None
-
-
-LOOP_REASON = _loop_reason()
-
-
-@pytest.fixture
-def loopdev(tmp_path):
-    """A fresh 32 MiB loop device (zeros)."""
-    img = tmp_path / "disk.img"
-    img.write_bytes(b"")
-    os.truncate(img, 32 << 20)
-    r = subprocess.run(["losetup", "-f", "--show", str(img)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"losetup failed: {r.stderr.strip()}")
-    dev = r.stdout.strip()
-    try:
-        yield dev
-    finally:
-        subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
 def _bench(*args: str) -> tuple[dict, str]:
@@ -155,8 +125,9 @@ def _pinned(us: float) -> dict:
     return {"compute": ComputeBasis("pinned", us, 1, "--compute-us-per-sample")}
 
 
-@pytest.mark.skipif(LOOP_REASON is not None, reason=LOOP_REASON or "")
+@needs_loop
 def test_a_loop_device_gets_a_twin_of_its_size_and_block_size(loopdev):
+    loopdev, _ = loopdev
     d, out = _bench("--baseline-device", loopdev, "--runs", "linux-swap-batched")
     dev = open_device(loopdev, readonly=True)
     size, bs = dev.size, dev.block_size

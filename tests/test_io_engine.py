@@ -22,7 +22,7 @@ from zswap_host.devices.io_engine import SyncEngine, UringEngine, engine_default
 from zswap_host.devices.linux_block import LinuxBlockDevice
 from zswap_host.errors import DeviceIOError, DeviceSpecError
 
-from test_linux_devices import loopdev, needs_loop  # noqa: F401  (fixture)
+from loop_devices import loopdev, needs_loop  # noqa: F401  (loopdev: a fixture)
 
 URING = uring_unavailable()
 needs_uring = pytest.mark.skipif(URING is not None, reason=URING or "")

@@ -22,37 +22,7 @@ from zswap_host.devices import url as url_registry
 from zswap_host.devices.blockdev import FileBlockDevice
 from zswap_host.devices.direct_io import held_here
 from zswap_host.errors import DeviceIOError, DeviceSpecError, InvalidIOError, NotZonedError, UnsafeDeviceError
-
-
-def _loop_reason() -> str | None:
-    if os.geteuid() != 0:
-        return "loop devices need root"
-    if not shutil.which("losetup"):
-        return "losetup is not installed"
-    if not os.path.exists("/dev/loop-control"):
-        return "no /dev/loop-control (loop driver unavailable)"
-    return None
-
-
-LOOP_REASON = _loop_reason()
-needs_loop = pytest.mark.skipif(LOOP_REASON is not None, reason=LOOP_REASON or "")
-
-
-@pytest.fixture
-def loopdev(tmp_path):
-    """A fresh 32 MiB loop device (zeros); yields (device path, backing file)."""
-    img = tmp_path / "disk.img"
-    img.write_bytes(b"")
-    os.truncate(img, 32 << 20)
-    r = subprocess.run(["losetup", "-f", "--show", str(img)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"losetup failed: {r.stderr.strip()}")
-    dev = r.stdout.strip()
-    try:
-        yield dev, img
-    finally:
-        subprocess.run(["umount", dev], capture_output=True)
-        subprocess.run(["losetup", "-d", dev], capture_output=True)
+from loop_devices import loopdev, needs_loop  # noqa: F401  (loopdev: a fixture)
 
 
 def _run(*argv: str):

@@ -12,14 +12,10 @@ import pytest
 from zswap_host import StoreConfig, SwapStore, open_device
 from zswap_host.errors import DeviceIOError, InvalidIOError
 
+from test_store_reliability import pages_for
+
 PS = 4096
 DEV = "emu://?zones=16&zone_size=2MiB&preset=none"
-
-
-def pages_for(ids, version=0):
-    ids = np.asarray(ids, np.int64)
-    words = (ids[:, None] * 1000003 + version) * np.ones((1, PS // 8), np.int64) + np.arange(PS // 8)
-    return words.view(np.uint8).reshape(ids.size, PS)
 
 
 def spy(dev):
