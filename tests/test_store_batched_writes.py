@@ -124,3 +124,78 @@ def test_serial_appends_contract():
     with pytest.raises(InvalidIOError, match="add up"):
         d.append_batch([1], data, [PS])
     assert d.report_zones()[1].wp == g.zone_start(1) + 2 * PS   # refused batches wrote nothing
+
+
+def _overwritten_store(d):
+    """A store on d whose zones hold victims mostly valid (85% full, 2 x 400 pages overwritten)."""
+    st = SwapStore(d, StoreConfig(write_size=128 << 10))
+    rng = np.random.default_rng(5)
+    n = 2600
+    ids = np.arange(n)
+    version = np.zeros(n, np.int64)
+    st.swap_out(ids, pages_for(ids))
+    for v in range(1, 3):
+        hot = np.sort(rng.choice(n, 400, replace=False))
+        version[hot] = v
+        st.swap_out(hot, np.concatenate([pages_for([i], v) for i in hot.tolist()]))
+    st.flush()
+    return st, ids, version
+
+
+def _all_back(st, ids, version):
+    st.check()
+    want = np.concatenate([pages_for([i], int(version[i])) for i in ids.tolist()])
+    assert np.array_equal(st.swap_in(ids), want)
+
+
+def test_gc_submits_its_next_read_before_it_appends_the_last_chunk():
+    """On a device with ``overlapped_io`` GC relocates a whole victim (foreground GC, gc_step) in
+    chunks: the read of chunk k+1 is submitted to the reader before chunk k's appends start, and
+    waited for only after them. (The reader here runs each read when its result is asked for, so
+    the order of events is exact; the real reader thread is in the next test.)"""
+    d = open_device(DEV)
+    d.overlapped_io = True
+    log = []
+    append_batch = d.append_batch
+
+    def appends(zones, data, lengths, qd=32):
+        log.append("append")
+        return append_batch(zones, data, lengths, qd)
+
+    class Lazy:
+        def submit(self, fn, *args):
+            log.append("submit")
+
+            class Later:
+                def result(self):
+                    log.append("wait")
+                    return fn(*args)
+            return Later()
+
+        def shutdown(self):
+            pass
+
+    st, ids, version = _overwritten_store(d)
+    d.append_batch = appends
+    st._reader = Lazy
+    log.clear()
+    for _ in range(3):
+        assert st.gc_step() > 4 * (128 << 10)           # whole victims, more than one chunk each
+    text = " ".join(log)
+    # per victim: the first read alone, then every later read submitted before an append and
+    # waited for after it
+    assert text.count("submit append") >= 3 and "submit wait submit wait" not in text, text
+    assert text.count("submit") == text.count("wait")
+    _all_back(st, ids, version)
+
+
+def test_gc_with_its_reader_thread_moves_every_page():
+    d = open_device(DEV)
+    d.overlapped_io = True
+    st, ids, version = _overwritten_store(d)
+    for _ in range(3):
+        assert st.gc_step() > 0
+    assert st._read_pool is not None                      # the reads ran on the reader thread
+    _all_back(st, ids, version)
+    st.close()
+    assert st._read_pool is None

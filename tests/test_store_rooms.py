@@ -150,6 +150,7 @@ class Host:
         self.newer: set[int] = set()
         self.read_failures = 0
         self.gc = None
+        self.chunk = 0                         # pages per relocation read (0: the whole step at once)
 
     def newer_copy(self, handles):
         return np.isin(handles, list(self.newer))
@@ -159,6 +160,13 @@ class Host:
             self.read_failures -= 1
             raise DeviceIOError("injected")
         return np.stack([self.d.read(int(s) * PS, PS) for s in slots])
+
+    def start_read(self, slots):
+        data = self.read_slots(slots)
+        return lambda: data
+
+    def read_chunk_pages(self):
+        return self.chunk
 
     def queue_relocated(self, handles, data):
         z = self.zones.current(GC)
@@ -321,3 +329,37 @@ def test_placement_registry_validates_config_and_takes_new_placements():
     assert len(even) == 1 and len(odd) == 1 and even != odd     # handles 0, 2, ... in one zone
     assert np.array_equal(st.swap_in(ids), pages(ids))
     st.check()
+
+
+def test_collector_relocates_in_chunks_when_the_device_overlaps_reads_and_appends():
+    """With a chunk size (a device with overlapped_io), the same victim moves the same pages, chunk
+    after chunk; a read failure part way keeps what was moved and the victim, and a later step
+    finishes it."""
+    d, zones, slots, host, gc = collector()
+    host.chunk = 10
+    fill(d, zones, slots, np.arange(126))
+    fill(d, zones, slots, np.arange(63, 126, 2))        # zone 1: 31 valid, the greedy victim
+    reads = []
+    read = host.read_slots
+    host.read_slots = lambda s: reads.append(s.size) or read(s)
+    assert gc.step(None, "manual") == 31 * PS and gc.victim is None and slots.valid(1) == 0
+    assert reads == [10, 10, 10, 1]
+    kept = np.arange(64, 126, 2)
+    assert np.array_equal(np.stack([d.read(int(s) * PS, PS) for s in slots.slots(kept)]), pages(kept))
+
+    d, zones, slots, host, gc = collector()
+    host.chunk = 10
+    fill(d, zones, slots, np.arange(70))
+    fill(d, zones, slots, np.arange(0, 30))             # zone 0: 33 valid
+    calls = {"n": 0}
+    read = host.read_slots
+
+    def second_read_fails(s):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise DeviceIOError("injected")
+        return read(s)
+
+    host.read_slots = second_read_fails
+    assert gc.step(None, "manual") == 0 and gc.victim == 0 and slots.valid(0) == 23   # 10 moved
+    assert gc.step(None, "manual") == 23 * PS and gc.victim is None and slots.valid(0) == 0

@@ -223,6 +223,10 @@ class ZonedDevice(Protocol):
     zoned: bool        # True: lets ``open_device`` tell the protocols apart without probing
     url: str           # what it was opened as
     geometry: ZoneGeometry
+    # True when a ``read_batch`` and an ``append_batch`` from two threads run at once (separate
+    # queues: the store's GC then reads its next chunk while it appends the last). False on modeled
+    # devices: their clock models one stream of requests in the order they come.
+    overlapped_io: bool
 
     def report_zones(self) -> list[Zone]:
         """Every zone's start, size, capacity, write pointer and condition, in zone order (zbd_report_zones)."""

@@ -65,6 +65,8 @@ class EmulatedZonedDevice(ModelClock, SerialAppends):
     changes then raise ``DeviceIOError``.
     """
 
+    overlapped_io = False      # the timing model sees one request stream, in order
+
     kind = "emulated-zns"
     zoned = True
 

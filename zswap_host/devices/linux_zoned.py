@@ -36,7 +36,7 @@ from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, NotZonedErr
 from .base import Buffer, as_bytes_view, check_aligned, check_append, check_append_batch, check_zone_write
 from .blkzoned import ZONE_OPS, errname, report_fd, zoned_lib
 from .direct_io import DirectIO, aligned_copy, open_direct
-from .io_engine import DEFAULT_DEPTH
+from .io_engine import DEFAULT_DEPTH, UringEngine
 from .sysfs import SECTOR, generic_char_device, is_nvme_namespace, max_transfer_bytes, queue_dir, queue_zone_limits, read_sysfs, sysfs_dir, zoned_model
 from .zone import Zone, ZoneCond, ZoneGeometry
 
@@ -73,6 +73,8 @@ class LinuxZonedDevice(DirectIO):
         self._fd = -1
         self._fd = open_direct(path, exclusive, readonly)
         self._ngfd = -1
+        self._append_engine: UringEngine | None = None    # appends' own ring (uring-cmd path)
+        self._append_lock = threading.Lock()
         ffi, lib = zoned_lib()
         lim = queue_zone_limits(q)
         lbs = lim.block_size or lib.zd_logical_block_size(self._fd)
@@ -127,9 +129,16 @@ class LinuxZonedDevice(DirectIO):
                 why = f"cannot open {ng}: {e.strerror}"
         elif self._passthrough and io_engine != "sync":
             why = "no NVMe generic char device (/dev/ngXnY; Linux >= 5.13)"
-        self._init_io(io_engine, io_depth, passthrough=self._ngfd >= 0)
-        if self._ngfd >= 0 and self.io_engine != "uring":
-            os.close(self._ngfd)                 # the ring fell back to sync (said so): appends by ioctl
+        self._init_io(io_engine, io_depth)
+        if self._ngfd >= 0 and self.io_engine == "uring":
+            # appends get their own ring (big SQEs for the NVMe command) and lock: a read batch and
+            # an append batch from two threads run at once (overlapped_io)
+            try:
+                self._append_engine = UringEngine(io_depth, passthrough=True)
+            except OSError as e:
+                why = f"io_uring passthrough ring: {e.strerror}"
+        if self._ngfd >= 0 and self._append_engine is None:
+            os.close(self._ngfd)                 # no uring (said so): appends by ioctl
             self._ngfd = -1
         if why and self.io_engine == "uring":
             print(f"zswap-host: {self.path}: zone append through the sync ioctl, one at a time: {why}",
@@ -142,8 +151,20 @@ class LinuxZonedDevice(DirectIO):
             return "uring-cmd"
         return "ioctl" if self._passthrough else "write-at-wp"
 
+    @property
+    def overlapped_io(self) -> bool:
+        """Reads (the data ring) and zone appends (the passthrough ring) run at once from two threads."""
+        return self.append_path == "uring-cmd"
+
     def engine_stats(self) -> dict:
+        """The data ring's counters; with appends on their own ring, its batches and requests added
+        in, and the most appends it had in flight to one zone."""
         st = dict(self._engine.stats())
+        if self._append_engine is not None:
+            ap = self._append_engine.stats()
+            for k in ("batches", "requests", "submit_calls"):
+                st[k] += ap[k]
+            st["max_in_flight"] = max(st["max_in_flight"], ap["max_in_flight"])
         st.update(append_path=self.append_path, appends=self._appends,
                   max_appends_per_zone=self._max_appends_zone)
         return st
@@ -152,6 +173,8 @@ class LinuxZonedDevice(DirectIO):
         if self._ngfd >= 0:
             fd, self._ngfd = self._ngfd, -1
             os.close(fd)
+        if self._append_engine is not None:
+            self._append_engine.close()
         super().close()
 
     # -- zones -------------------------------------------------------------------------------------
@@ -296,10 +319,11 @@ class LinuxZonedDevice(DirectIO):
         g = self.geometry
         # NVMe DMA needs dword alignment; max_append leaves room for a buffer that is not page aligned
         buf = view if view.ctypes.data % 4 == 0 else aligned_copy(view)
-        with self._batch_lock:
+        with self._append_lock:
             t = time.perf_counter()
-            res, alba, _ = self._engine.append(self._ngfd, self.nsid, g.block_size, g.zone_size // g.block_size,
-                                               buf, lengths, zones, g.nr_zones, qd)
+            res, alba, _ = self._append_engine.append(self._ngfd, self.nsid, g.block_size,
+                                                      g.zone_size // g.block_size, buf, lengths, zones,
+                                                      g.nr_zones, qd)
             dt = time.perf_counter() - t
         offsets = alba.view(np.int64)
         offsets *= g.block_size
@@ -307,14 +331,14 @@ class LinuxZonedDevice(DirectIO):
             with self._stat_lock:
                 self._busy += dt
                 self._io.wrote_many(lengths)
-            self._count_appends(lengths.size, self._engine.max_appends_per_zone())
+            self._count_appends(lengths.size, self._append_engine.max_appends_per_zone())
             return offsets, []
         ok = res == 0
         offsets[~ok] = -1
         with self._stat_lock:
             self._busy += dt
             self._io.wrote_many(lengths[ok])
-        self._count_appends(int(ok.sum()), self._engine.max_appends_per_zone())
+        self._count_appends(int(ok.sum()), self._append_engine.max_appends_per_zone())
         failures = []
         refused = (res < 0) & np.isin(-res, (errno.ENOTTY, errno.EPERM, errno.EACCES, errno.EOPNOTSUPP))
         if refused.any():

@@ -11,7 +11,7 @@ Invariant: a zone is reset only when the slot map holds no valid page in it
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -28,6 +28,15 @@ class GcHost(Protocol):
 
     def read_slots(self, slots: np.ndarray) -> np.ndarray:
         """The pages in these distinct slots (rows), bypassing the prefetch buffer; DeviceIOError."""
+
+    def start_read(self, slots: np.ndarray) -> Callable[[], np.ndarray]:
+        """Start reading these distinct slots; the returned call waits for the pages (rows) and
+        raises the read's DeviceIOError. A device that can read while it writes reads in the
+        background; another reads here and now."""
+
+    def read_chunk_pages(self) -> int:
+        """Pages per relocation read when reads may overlap the GC stream's appends (0: the device
+        cannot overlap them; one read per step, as the timing model expects)."""
 
     def queue_relocated(self, handles: np.ndarray, pages: np.ndarray) -> None:
         """Hand pages to the GC write stream (written once a write unit is full)."""
@@ -191,18 +200,61 @@ class Collector:
             handles, slots = handles[~newer], slots[~newer]
         if handles.size == 0:
             return 0
+        chunk = self.host.read_chunk_pages()
+        if chunk <= 0 or handles.size <= chunk:
+            try:
+                data = self.host.read_slots(slots)
+            except DeviceIOError:
+                return self._read_failed()
+            self.read_failures = 0
+            self.host.queue_relocated(handles, data)
+            return handles.size * self.page_size
+        return self._relocate_overlapped(handles, slots, chunk)
+
+    def _relocate_overlapped(self, handles: np.ndarray, slots: np.ndarray, chunk: int) -> int:
+        """Chunk k+1 is read while chunk k's pages go to the GC stream (its appends): the device's
+        read and write queues busy at once. Returns bytes queued, -1 if a read failed (the chunks
+        queued before it stay queued: their pages belong to the victim's GC buffer)."""
+        bounds = list(range(0, handles.size, chunk)) + [handles.size]
+
+        def start(k: int):
+            try:
+                return self.host.start_read(slots[bounds[k]:bounds[k + 1]])
+            except DeviceIOError as e:                    # a read that failed at once: at its wait
+                err = e
+
+                def failed():
+                    raise err
+                return failed
+
+        pending = start(0)
+        queued = 0
         try:
-            data = self.host.read_slots(slots)
-        except DeviceIOError:
-            # keep the victim (its pages already in the GC buffer belong to it): a later step
-            # resumes it; after three failures in a row it is given up
-            self.read_failures += 1
-            if self.read_failures >= self.MAX_READ_FAILURES:
-                self.victim = None
-            return -1
+            for k in range(len(bounds) - 1):
+                try:
+                    data, pending = pending(), None
+                except DeviceIOError:
+                    return self._read_failed()
+                if k + 2 < len(bounds):
+                    pending = start(k + 1)
+                self.host.queue_relocated(handles[bounds[k]:bounds[k + 1]], data)
+                queued += bounds[k + 1] - bounds[k]
+        finally:
+            if pending is not None:                       # a write failed: let the read finish first
+                try:
+                    pending()
+                except DeviceIOError:
+                    pass
         self.read_failures = 0
-        self.host.queue_relocated(handles, data)
-        return handles.size * self.page_size
+        return queued * self.page_size
+
+    def _read_failed(self) -> int:
+        # keep the victim (its pages already in the GC buffer belong to it): a later step resumes
+        # it; after three failures in a row it is given up
+        self.read_failures += 1
+        if self.read_failures >= self.MAX_READ_FAILURES:
+            self.victim = None
+        return -1
 
     def reclaim_empty(self) -> bool:
         """Reset full zones that hold no valid page (abandoned after a failed write, or emptied by

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import operator
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -91,6 +92,7 @@ class SwapStore:
                 f"{n_groups} write streams + 1 zone of GC headroom need more")
         self._lock = threading.RLock()
         self._closed = False
+        self._read_pool: ThreadPoolExecutor | None = None
         self._idmap = IdMap()                               # page id -> handle
         # per handle (grown with the id map):
         self._buffer_of = np.zeros(0, np.uint8)             # write buffer + 1 holding its newest copy (0: none)
@@ -470,6 +472,15 @@ class SwapStore:
                 raise error
             self._zones.write_summaries()
             self._closed = True
+            if self._read_pool is not None:
+                self._read_pool.shutdown()
+                self._read_pool = None
+
+    def _reader(self) -> ThreadPoolExecutor:
+        """The thread GC's reads run on while the store appends (devices with ``overlapped_io``)."""
+        if self._read_pool is None:
+            self._read_pool = ThreadPoolExecutor(1, thread_name_prefix="zswap-gc-read")
+        return self._read_pool
 
     def swap_in_latencies(self) -> np.ndarray:
         """Every swapped-in page's latency so far (seconds, the device's clock)."""
@@ -801,6 +812,30 @@ class _GcPort:
     def read_slots(self, slots: np.ndarray) -> np.ndarray:
         rows, row, _ = self._store._read_slots(slots, prefetch=False)
         return rows[row]
+
+    def start_read(self, slots: np.ndarray):
+        s = self._store
+        if not s.device.overlapped_io:
+            data = self.read_slots(slots)
+            return lambda: data
+        # planned here (store state); only the device read runs on the reader thread
+        ps, cfg = s.page_size, s.config
+        plan = plan_reads(slots, s._slots.slots_per_zone, s._zones.written_at, 0, cfg.max_read_bytes // ps)
+        fut = s._reader().submit(s.device.read_batch, plan.starts * ps, plan.lengths * ps, cfg.read_qd)
+
+        def wait() -> np.ndarray:
+            try:
+                data, _ = fut.result()
+            except DeviceIOError:
+                for z in np.unique(s._slots.zone_of(slots)).tolist():
+                    s._zone_trouble(z)
+                raise
+            return data.reshape(-1, ps)[plan.row_of_request]
+        return wait
+
+    def read_chunk_pages(self) -> int:
+        s = self._store
+        return 4 * s._unit_pages if s.device.overlapped_io else 0
 
     def queue_relocated(self, handles: np.ndarray, pages: np.ndarray) -> None:
         s = self._store
