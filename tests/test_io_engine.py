@@ -118,6 +118,7 @@ def test_device_batches_on_both_engines(loopdev, engine):
         st = dev.stats()
         assert st.device_write_bytes == st.device_read_bytes == int(lens.sum())
         assert dev.engine_stats()["requests"] == 2 * n
+        assert dev.engine_stats()["max_batches_at_once"] == 1          # one thread: never two at once
         assert dev.describe()["io_engine"]["engine"] == engine
     finally:
         dev.close()

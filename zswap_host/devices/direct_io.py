@@ -7,6 +7,7 @@ logical block size; buffers here are page aligned, which covers every block size
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import threading
@@ -111,6 +112,8 @@ class DirectIO(WallClock):
         self._t0 = time.perf_counter()
         self._stat_lock = threading.Lock()
         self._batch_lock = threading.Lock()     # one ring: one batch at a time
+        self._in_flight_batches = 0             # batches running now, on any of the device's rings
+        self._max_batches_at_once = 0
         self._engine = open_engine(io_engine, io_depth, passthrough, what=self.path)
 
     @property
@@ -136,8 +139,8 @@ class DirectIO(WallClock):
 
     def engine_stats(self) -> dict:
         """The engine's name, depth and counters (batches, requests, most in flight, appends and most
-        appends in flight to one zone)."""
-        return self._engine.stats()
+        appends in flight to one zone, most batches running at once on the device's rings)."""
+        return {**self._engine.stats(), "max_batches_at_once": self._max_batches_at_once}
 
     def _limit(self) -> int:
         raise NotImplementedError
@@ -186,7 +189,7 @@ class DirectIO(WallClock):
                zones: np.ndarray | None = None, nzones: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Run one batch through the engine; counts what succeeded. Returns (results, completion
         times on ``now()``'s clock)."""
-        with self._batch_lock:
+        with self._batch_lock, self._running():
             t = time.perf_counter()
             res, done = self._engine.rw(self._fd, write, buf, offsets, lengths, qd, zones, nzones)
             dt = time.perf_counter() - t
@@ -197,6 +200,18 @@ class DirectIO(WallClock):
             (self._io.wrote_many if write else self._io.read_many)(done_ok)
         done -= self._t0
         return res, done
+
+    @contextlib.contextmanager
+    def _running(self):
+        """Count a batch while it runs (``max_batches_at_once``: two when reads and appends overlapped)."""
+        with self._stat_lock:
+            self._in_flight_batches += 1
+            self._max_batches_at_once = max(self._max_batches_at_once, self._in_flight_batches)
+        try:
+            yield
+        finally:
+            with self._stat_lock:
+                self._in_flight_batches -= 1
 
     def _batch_error(self, what: str, res: np.ndarray, offsets: np.ndarray, lengths: np.ndarray):
         """The typed error for the first failed request of a batch (None when none failed)."""

@@ -166,7 +166,7 @@ class LinuxZonedDevice(DirectIO):
                 st[k] += ap[k]
             st["max_in_flight"] = max(st["max_in_flight"], ap["max_in_flight"])
         st.update(append_path=self.append_path, appends=self._appends,
-                  max_appends_per_zone=self._max_appends_zone)
+                  max_appends_per_zone=self._max_appends_zone, max_batches_at_once=self._max_batches_at_once)
         return st
 
     def close(self) -> None:
@@ -319,7 +319,7 @@ class LinuxZonedDevice(DirectIO):
         g = self.geometry
         # NVMe DMA needs dword alignment; max_append leaves room for a buffer that is not page aligned
         buf = view if view.ctypes.data % 4 == 0 else aligned_copy(view)
-        with self._append_lock:
+        with self._append_lock, self._running():
             t = time.perf_counter()
             res, alba, _ = self._append_engine.append(self._ngfd, self.nsid, g.block_size,
                                                       g.zone_size // g.block_size, buf, lengths, zones,
