@@ -105,8 +105,7 @@ class DirectIO(WallClock):
     readonly: bool = False
     _engine: IoEngine | None = None
 
-    def _init_io(self, io_engine: str | None = None, io_depth: int = DEFAULT_DEPTH,
-                 passthrough: bool = False) -> None:
+    def _init_io(self, io_engine: str | None = None, io_depth: int = DEFAULT_DEPTH) -> None:
         self._io = IoCounters()
         self._busy = 0.0
         self._t0 = time.perf_counter()
@@ -114,7 +113,7 @@ class DirectIO(WallClock):
         self._batch_lock = threading.Lock()     # one ring: one batch at a time
         self._in_flight_batches = 0             # batches running now, on any of the device's rings
         self._max_batches_at_once = 0
-        self._engine = open_engine(io_engine, io_depth, passthrough, what=self.path)
+        self._engine = open_engine(io_engine, io_depth, what=self.path)
 
     @property
     def io_engine(self) -> str:
