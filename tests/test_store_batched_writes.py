@@ -46,25 +46,6 @@ def test_a_large_swap_out_goes_down_as_batches_of_units_per_zone():
     assert np.array_equal(st.swap_in(ids), pages_for(ids))
 
 
-def test_a_topped_up_buffer_unit_goes_down_with_the_callers_units():
-    """Calls that are not a multiple of the write unit leave a remainder in the buffer; the next
-    call tops it up to a unit and sends it in the same batch as its own units (one trip)."""
-    d = open_device(DEV)
-    st = SwapStore(d, StoreConfig(write_size=128 << 10))          # 32-page units
-    ids = np.arange(1000)
-    st.swap_out(ids[:100], pages_for(ids[:100]))                   # 3 units, 4 pages wait
-    calls = spy(d)
-    appends = []
-    append = d.append
-    d.append = lambda z, data: appends.append(z) or append(z, data)
-    st.swap_out(ids[100:200], pages_for(ids[100:200]))             # 28 top up + 2 units of its own
-    assert len(calls) == 1 and calls[0][1] == [32 * PS] * 3, calls
-    assert len(appends) == 3                                       # the batch's own appends, nothing else
-    st.flush()
-    st.check()
-    assert np.array_equal(st.swap_in(ids[:200]), pages_for(ids[:200]))
-
-
 def test_a_flush_of_several_streams_goes_down_as_one_batch():
     """flush() with pages waiting in several streams' buffers: one append_batch over their zones."""
     d = open_device(DEV)
