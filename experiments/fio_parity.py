@@ -6,9 +6,10 @@ runs ``tests/qemu/guest_parity.py`` inside it (fio sequential 512 KiB writes wit
 io_uring QD4 against ``SwapStore.swap_out`` of the same bytes; fio 4 KiB random reads with io_uring
 QD32 and psync QD1 against ``swap_in`` of random pages in batches of 256; fio through
 ``io_uring_cmd``; the store with the ``uring`` and the ``sync`` engine), and writes
-``OUT/parity.json`` (the guest's record) and ``OUT/README.md`` (the table)::
+``OUT/runN/parity.json`` (the guest's record) and ``OUT/runN/README.md`` (the table) for each of
+``--runs`` guest sessions (default 3), and ``OUT/README.md``: the ratios of every run side by side::
 
-    .venv/bin/python experiments/fio_parity.py [--out experiments/results/fio_parity]
+    .venv/bin/python experiments/fio_parity.py [--out experiments/results/fio_parity] [--runs 3]
 
 ``tests/qemu/test_fio_parity.py`` runs the same guest command (config and command come from here)
 and checks what it recorded; it asserts no timing. The guest's times say nothing about flash; the
@@ -170,34 +171,79 @@ def readme(p: dict, command: str) -> str:
     return "\n".join(lines)
 
 
+RATIOS = (("swap_out", "store uring vs fio io_uring QD4", "swap_out_store_uring_vs_fio_io_uring_qd4"),
+          ("swap_out", "store uring vs fio psync QD1", "swap_out_store_uring_vs_fio_psync_qd1"),
+          ("swap_out", "store sync vs fio psync QD1", "swap_out_store_sync_vs_fio_psync_qd1"),
+          ("swap_out", "store uring, 16 MiB calls, vs fio psync QD1", "swap_out_store_uring_16mib_vs_fio_psync_qd1"),
+          ("swap_in", "store uring vs fio io_uring QD32", "swap_in_store_uring_vs_fio_io_uring_qd32"),
+          ("swap_in", "store sync vs fio io_uring QD32", "swap_in_store_sync_vs_fio_io_uring_qd32"),
+          ("swap_in", "store uring vs fio io_uring QD32, batched submission",
+           "swap_in_store_uring_vs_fio_io_uring_qd32_batched"))
+
+
+def summary(runs: list[dict], command: str) -> str:
+    """The ratios of several runs side by side (each run one guest session), with their range."""
+    rows = ["| phase | ratio | " + " | ".join(f"run {i + 1}" for i in range(len(runs))) + " | range |",
+            "|---|---|" + "---:|" * (len(runs) + 1)]
+    for phase, label, key in RATIOS:
+        vals = [p["ratios"].get(key) for p in runs]
+        got = [v for v in vals if v is not None]
+        rng = f"{min(got):.2f}–{max(got):.2f}" if got else "—"
+        rows.append(f"| {phase} | {label} | " + " | ".join(_f(v, "{:.2f}") for v in vals) + f" | {rng} |")
+    fio = " | ".join(_f(p["fio"]["write_psync_qd1"].get("mib_s"), "{:.0f}") for p in runs)
+    store = " | ".join(_f(p["store"]["uring"]["swap_out"]["mib_s"], "{:.0f}") for p in runs)
+    rows.append(f"| swap_out | fio psync QD1, MiB/s | {fio} | |")
+    rows.append(f"| swap_out | store uring, MiB/s | {store} | |")
+    return "\n".join([
+        "# fio parity in the QEMU guest (issue 12): several runs", "",
+        f"Written by `{command}` (experiments/fio_parity.py). Each run is one guest session (boot, fio and the "
+        "store one after the other on the same namespace); `runN/` holds its table (README.md) and the guest's "
+        "record (parity.json). The ratios move from run to run with the host's state (the guest is TCG: fio's "
+        "C and the store's Python are slowed differently), so they are given per run, with their range.", "",
+        *rows, ""])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.path.join(REPO, "experiments", "results", "fio_parity"))
     ap.add_argument("--workdir", default=None, help="guest images and raw results [default: a temp folder]")
     ap.add_argument("--write-mib", type=int, default=WRITE_MIB)
     ap.add_argument("--read-pages", type=int, default=READ_PAGES)
+    ap.add_argument("--runs", type=int, default=3, help="guest sessions, one after the other (OUT/runN/)")
     a = ap.parse_args(argv)
     gone = missing()
     if gone:
         raise SystemExit("cannot boot the guest, missing: " + "; ".join(gone))
+    if a.runs < 1:
+        raise SystemExit("--runs must be at least 1")
     import tempfile
-    work = a.workdir or tempfile.mkdtemp(prefix="fio-parity-")
-    t0 = time.monotonic()
-    res, parity = run(work, a.write_mib, a.read_pages, echo=True)
-    print(f"[fio_parity] guest exit {res.returncode} after {time.monotonic() - t0:.0f} s (log: {work}/guest.log)")
-    if parity is None:
-        print(res.output[-3000:], file=sys.stderr)
-        return 1
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "parity.json"), "w") as f:
-        json.dump(parity, f, indent=1)
     cmd = ".venv/bin/python experiments/fio_parity.py"
-    if (a.write_mib, a.read_pages) != (WRITE_MIB, READ_PAGES):
-        cmd += f" --write-mib {a.write_mib} --read-pages {a.read_pages}"
+    if (a.write_mib, a.read_pages, a.runs) != (WRITE_MIB, READ_PAGES, 3):
+        cmd += f" --write-mib {a.write_mib} --read-pages {a.read_pages} --runs {a.runs}"
+    done = []
+    for i in range(1, a.runs + 1):
+        work = a.workdir or tempfile.mkdtemp(prefix="fio-parity-")
+        t0 = time.monotonic()
+        res, parity = run(work, a.write_mib, a.read_pages, echo=True)
+        print(f"[fio_parity] run {i}: guest exit {res.returncode} after {time.monotonic() - t0:.0f} s "
+              f"(log: {work}/guest.log)")
+        if parity is None:
+            print(res.output[-3000:], file=sys.stderr)
+            return 1
+        out = os.path.join(a.out, f"run{i}")
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "parity.json"), "w") as f:
+            json.dump(parity, f, indent=1)
+        with open(os.path.join(out, "README.md"), "w") as f:
+            f.write(readme(parity, f"{cmd} (run {i})"))
+        print(table(parity))
+        done.append(parity)
+        if res.returncode:
+            return 1
     with open(os.path.join(a.out, "README.md"), "w") as f:
-        f.write(readme(parity, cmd))
-    print(table(parity))
-    return 0 if res.returncode == 0 else 1
+        f.write(summary(done, cmd))
+    print(summary(done, cmd))
+    return 0
 
 
 if __name__ == "__main__":

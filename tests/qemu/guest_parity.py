@@ -271,11 +271,21 @@ def main(argv=None) -> int:
               f"{ {k: v for k, v in r.items() if k in ('mib_s', 'iops', 'error', 'bytes')} }", flush=True)
         return r
 
-    reset_all()
-    fio["write_psync_qd1"] = phase("fio_write_psync", run_fio, a.out, "write_psync_qd1", seq + ["--ioengine=psync"])
-    reset_all()
-    fio["write_io_uring_qd4"] = phase("fio_write_uring", run_fio, a.out, "write_io_uring_qd4",
-                                      seq + ["--ioengine=io_uring", "--iodepth=4"])
+    def fio_write(name, job, args):
+        # fio's zoned io_uring writes at QD4 failed with EIO now and then on 6.1 (a write reordered
+        # past the zone lock): one retry from reset zones, the first failure kept in the record
+        reset_all()
+        r = phase(name, run_fio, a.out, job, args)
+        if "error" in r:
+            first = r["error"]
+            reset_all()
+            r = phase(name + "_retry", run_fio, a.out, job, args)
+            r["first_attempt_error"] = first
+        return r
+
+    fio["write_psync_qd1"] = fio_write("fio_write_psync", "write_psync_qd1", seq + ["--ioengine=psync"])
+    fio["write_io_uring_qd4"] = fio_write("fio_write_uring", "write_io_uring_qd4",
+                                          seq + ["--ioengine=io_uring", "--iodepth=4"])
     # reads over what the io_uring writes just left
     fio["randread_io_uring_qd32"] = phase("fio_randread_uring", run_fio, a.out, "randread_io_uring_qd32",
                                           rnd + ["--ioengine=io_uring", "--iodepth=32"])
