@@ -37,6 +37,8 @@ import traceback
 
 import numpy as np
 
+from zswap_host.devices.sysfs import read_sysfs
+
 DEV = "/dev/nvme0n2"
 CHAR = "/dev/ng0n2"            # the namespace's NVMe generic char device (io_uring passthrough)
 PAGE = 4096
@@ -76,14 +78,6 @@ def run_fio(out: str, name: str, args: list[str]) -> dict:
     return rec
 
 
-def _read(path: str) -> str | None:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
 def fio_zone_append_probe(out: str) -> dict:
     """Does this fio issue NVMe Zone Append? It has no option for it: look for one in its option and
     io_uring_cmd engine help, then ask for one and keep fio's answer."""
@@ -96,7 +90,7 @@ def fio_zone_append_probe(out: str) -> dict:
                        capture_output=True, text=True)
     answer = list(dict.fromkeys((p.stderr.strip() or p.stdout.strip()).splitlines()))[:2]
     return {"supported": False if not any("zone" in o for o in options) else None,
-            "max_segments": _read("/sys/block/nvme0n2/queue/max_segments"),
+            "max_segments": read_sysfs("/sys/block/nvme0n2/queue/max_segments"),
             "options_mentioning_append": options,
             "fio_answer_to_zone_append": answer,
             "why": "fio's io_uring_cmd engine (cmd_type=nvme) issues only NVMe Read and Write commands and "

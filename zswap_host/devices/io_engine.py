@@ -105,11 +105,6 @@ class SyncEngine:
         self._n["max_in_flight"] = max(self._n["max_in_flight"], int(n > 0))
         return res, done
 
-    def count_append(self) -> None:
-        """One passthrough-ioctl append (the device sends those itself, one at a time)."""
-        self._n["appends"] += 1
-        self._n["max_appends_per_zone"] = 1
-
     def stats(self) -> dict:
         return {"engine": self.name, "depth": self.depth, **self._n}
 
@@ -218,21 +213,20 @@ class UringEngine:
             pass
 
 
-def uring_unavailable(passthrough: bool = False) -> str | None:
+def uring_unavailable() -> str | None:
     """Why an io_uring engine cannot be opened here, or None when it can."""
     try:
         _uring_lib()
     except ImportError:
         return "zswap-host was built without liburing (apt install liburing-dev, then pip install -e . again)"
     try:
-        UringEngine(2, passthrough).close()
+        UringEngine(2).close()
     except OSError as e:
         return f"io_uring_setup failed: {e.strerror} (kernel.io_uring_disabled or a seccomp policy?)"
     return None
 
 
-def open_engine(name: str | None, depth: int = DEFAULT_DEPTH, passthrough: bool = False,
-                what: str = "") -> IoEngine:
+def open_engine(name: str | None, depth: int = DEFAULT_DEPTH, what: str = "") -> IoEngine:
     """The engine ``name`` (``uring``, the default, or ``sync``) at ``depth``. ``uring`` that cannot
     run here falls back to ``sync`` with one line on stderr naming the reason. ``DeviceSpecError``
     for another name or a depth outside 1..4096."""
@@ -242,7 +236,7 @@ def open_engine(name: str | None, depth: int = DEFAULT_DEPTH, passthrough: bool 
     if name == "sync":
         return SyncEngine()
     try:
-        return UringEngine(depth, passthrough)
+        return UringEngine(depth)
     except ImportError:
         why = uring_unavailable()
     except OSError as e:
