@@ -256,8 +256,8 @@ struct append_ctx {
     int fd;
     uint32_t nsid, lba_size;
     uint64_t zone_lbas;
-    uint8_t *buf;
-    const int64_t *lens, *zone, *bufoff;
+    const uint64_t *addr;
+    const int64_t *lens, *zone;
 };
 
 static void prep_append(ur_engine *e, struct io_uring_sqe *sqe, uint32_t i, const void *vctx)
@@ -272,7 +272,7 @@ static void prep_append(ur_engine *e, struct io_uring_sqe *sqe, uint32_t i, cons
     uint64_t zslba = (uint64_t)c->zone[i] * c->zone_lbas;
     cmd->opcode = 0x7d;                            /* Zone Append */
     cmd->nsid = c->nsid;
-    cmd->addr = (uint64_t)(uintptr_t)(c->buf + c->bufoff[i]);
+    cmd->addr = c->addr[i];
     cmd->data_len = (uint32_t)c->lens[i];
     cmd->cdw10 = (uint32_t)(zslba & 0xffffffffu);
     cmd->cdw11 = (uint32_t)(zslba >> 32);
@@ -280,7 +280,7 @@ static void prep_append(ur_engine *e, struct io_uring_sqe *sqe, uint32_t i, cons
 }
 
 int ur_zone_append(ur_engine *e, int ngfd, uint32_t nsid, uint32_t lba_size, uint64_t zone_lbas,
-                   uint8_t *buf, const int64_t *lens, const int64_t *zone, uint32_t nzones,
+                   const uint64_t *addr, const int64_t *lens, const int64_t *zone, uint32_t nzones,
                    uint32_t n, uint32_t qd, int32_t *res, uint64_t *alba, int64_t *done_ns)
 {
     if (!e->big)
@@ -288,19 +288,13 @@ int ur_zone_append(ur_engine *e, int ngfd, uint32_t nsid, uint32_t lba_size, uin
     if (!lba_size || !zone || !nzones)
         return -EINVAL;
     for (uint32_t i = 0; i < n; i++)
-        if (lens[i] <= 0 || lens[i] % lba_size)
+        if (lens[i] <= 0 || lens[i] % lba_size || lens[i] > UINT32_MAX || !addr[i])
             return -EINVAL;
-    uint64_t total = 0;
-    int64_t *bufoff = buffer_offsets(lens, n, &total);
-    if (!bufoff)
-        return -EINVAL;
     struct append_ctx c = {.fd = ngfd, .nsid = nsid, .lba_size = lba_size, .zone_lbas = zone_lbas,
-                           .buf = buf, .lens = lens, .zone = zone, .bufoff = bufoff};
+                           .addr = addr, .lens = lens, .zone = zone};
     struct batch b = {.n = n, .qd = qd, .zone = zone, .nzones = nzones, .serial = 0, .count_appends = 1,
                       .prep = prep_append, .ctx = &c, .res = res, .res64 = alba, .done_ns = done_ns};
     for (uint32_t i = 0; i < n; i++)
         res[i] = INT32_MIN;
-    int r = run(e, &b);
-    free(bufoff);
-    return r;
+    return run(e, &b);
 }

@@ -50,10 +50,12 @@ int ur_rw(ur_engine *e, int fd, int write, uint8_t *buf, const int64_t *offs, co
 
 /* NVMe Zone Append (opcode 0x7d) of n requests through IORING_OP_URING_CMD on the namespace's
  * generic char device (/dev/ngXnY, Linux >= 5.19): request i appends lens[i] bytes (whole logical
- * blocks of lba_size) to zone zone[i] (first LBA zone[i] * zone_lbas). Several appends to one zone
- * may be in flight. alba[i] gets the LBA the device wrote request i at (when res[i] == 0). */
+ * blocks of lba_size) from address addr[i] (dword aligned: NVMe DMA) to zone zone[i] (first LBA
+ * zone[i] * zone_lbas). The units may lie anywhere in memory: a batch gathers them without a copy.
+ * Several appends to one zone may be in flight. alba[i] gets the LBA the device wrote request i at
+ * (when res[i] == 0). -EINVAL: a length not whole blocks, or a null address. */
 int ur_zone_append(ur_engine *e, int ngfd, uint32_t nsid, uint32_t lba_size, uint64_t zone_lbas,
-                   uint8_t *buf, const int64_t *lens, const int64_t *zone, uint32_t nzones,
+                   const uint64_t *addr, const int64_t *lens, const int64_t *zone, uint32_t nzones,
                    uint32_t n, uint32_t qd, int32_t *res, uint64_t *alba, int64_t *done_ns);
 /* cffi:end */
 #endif

@@ -46,6 +46,25 @@ def test_a_large_swap_out_goes_down_as_batches_of_units_per_zone():
     assert np.array_equal(st.swap_in(ids), pages_for(ids))
 
 
+def test_a_topped_up_buffer_unit_goes_down_with_the_callers_units():
+    """Calls that are not a multiple of the write unit leave a remainder in the buffer; the next
+    call tops it up to a unit and sends it in the same batch as its own units (one trip)."""
+    d = open_device(DEV)
+    st = SwapStore(d, StoreConfig(write_size=128 << 10))          # 32-page units
+    ids = np.arange(1000)
+    st.swap_out(ids[:100], pages_for(ids[:100]))                   # 3 units, 4 pages wait
+    calls = spy(d)
+    appends = []
+    append = d.append
+    d.append = lambda z, data: appends.append(z) or append(z, data)
+    st.swap_out(ids[100:200], pages_for(ids[100:200]))             # 28 top up + 2 units of its own
+    assert len(calls) == 1 and calls[0][1] == [32 * PS] * 3, calls
+    assert len(appends) == 3                                       # the batch's own appends, nothing else
+    st.flush()
+    st.check()
+    assert np.array_equal(st.swap_in(ids[:200]), pages_for(ids[:200]))
+
+
 def test_a_flush_of_several_streams_goes_down_as_one_batch():
     """flush() with pages waiting in several streams' buffers: one append_batch over their zones."""
     d = open_device(DEV)
@@ -124,6 +143,19 @@ def test_serial_appends_contract():
     with pytest.raises(InvalidIOError, match="add up"):
         d.append_batch([1], data, [PS])
     assert d.report_zones()[1].wp == g.zone_start(1) + 2 * PS   # refused batches wrote nothing
+
+
+def test_append_batch_takes_one_buffer_per_unit():
+    """A sequence of buffers, one per request, instead of one buffer holding them back to back."""
+    d = open_device(DEV)
+    g = d.geometry
+    a, b = np.full(2 * PS, 7, np.uint8), np.full(PS, 9, np.uint8)
+    offs, fails = d.append_batch([4, 4], [a, b], [2 * PS, PS])
+    assert fails == [] and offs.tolist() == [g.zone_start(4), g.zone_start(4) + 2 * PS]
+    assert np.array_equal(d.read(g.zone_start(4), 3 * PS), np.concatenate([a, b]))
+    with pytest.raises(InvalidIOError, match="buffers of sizes"):
+        d.append_batch([5, 5], [a, b], [PS, 2 * PS])
+    assert d.report_zones()[5].wp == g.zone_start(5)                # refused: nothing written
 
 
 def _overwritten_store(d):

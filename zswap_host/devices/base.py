@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -251,9 +251,11 @@ class ZonedDevice(Protocol):
         """Zone append: the device writes ``data`` at zone ``z``'s write pointer and returns the
         byte offset it chose. ``data`` is whole blocks, at most ``geometry.max_append`` bytes
         (``InvalidIOError`` beyond). Errors as :meth:`write`."""
-    def append_batch(self, zones, data: Buffer, lengths, qd: int = 32) -> tuple[np.ndarray, list]:
+    def append_batch(self, zones, data: Buffer | Sequence[Buffer], lengths, qd: int = 32) -> tuple[np.ndarray, list]:
         """Many zone appends as one queue with at most ``qd`` in flight: request i appends
-        ``lengths[i]`` bytes (``data`` holds the requests back to back) to zone ``zones[i]``;
+        ``lengths[i]`` bytes to zone ``zones[i]``; ``data`` is one buffer holding the requests back
+        to back, or a sequence of one buffer per request (gathered without a copy where the device
+        can: a write unit and a write buffer go down together);
         several may go to one zone, and then they land in any order, each where the device chose.
         Arguments are checked before anything is written (``InvalidIOError``). Returns
         ``(offsets, failures)``: the byte offset each request landed at (-1 where it failed), and
@@ -369,16 +371,25 @@ def check_append(g: ZoneGeometry, length: int) -> None:
         raise InvalidIOError(f"zone append of {length} bytes exceeds the device's append limit {g.max_append}")
 
 
-def check_append_batch(g: ZoneGeometry, zones, data: Buffer, lengths) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """An ``append_batch``'s arguments as int64 arrays and a byte view, checked (every zone exists,
-    every length is a valid append, the lengths add up to the data)."""
+def check_append_batch(g: ZoneGeometry, zones, data, lengths) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """An ``append_batch``'s arguments as int64 arrays and one uint8 view per request (no copy),
+    checked: every zone exists, every length is a valid append, the data matches the lengths (one
+    buffer: they add up to its size; a sequence: one buffer of each length)."""
     zones = np.asarray(zones, np.int64).reshape(-1)
     lengths = np.asarray(lengths, np.int64).reshape(-1)
-    view = as_bytes_view(data)
     if zones.shape != lengths.shape:
         raise InvalidIOError(f"append batch: {zones.size} zones but {lengths.size} lengths")
-    if int(lengths.sum()) != view.size:
-        raise InvalidIOError(f"append batch: lengths add up to {int(lengths.sum())}, data holds {view.size}")
+    if isinstance(data, (list, tuple)):
+        units = [as_bytes_view(d) for d in data]
+        sizes = [u.size for u in units]
+        if sizes != lengths.tolist():
+            raise InvalidIOError(f"append batch: {lengths.size} lengths but buffers of sizes {sizes}")
+    else:
+        view = as_bytes_view(data)
+        if int(lengths.sum()) != view.size:
+            raise InvalidIOError(f"append batch: lengths add up to {int(lengths.sum())}, data holds {view.size}")
+        ends = np.cumsum(lengths).tolist()
+        units = [view[e - n:e] for e, n in zip(ends, lengths.tolist())]
     if zones.size and (int(zones.min()) < 0 or int(zones.max()) >= g.nr_zones):
         z = int(zones[np.flatnonzero((zones < 0) | (zones >= g.nr_zones))[0]])
         raise InvalidIOError(f"zone {z} does not exist (the device has {g.nr_zones} zones)")
@@ -386,7 +397,7 @@ def check_append_batch(g: ZoneGeometry, zones, data: Buffer, lengths) -> tuple[n
     if zones.size and (int(lengths.min()) <= 0 or int(lengths.max()) > limit or (lengths % g.block_size).any()):
         bad = (lengths <= 0) | (lengths > limit) | (lengths % g.block_size != 0)
         check_append(g, int(lengths[np.flatnonzero(bad)[0]]))     # raises, naming the first bad one
-    return zones, lengths, view
+    return zones, lengths, units
 
 
 class SerialAppends:
@@ -394,17 +405,16 @@ class SerialAppends:
 
     geometry: ZoneGeometry
 
-    def append_batch(self, zones, data: Buffer, lengths, qd: int = 32) -> tuple[np.ndarray, list]:
+    def append_batch(self, zones, data: Buffer | Sequence[Buffer], lengths, qd: int = 32) -> tuple[np.ndarray, list]:
         """See ``ZonedDevice.append_batch``."""
-        zones, lengths, view = check_append_batch(self.geometry, zones, data, lengths)
+        zones, _, units = check_append_batch(self.geometry, zones, data, lengths)
         offsets = np.full(zones.size, -1, np.int64)
-        failures, pos = [], 0
-        for k, (z, n) in enumerate(zip(zones.tolist(), lengths.tolist())):
+        failures = []
+        for k, (z, unit) in enumerate(zip(zones.tolist(), units)):
             try:
-                offsets[k] = self.append(z, view[pos:pos + n])
+                offsets[k] = self.append(z, unit)
             except (DeviceIOError, ZoneStateError) as e:
                 failures.append((k, e))
-            pos += n
         return offsets, failures
 
 

@@ -39,6 +39,19 @@ def aligned_copy(view: np.ndarray) -> np.ndarray:
     return buf
 
 
+def gathered(units: list[np.ndarray]) -> np.ndarray:
+    """Byte buffers back to back in one buffer O_DIRECT can take (one copy; none for a single
+    buffer that is already aligned)."""
+    if len(units) == 1:
+        return aligned_copy(units[0])
+    buf = aligned_empty(sum(u.size for u in units))
+    pos = 0
+    for u in units:
+        buf[pos:pos + u.size] = u
+        pos += u.size
+    return buf
+
+
 # block devices this process holds open: rdev -> number of open handles. A second handle in the same
 # process (bench opens the baseline device for more than one run) shares the claim instead of failing
 # its O_EXCL open; "open exclusively elsewhere" means by another program.

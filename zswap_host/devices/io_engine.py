@@ -162,17 +162,19 @@ class UringEngine:
             raise ValueError("io_uring batch refused: a length is not positive or a zone is out of range")
         return res, done_ns / 1e9
 
-    def append(self, ngfd: int, nsid: int, lba_size: int, zone_lbas: int, buf: np.ndarray,
+    def append(self, ngfd: int, nsid: int, lba_size: int, zone_lbas: int, units: list[np.ndarray],
                lengths: np.ndarray, zones: np.ndarray, nzones: int, qd: int):
-        """NVMe Zone Appends through ``IORING_OP_URING_CMD``: returns (results: 0, -errno or NVMe
-        status; the LBA each landed at; completion times)."""
+        """NVMe Zone Appends through ``IORING_OP_URING_CMD``, request i from ``units[i]`` (a
+        contiguous, dword-aligned uint8 array kept alive by the caller until this returns): returns
+        (results: 0, -errno or NVMe status; the LBA each landed at; completion times)."""
         ffi, lib = self._ffi, self._lib
         n = lengths.size
         res, done_ns = self._arrays(n)
         alba = np.zeros(n, np.uint64)
         lengths = np.ascontiguousarray(lengths, np.int64)
         z = np.ascontiguousarray(zones, np.int64)
-        r = lib.ur_zone_append(self._e, ngfd, nsid, lba_size, zone_lbas, _ptr(ffi, buf, "uint8_t *"),
+        addr = np.array([u.ctypes.data for u in units], np.uint64)
+        r = lib.ur_zone_append(self._e, ngfd, nsid, lba_size, zone_lbas, _ptr(ffi, addr, "uint64_t *"),
                                _ptr(ffi, lengths, "int64_t *"), _ptr(ffi, z, "int64_t *"), nzones, n,
                                max(1, qd), _ptr(ffi, res, "int32_t *"), _ptr(ffi, alba, "uint64_t *"),
                                _ptr(ffi, done_ns, "int64_t *"))

@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, NotZonedError, ZoneStateError
 from .base import Buffer, as_bytes_view, check_aligned, check_append, check_append_batch, check_zone_write
 from .blkzoned import ZONE_OPS, errname, report_fd, zoned_lib
-from .direct_io import DirectIO, aligned_copy, open_direct
+from .direct_io import DirectIO, aligned_copy, gathered, open_direct
 from .io_engine import DEFAULT_DEPTH, UringEngine
 from .sysfs import SECTOR, generic_char_device, is_nvme_namespace, max_transfer_bytes, queue_dir, queue_zone_limits, read_sysfs, sysfs_dir, zoned_model
 from .zone import Zone, ZoneCond, ZoneGeometry
@@ -291,21 +291,20 @@ class LinuxZonedDevice(DirectIO):
 
     def append_batch(self, zones, data: Buffer, lengths, qd: int = 32) -> tuple[np.ndarray, list]:
         """See ``ZonedDevice.append_batch``: through the append path (``append_path``)."""
-        zones, lengths, view = check_append_batch(self.geometry, zones, data, lengths)
+        zones, lengths, units = check_append_batch(self.geometry, zones, data, lengths)
         if zones.size == 0:
             return np.zeros(0, np.int64), []
         if self.append_path == "uring-cmd":
-            offsets, failures = self._append_uring(zones, view, lengths, qd)
+            offsets, failures = self._append_uring(zones, units, lengths, qd)
         elif self._passthrough:
-            offsets, failures, pos = np.full(zones.size, -1, np.int64), [], 0
-            for k, (z, n) in enumerate(zip(zones.tolist(), lengths.tolist())):
+            offsets, failures = np.full(zones.size, -1, np.int64), []
+            for k, (z, unit) in enumerate(zip(zones.tolist(), units)):
                 try:
-                    offsets[k] = self._append_ioctl(z, view[pos:pos + n])
+                    offsets[k] = self._append_ioctl(z, unit)
                 except (DeviceIOError, ZoneStateError, InvalidIOError) as e:
                     failures.append((k, e))
-                pos += n
         else:
-            offsets, failures = self._append_at_wp(zones, view, lengths, qd)
+            offsets, failures = self._append_at_wp(zones, units, lengths, qd)
         return offsets, failures
 
     def _count_appends(self, n: int, per_zone: int) -> None:
@@ -313,16 +312,17 @@ class LinuxZonedDevice(DirectIO):
             self._appends += n
             self._max_appends_zone = max(self._max_appends_zone, per_zone)
 
-    def _append_uring(self, zones: np.ndarray, view: np.ndarray, lengths: np.ndarray, qd: int):
-        """NVMe Zone Appends through io_uring passthrough; a refused passthrough falls back for good
-        to the write-at-wp path (and the refused requests are redone there)."""
+    def _append_uring(self, zones: np.ndarray, units: list[np.ndarray], lengths: np.ndarray, qd: int):
+        """NVMe Zone Appends through io_uring passthrough, each request straight from its unit's
+        memory; a refused passthrough falls back for good to the write-at-wp path (and the refused
+        requests are redone there)."""
         g = self.geometry
         # NVMe DMA needs dword alignment; max_append leaves room for a buffer that is not page aligned
-        buf = view if view.ctypes.data % 4 == 0 else aligned_copy(view)
+        units = [u if u.ctypes.data % 4 == 0 else aligned_copy(u) for u in units]
         with self._append_lock, self._running():
             t = time.perf_counter()
             res, alba, _ = self._append_engine.append(self._ngfd, self.nsid, g.block_size,
-                                                      g.zone_size // g.block_size, buf, lengths, zones,
+                                                      g.zone_size // g.block_size, units, lengths, zones,
                                                       g.nr_zones, qd)
             dt = time.perf_counter() - t
         offsets = alba.view(np.int64)
@@ -346,9 +346,7 @@ class LinuxZonedDevice(DirectIO):
             print(f"zswap-host: {self.path}: NVMe passthrough refused ({errname(int(-res[refused][0]))}): "
                   f"zone append becomes a write at the write pointer", file=sys.stderr)
             idx = np.flatnonzero(refused)
-            starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-            sub = np.concatenate([view[s:s + n] for s, n in zip(starts[idx].tolist(), lengths[idx].tolist())])
-            redo, redo_fail = self._append_at_wp(zones[idx], sub, lengths[idx], qd)
+            redo, redo_fail = self._append_at_wp(zones[idx], [units[k] for k in idx.tolist()], lengths[idx], qd)
             offsets[idx] = redo
             failures += [(int(idx[k]), e) for k, e in redo_fail]
         for k in np.flatnonzero(~ok & ~refused).tolist():
@@ -376,7 +374,7 @@ class LinuxZonedDevice(DirectIO):
             return int(alba[0]) * g.block_size
         if r < 0 and -r in (errno.ENOTTY, errno.EPERM, errno.EACCES, errno.EOPNOTSUPP):
             self._passthrough = False          # passthrough refused: fall back for good
-            offsets, failures = self._append_at_wp(np.array([z]), view, np.array([view.size]), 1)
+            offsets, failures = self._append_at_wp(np.array([z]), [view], np.array([view.size]), 1)
             if failures:
                 raise failures[0][1]
             return int(offsets[0])
@@ -384,7 +382,7 @@ class LinuxZonedDevice(DirectIO):
             raise self._zone_error(-r, z, f"zone append of {view.size} bytes to zone {z}")
         raise self._nvme_error(int(r), z, view.size)
 
-    def _append_at_wp(self, zones: np.ndarray, view: np.ndarray, lengths: np.ndarray, qd: int):
+    def _append_at_wp(self, zones: np.ndarray, units: list[np.ndarray], lengths: np.ndarray, qd: int):
         """Appends as writes at each zone's write pointer (one report per zone, under the zone's
         lock): in order and one in flight per zone, zones in parallel."""
         g = self.geometry
@@ -413,11 +411,8 @@ class LinuxZonedDevice(DirectIO):
                 offsets[mine[over]] = -1
             idx = np.flatnonzero(go)
             if idx.size:
-                starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-                buf = view if idx.size == zones.size else \
-                    np.concatenate([view[s:s + n] for s, n in zip(starts[idx].tolist(), lengths[idx].tolist())])
-                res, _ = self._batch(True, aligned_copy(buf), offsets[idx], lengths[idx], qd,
-                                     zones=zones[idx], nzones=g.nr_zones)
+                res, _ = self._batch(True, gathered([units[k] for k in idx.tolist()]), offsets[idx], lengths[idx],
+                                     qd, zones=zones[idx], nzones=g.nr_zones)
                 for j in np.flatnonzero(res != lengths[idx]).tolist():
                     k, r = int(idx[j]), int(res[j])
                     z = int(zones[k])

@@ -543,6 +543,8 @@ class SwapStore:
             if buf.n and buf.n < self._min_write_pages:  # top the buffer up to one write unit
                 i = unit - buf.n
                 self._buffer(k, handles[:i], pages[:i])
+            if buf.n >= self._min_write_pages and n - i >= self._min_write_pages:
+                i += self._write_buffer_and(k, handles[i:], pages[i:], done[i:])
             self._flush_buffer(k, force=False, least=self._min_write_pages)
             while n - i >= self._min_write_pages:
                 done[i:] = False
@@ -551,6 +553,18 @@ class SwapStore:
             if i < n:                            # what is not on the device waits in the buffer
                 rest = np.flatnonzero(~done[i:]) + i
                 self._buffer(k, handles[rest], pages[rest])
+
+    def _write_buffer_and(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray) -> int:
+        """Stream k's buffered write unit and the caller's next units as one batch (one trip to the
+        device instead of two); returns how many of the caller's pages were written (a prefix)."""
+        buf, least = self._buffers[k], self._min_write_pages
+        ids = buf.ids[:buf.n].copy()
+        done_buf = np.zeros(ids.size, bool)
+        try:
+            return self._write_jobs([(k, ids, buf.data[:buf.n], least, True, done_buf),
+                                     (k, handles, pages, least, False, done)])[1]
+        finally:
+            self._drop_written(buf, ids, done_buf)
 
     def _flush_buffer(self, k: int, force: bool, least: int | None = None) -> None:
         """Write buffered pages while at least ``least`` pages wait (default: a whole write unit;
@@ -626,8 +640,8 @@ class SwapStore:
         ps = self.page_size
         zones = np.array([u[1] for u in plan], np.int64)
         lens = np.array([u[3] for u in plan], np.int64)
-        data = np.concatenate([jobs[j][2][a:a + m] for j, _, a, m in plan]) if len(jobs) > 1 else \
-            jobs[0][2][:int(lens.sum())]
+        # several jobs: one buffer per unit, gathered by the device without a copy
+        data = [jobs[j][2][a:a + m] for j, _, a, m in plan] if len(jobs) > 1 else jobs[0][2][:int(lens.sum())]
         offsets, failures = self.device.append_batch(zones, data, lens * ps, self.config.append_qd)
         full = set()
         run = None                                               # units landed back to back: one commit
