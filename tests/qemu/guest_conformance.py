@@ -11,12 +11,14 @@ from conformance import *  # noqa: F401,F403  (the suite)
 from zswap_host.devices import open_device
 
 DEVICE = os.environ.get("ZSWAP_ZNS_DEVICE", "/dev/nvme0n2")
-ENGINE = os.environ.get("ZSWAP_IO_ENGINE") or None     # uring (default) or sync: the suite runs with both
+# both I/O engines in one process (each interpreter start-up costs about 30 s under TCG); the test ids
+# carry the engine, e.g. test_x[uring] or test_x[sync-4096]
+ENGINES = os.environ.get("ZSWAP_IO_ENGINES", "uring,sync").split(",")
 
 
-@pytest.fixture
-def zdev():
-    dev = open_device(DEVICE, zoned=True, io_engine=ENGINE)     # the safety checks run too: the namespace must pass them
+@pytest.fixture(params=ENGINES)
+def zdev(request):
+    dev = open_device(DEVICE, zoned=True, io_engine=request.param)     # the safety checks run too: the namespace must pass them
     dev.reset_all()                           # every zone EMPTY, open/active resources released
     yield dev
     dev.close()

@@ -6,37 +6,45 @@ under TCG is slow); fault injection is emulator-only and is not repeated here.""
 import os
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, settings
 
 import test_properties as tp
 from zswap_host import StoreConfig, SwapStore, open_device
 
 DEVICE = os.environ.get("ZSWAP_ZNS_DEVICE", "/dev/nvme0n2")
-ENGINE = os.environ.get("ZSWAP_IO_ENGINE") or None     # uring (default) or sync: the suite runs with both
+# both I/O engines in one process (each interpreter start-up costs about 30 s under TCG); every test
+# name carries its engine
+ENGINES = os.environ.get("ZSWAP_IO_ENGINES", "uring,sync").split(",")
 
 
-def make_real_store():
-    dev = open_device(DEVICE, zoned=True, io_engine=ENGINE)
+def make_real_store(engine: str):
+    dev = open_device(DEVICE, zoned=True, io_engine=engine)
     return SwapStore(dev, StoreConfig(placement="temporal", victim="greedy", write_size=128 << 10,
                                       prefetch_buffer_pages=64, max_streams=1))
 
 
-class RealStoreMachine(tp.BackendMachine):
-    factory = staticmethod(make_real_store)
+def _machine(engine: str):
+    class RealStoreMachine(tp.BackendMachine):
+        factory = staticmethod(lambda: make_real_store(engine))
 
-    def teardown(self):
-        dev = self.b.device
-        self.b.close()
-        dev.close()
+        def teardown(self):
+            dev = self.b.device
+            self.b.close()
+            dev.close()
+
+    RealStoreMachine.TestCase.settings = settings(max_examples=4, stateful_step_count=20, deadline=None,
+                                                  suppress_health_check=list(HealthCheck), database=None)
+    return RealStoreMachine.TestCase
 
 
-RealStoreMachine.TestCase.settings = settings(max_examples=4, stateful_step_count=20, deadline=None,
-                                              suppress_health_check=list(HealthCheck), database=None)
-TestRealStoreMachine = RealStoreMachine.TestCase
+for _engine in ENGINES:
+    globals()[f"TestRealStoreMachine_{_engine}"] = _machine(_engine)
 
 
-def test_all_pages_back_after_overwrites_on_real_namespace():
-    b = make_real_store()
+@pytest.mark.parametrize("engine", ENGINES)
+def test_all_pages_back_after_overwrites_on_real_namespace(engine):
+    b = make_real_store(engine)
     try:
         rng = np.random.default_rng(0)
         oracle = {}
@@ -57,13 +65,14 @@ def test_all_pages_back_after_overwrites_on_real_namespace():
         dev.close()
 
 
-def test_gc_moves_whole_victims_with_reads_beside_appends():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_gc_moves_whole_victims_with_reads_beside_appends(engine):
     """Foreground-sized GC (gc_step: whole victims) on the real namespace after overwrites: every
     page comes back. With the uring engine the device has overlapped_io (appends on their own
     passthrough ring) and the victim's next chunk is read on the reader thread while the last one
     is appended; the most batches the device saw running at once is printed (not asserted: whether
     two batches met in time is the scheduler's business)."""
-    dev = open_device(DEVICE, zoned=True, io_engine=ENGINE)
+    dev = open_device(DEVICE, zoned=True, io_engine=engine)
     dev.reset_all()
     b = SwapStore(dev, StoreConfig(write_size=128 << 10, max_streams=1))
     try:
