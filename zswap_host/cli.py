@@ -391,6 +391,19 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
               "emulated device of the same geometry and report the two stalls side by side (the model twin).")
 @click.option("--preset", "twin_preset", default="thesis-ssd", show_default=True, metavar="PRESET",
               help="SSD timing model of the model twins: thesis-ssd or zn540.")
+@click.option("--data", "data_path", default=None, metavar="PATH",
+              help="Train on this Criteo file instead of synthetic data: Kaggle train.txt, Terabyte day_N "
+              "(or day_N.gz), or facebookresearch/dlrm's preprocessed .npz; streamed, read again from its "
+              "start when the run needs more samples than it holds.")
+@click.option("--data-format", type=click.Choice(["auto", "kaggle", "terabyte", "npz"]), default=None,
+              help="Format of --data [default: auto: npz for a zip archive, terabyte for day_N[.gz], else kaggle].")
+@click.option("--max-ind-range", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --data: cap every embedding table at N rows (dlrm's --max-ind-range).")
+@click.option("--cat-mapping", type=click.Choice(["hash", "dict"]), default=None,
+              help="With --data: categorical value -> row by value mod rows (hash, dlrm's) or by first-seen "
+              "order per table, hashed once a table is full (dict) [default: hash].")
+@click.option("--skip-bad-lines", is_flag=True, help="With --data: drop malformed lines and count them in the "
+              "report instead of stopping at the first one.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Write the report as JSON.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), help="Write PNG figures into this folder.")
 @click.option("--trace-out", type=click.Path(dir_okay=False, writable=True),
@@ -401,7 +414,8 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 @friendly_errors
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed, runs_csv,
           sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
-          jobs, model_twin, twin_preset, json_path, plot_dir, trace_out, force=False, yes=False) -> None:
+          jobs, model_twin, twin_preset, data_path, data_format, max_ind_range, cat_mapping, skip_bad_lines,
+          json_path, plot_dir, trace_out, force=False, yes=False) -> None:
     """Train DLRM in DRAM only and over four swap configurations, side by side: Linux swap (one fault at
     a time, as the kernel does), Linux swap with each step's pages announced (MADV_WILLNEED: one deep
     read queue), the host-managed store on the conventional SSD (zoned view), and the store on a ZNS
@@ -412,12 +426,17 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
     same model on the same batches; their losses must match. On a real device (--device /dev/nvme0n2, a
     file) each of its runs is then trained again on an emulated device of the same geometry, and its
     wall-clock stall is reported next to the modeled one (--no-model-twin: not).
+
+    --data PATH trains on a Criteo file instead of the synthetic generator: dense features log(x + 1),
+    categorical values mapped into the preset's tables, batches in file order.
     """
     from tqdm import tqdm
 
     from .bench import BenchSpec, ComputeBasis, format_table, run_bench
 
     runs = tuple(r.strip() for r in runs_csv.split(",") if r.strip())     # checked by the bench's plan
+    if data_path is None and (data_format or max_ind_range or cat_mapping or skip_bad_lines):
+        _fail("--data-format, --max-ind-range, --cat-mapping and --skip-bad-lines apply to --data PATH")
     if compute_us_per_sample is not None and compute_kind == "measured":
         _fail("give --compute measured or --compute-us-per-sample, not both")
     basis = None
@@ -430,7 +449,9 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
                      budget=_budget(budget), iterations=iterations, batch_size=batch_size, seed=seed,
                      runs=runs, sizing=sizing, utilisation=utilisation, compute=basis, trace_out=trace_out,
                      verify=verify, idle_gc=idle_gc, suspend=suspend, jobs=jobs, model_twin=model_twin,
-                     twin_preset=twin_preset)
+                     twin_preset=twin_preset, data=data_path, data_format=data_format or "auto",
+                     max_ind_range=max_ind_range, cat_mapping=cat_mapping or "hash",
+                     skip_bad_lines=skip_bad_lines)
     bars: dict = {}
 
     def progress(name: str, done: int, total: int) -> None:   # one bar per run (runs may train at once)

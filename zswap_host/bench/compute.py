@@ -22,7 +22,7 @@ compute, never mixed into it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -62,6 +62,7 @@ class MeasuredCompute:
     loss: np.ndarray
     wall_s: float
     paging: dict
+    source: dict = field(default_factory=dict)     # what a file batch source read ({} for synthetic data)
 
     @property
     def median_s(self) -> np.ndarray:
@@ -76,13 +77,13 @@ class MeasuredCompute:
 
 
 def measure_compute(model_cfg, data_cfg, iterations: int, batch_size: int, seed: int, repeats: int = 3,
-                    progress=None, threads: int | None = 1) -> MeasuredCompute:
+                    progress=None, threads: int | None = 1, source=None) -> MeasuredCompute:
     """Train DLRM in DRAM only ``repeats`` times in lockstep and time every step. All replicas train
-    the same model on the same batches; a replica whose loss differs raises RuntimeError."""
+    the same model on the same batches (from ``source``, see ``workloads.train.batch_source``; None:
+    synthetic); a replica whose loss differs raises RuntimeError."""
     import torch
 
-    from ..workloads.criteo import CriteoSynth
-    from ..workloads.train import Trainer, _resolve
+    from ..workloads.train import Trainer, _resolve, batch_source
 
     if threads is not None:
         torch.set_num_threads(int(threads))
@@ -91,14 +92,16 @@ def measure_compute(model_cfg, data_cfg, iterations: int, batch_size: int, seed:
     reps = [Trainer(mc, dc, None, 1.0, seed) for _ in range(int(repeats))]
     R, n = len(reps), int(iterations)
     comp, pag, loss = np.zeros((R, n)), np.zeros((R, n)), np.zeros((R, n))
-    for i, b in enumerate(CriteoSynth(dc).batches(n, batch_size, seed)):
+    gen = batch_source(dc, source).batches(n, batch_size, seed)
+    for i, b in enumerate(gen):
         for r, tr in enumerate(reps):
             loss[r, i], comp[r, i], pag[r, i], _, _ = tr.step(b)
         if progress is not None:
             progress(i + 1, n)
     if R > 1 and not (loss == loss[0]).all():
         raise RuntimeError("DRAM-only replicas of one training computed different losses")
-    return MeasuredCompute(comp, pag, loss, time.perf_counter() - t0, reps[0].emb.stats())
+    return MeasuredCompute(comp, pag, loss, time.perf_counter() - t0, reps[0].emb.stats(),
+                           gen.stats() if hasattr(gen, "stats") else {})
 
 
 def charged_compute(basis: ComputeBasis, measured: MeasuredCompute, batch_size: int) -> np.ndarray:

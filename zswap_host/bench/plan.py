@@ -4,6 +4,7 @@ any training starts so that bad input fails fast."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -43,7 +44,13 @@ class BenchSpec:
     in-memory emulated one (modeled time: a run's result does not depend on what runs beside it), else 1.
     Real or file-backed devices always run one at a time (their runs share the device).
     ``model_twin``: when a run's device is real (wall clock), train that run again afterwards on an
-    emulated device of the same geometry timed by ``twin_preset`` (see :mod:`.twin`)."""
+    emulated device of the same geometry timed by ``twin_preset`` (see :mod:`.twin`).
+    ``data``: train on this Criteo file (Kaggle ``train.txt``, Terabyte ``day_N[.gz]`` or dlrm's
+    ``.npz``; ``workloads.data.CriteoFile``) instead of the synthetic generator, read as
+    ``data_format`` says, its categorical values ``cat_mapping``-mapped (``hash`` or ``dict``) into the
+    preset's tables, each capped at ``max_ind_range`` rows when given; ``skip_bad_lines`` drops and
+    counts malformed lines instead of failing. Every run reads the file itself, from its start: all
+    runs train on the same batches."""
 
     preset: str = "default"
     device: str | None = None           # ZNS device URL or path (default: emulated, same flash as the baseline)
@@ -65,6 +72,11 @@ class BenchSpec:
     jobs: int | None = None             # runs at once (None: one per CPU on in-memory emulated devices)
     model_twin: bool = True             # real devices: the same runs on emulated devices of their geometry
     twin_preset: str = "thesis-ssd"     # the SSD model of those twins
+    data: str | None = None             # a Criteo data file (None: the synthetic generator)
+    data_format: str = "auto"           # auto, kaggle, terabyte, npz
+    max_ind_range: int | None = None    # cap on every table's rows (dlrm's --max-ind-range)
+    cat_mapping: str = "hash"           # hash (value % rows) or dict (first-seen ids)
+    skip_bad_lines: bool = False        # drop and count malformed lines instead of failing
 
 
 @dataclass
@@ -86,6 +98,7 @@ class Plan:
     sizing: str
     compute: ComputeBasis
     devices: dict = field(default_factory=dict)   # what the emulated devices are, for the report
+    source: object = None               # the batch source (a data.CriteoFile), None: synthetic batches
 
 
 def _compute_basis(spec: BenchSpec, p) -> ComputeBasis:
@@ -119,6 +132,14 @@ def plan(spec: BenchSpec) -> Plan:
     if u is not None and not 0.05 <= u <= 0.99:
         raise BenchError(f"utilisation must be within 0.05..0.99 of the usable capacity, not {u}")
     mc, dc = p.model_config(), p.data_config()
+    source = None
+    if spec.data is not None:
+        from ..workloads.data import CriteoFile
+
+        source = CriteoFile(spec.data, dc.tables, spec.data_format, spec.max_ind_range, spec.cat_mapping,
+                            spec.skip_bad_lines)
+        source.check()                  # a missing or malformed file fails here, before any training
+        dc = dataclasses.replace(dc, tables=source.tables, hot=source.hot)
     budget = p.budget if spec.budget is None else spec.budget
     batch_size = p.batch_size if spec.batch_size is None else int(spec.batch_size)
     iterations = p.iterations if spec.iterations is None else int(spec.iterations)
@@ -127,7 +148,9 @@ def plan(spec: BenchSpec) -> Plan:
     if batch_size > MAX_BATCH:
         raise BenchError(f"batch size {batch_size} is over the {MAX_BATCH} samples a batch can hold in memory here")
     try:
-        fp = footprint(mc, dc, budget, batch_size, spec.seed)
+        fp = footprint(mc, dc, budget, batch_size, spec.seed, source=source)
+    except ZswapError:                  # the data file's own errors (it is read for the probe)
+        raise
     except ValueError as e:
         raise BenchError(f"bad DRAM budget {budget!r}: {e}") from None
     pages, budget_bytes = fp["total_pages"], fp["budget_bytes"]
@@ -170,7 +193,7 @@ def plan(spec: BenchSpec) -> Plan:
     return Plan(p, mc, dc, iterations, batch_size, budget, budget_bytes, fp["budget_pages"], pages * PAGE, pages,
                 spec.baseline_device or f"emu-conv://?size={conv}&preset=thesis-ssd{idle}{suspend}",
                 spec.device or f"emu://?zones={zones}&zone_size={zone}&zone_capacity={cap}&preset=thesis-ssd{suspend}",
-                zone, view_cap, spec.sizing, _compute_basis(spec, p), devices)
+                zone, view_cap, spec.sizing, _compute_basis(spec, p), devices, source)
 
 
 def _too_small(what: str, url: str, holds: int, need: int) -> BenchError:

@@ -44,13 +44,14 @@ def _record(name: str, res, clock: str) -> dict:
             "iterations": res.iterations, "per_iteration_s": res.iteration_s.tolist(),
             "io_stall_per_iteration_s": stall.tolist(), "pages_in_per_iteration": res.pages_in.tolist(),
             "pages_out_per_iteration": res.pages_out.tolist(), "loss": res.loss.tolist(), "paging": res.paging,
-            "wall_s": res.wall_s}
+            "wall_s": res.wall_s, **({"data": res.source} if res.source else {})}
 
 
 def _dram_run(name: str, pl, spec: BenchSpec, basis, progress=None) -> tuple[dict, dict]:
     """The DRAM-only training(s) of the compute basis: (record, measured compute)."""
     measured = measure_compute(pl.model, pl.data, pl.iterations, pl.batch_size, spec.seed, basis.repeats,
-                               progress=(lambda d, t: progress(name, d, t)) if progress else None)
+                               progress=(lambda d, t: progress(name, d, t)) if progress else None,
+                               source=pl.source)
     charged = charged_compute(basis, measured, pl.batch_size)
     stall0 = np.zeros(pl.iterations)
     return {"name": name, "clock": "charged", "train_time_s": float(charged.sum()),
@@ -59,7 +60,8 @@ def _dram_run(name: str, pl, spec: BenchSpec, basis, progress=None) -> tuple[dic
             "simulation_wall_s": 0.0, "io_stall_time_s": 0.0, "step_stall_p50_s": 0.0, "step_stall_p99_s": 0.0,
             "iterations": pl.iterations, "per_iteration_s": charged.tolist(),
             "io_stall_per_iteration_s": stall0.tolist(), "loss": measured.loss[0].tolist(),
-            "paging": measured.paging, "wall_s": measured.wall_s, "replicas": measured.summary()}, measured
+            "paging": measured.paging, "wall_s": measured.wall_s, "replicas": measured.summary(),
+            **({"data": measured.source} if measured.source else {})}, measured
 
 
 def _swap_run(name: str, pl, spec: BenchSpec, charged: np.ndarray, progress=None) -> tuple[dict, dict]:
@@ -84,7 +86,7 @@ def _swap_run(name: str, pl, spec: BenchSpec, charged: np.ndarray, progress=None
     trace = TraceBuilder() if spec.trace_out and name == "zns-host-gc" else None
     res = train(pl.model, pl.data, backend, pl.budget, pl.iterations, pl.batch_size, spec.seed,
                 on_idle=on_idle, clock=dev.now if modeled else None, trace=trace,
-                discard_dirty=DISCARD_DIRTY[name], charged_compute_s=charged,
+                discard_dirty=DISCARD_DIRTY[name], charged_compute_s=charged, source=pl.source,
                 progress=(lambda d, t: progress(name, d, t)) if progress else None)
     if trace is not None:
         trace.build().save(spec.trace_out)
@@ -149,11 +151,23 @@ def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None 
               "verify": spec.verify, "idle_gc": spec.idle_gc, "compute": basis.as_dict(),
               "sizing": pl.devices, "devices": {"baseline": pl.baseline_url, "zns": pl.zns_url},
               "runs": runs}
+    if pl.source is not None:
+        report["data"] = data_report(runs)
     report.update(chain(runs))
     if twin is not None:
         report["model_twin"] = _twin_runs(twin, spec, basis, charged, runs, progress)
     report["_extras"] = extras
     return report
+
+
+def data_report(runs: list[dict]) -> dict:
+    """The data file's block of the report: what the DRAM-only run's stream read, and whether every
+    run's stream counted the same (``every_run_read_alike``; equal losses, ``ratios.losses_match``,
+    show that the batches were the same)."""
+    streams = [r["data"] for r in runs if "data" in r]
+    keys = ("samples", "passes", "bad_lines_skipped", "samples_per_pass")
+    same = all(all(s.get(k) == streams[0].get(k) for k in keys) for s in streams)
+    return {**streams[0], "every_run_read_alike": same}
 
 
 def _twin_runs(twin, spec: BenchSpec, basis, charged: np.ndarray, runs: list[dict], progress=None) -> dict:

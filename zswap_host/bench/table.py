@@ -32,6 +32,15 @@ def _sizing(s: dict) -> str:
             f"{format_size(s['zone_capacity'])}; tables at {s['tables_over_zns_usable']:.0%})")
 
 
+def _data(d: dict) -> str:
+    """One line on the data file the runs trained on."""
+    cap = f", tables capped at {d['max_ind_range']} rows" if d.get("max_ind_range") else ""
+    passes = f" ({d['passes']} passes over its {d['samples_per_pass']} samples)" if d["passes"] > 1 else ""
+    bad = f"; {d['bad_lines_skipped']} malformed lines skipped" if d.get("skip_bad_lines") else ""
+    return (f"data: {d['path']} ({d['format']}, categorical values {d['mapping']}-mapped{cap}), "
+            f"{d['samples']} samples read{passes}{bad}")
+
+
 def format_table(report: dict) -> str:
     runs = report["runs"]
     head = (f"{'run':22} {'train s':>8} {'slowdown':>8} {'stall s':>8} {'step p50/p99 ms':>16} "
@@ -42,7 +51,10 @@ def format_table(report: dict) -> str:
              f"store {report['placement']}/{report['victim']}",
              f"devices: {_sizing(report['sizing'])}; idle windows to {'both GCs' if report['idle_gc'] else 'neither GC'}; "
              f"program/erase suspend {'on' if report['sizing'].get('suspend') else 'off'}",
-             f"compute: {_basis(report['compute'])}", "", head, "-" * len(head)]
+             f"compute: {_basis(report['compute'])}"]
+    if "data" in report:
+        lines.append(_data(report["data"]))
+    lines += ["", head, "-" * len(head)]
     t0 = runs[0]["train_time_s"]
     for r in runs:
         own = f"{r['measured_compute_s']:6.1f}/{r['paging_bookkeeping_s']:5.1f}"

@@ -93,6 +93,7 @@ class TrainResult:
     charged_s: np.ndarray           # compute charged to the run (compute_s unless the caller fixed it)
     paging: dict = field(default_factory=dict)
     wall_s: float = 0.0             # whole run, wall clock
+    source: dict = field(default_factory=dict)   # what a file batch source read ({} for synthetic data)
 
     @property
     def iteration_s(self) -> np.ndarray:
@@ -134,13 +135,29 @@ def _resolve(model_cfg, data_cfg):
     return mc, dc
 
 
+def batch_source(dc: DataConfig, source=None):
+    """What a run's batches come from: ``source`` (an object with ``batches(n, batch_size, seed)``
+    yielding ``Batch`` objects and, optionally, ``tables`` and ``hot``: the row counts it maps into and
+    its lookups per table, which must be ``dc``'s), or the synthetic generator of ``dc`` when None.
+    ``ValueError`` on a mismatch."""
+    if source is None:
+        return CriteoSynth(dc)
+    tables = getattr(source, "tables", None)
+    if tables is not None and tuple(tables) != tuple(dc.tables):
+        raise ValueError("the batch source maps into other tables than the data config's")
+    if getattr(source, "hot", dc.hot) != dc.hot:
+        raise ValueError(f"the batch source gives {source.hot} lookups per table, the data config {dc.hot}")
+    return source
+
+
 def footprint(model_cfg, data_cfg, budget=1.0, batch_size: int | None = None, seed: int = 0,
-              probe: int = 4, page_size: int = 4096) -> dict:
+              probe: int = 4, page_size: int = 4096, source=None) -> dict:
     """What a run will need, before it starts (no torch work, no allocation): ``total_pages`` /
     ``table_bytes`` (the paged bytes: at most this much is ever swapped out), ``budget_pages`` /
     ``budget_bytes`` (the DRAM cache; ``ValueError`` for a bad budget), and with ``batch_size`` the
     most pages any of the first ``probe`` batches needs (``batch_pages_max``) and ``fits`` =
-    ``batch_pages_max <= budget_pages`` (the run fails with a ValueError otherwise)."""
+    ``batch_pages_max <= budget_pages`` (the run fails with a ValueError otherwise). ``source``: the
+    batch source the run will train on (see :func:`train`; None: the synthetic generator)."""
     from .paged_embedding import parse_budget
     mc, dc = _resolve(model_cfg, data_cfg)
     R = page_size // (4 * mc.dim)
@@ -153,7 +170,7 @@ def footprint(model_cfg, data_cfg, budget=1.0, batch_size: int | None = None, se
            "budget_pages": bb // page_size, "budget_bytes": bb // page_size * page_size}
     if batch_size:
         worst = 0
-        for b in CriteoSynth(dc).batches(probe, batch_size, seed):
+        for b in batch_source(dc, source).batches(probe, batch_size, seed):
             n = 0
             for t in range(dc.num_tables):
                 idx = b.sparse[t].reshape(-1)
@@ -211,7 +228,7 @@ class Trainer:
 
 def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int, seed: int,
           on_idle=None, clock=None, progress=None, trace=None, *, threads: int | None = 1,
-          discard_dirty: bool = False, charged_compute_s=None) -> TrainResult:
+          discard_dirty: bool = False, charged_compute_s=None, source=None) -> TrainResult:
     """Train DLRM for ``iterations`` batches of ``batch_size`` with its embedding tables in a
     ``PagedEmbedding`` of ``budget`` (bytes, fraction of table bytes, or "25%"/"64MiB") over
     ``backend`` (None: DRAM only). ``seed`` fixes the MLP init, first-touch embedding init and the
@@ -223,7 +240,9 @@ def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int
     charged compute (hand it to ``SwapStore.idle`` or advance the conventional device's clock).
     ``progress(done, total)`` after each iteration. ``trace``: a ``TraceBuilder``; it gets every
     swap_in/swap_out/discard and an IDLE event with each iteration's charged compute. ``threads``:
-    torch threads (None: leave as is).
+    torch threads (None: leave as is). ``source``: where batches come from (:func:`batch_source`;
+    None: ``CriteoSynth(data_cfg)``, else e.g. a ``data.CriteoFile``); what the source's stream reports
+    (its ``stats()``) ends in ``TrainResult.source``.
     """
     import torch
 
@@ -247,7 +266,7 @@ def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int
     pout = np.zeros(n, np.int64)
     ftouch = np.zeros(n, np.int64)
     c = emb.counters
-    gen = CriteoSynth(dc).batches(n, batch_size, seed)
+    gen = batch_source(dc, source).batches(n, batch_size, seed)
     for i in range(n):
         t0 = time.perf_counter()
         b = next(gen)
@@ -270,4 +289,5 @@ def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int
         total_pages=emb.total_pages, compute_s=compute, io_stall_s=stall, io_wall_s=iowall, data_s=data_s,
         loss=losses, pages_in=pin, pages_out=pout, first_touch=ftouch, paging_s=paging,
         charged_s=compute.copy() if charged_compute_s is None else charged_compute_s.copy(),
-        paging=emb.stats(), wall_s=time.perf_counter() - t_start)
+        paging=emb.stats(), wall_s=time.perf_counter() - t_start,
+        source=gen.stats() if hasattr(gen, "stats") else {})
