@@ -388,3 +388,16 @@ def test_cli_malformed_line_names_the_line(tmp_path):
     path = write(tmp_path, "train.txt", rs)
     r = _bench("--iterations", "2", "--data", path)
     assert r.exit_code == 2 and f"{path}:7: field 1 (label)" in r.output and "Traceback" not in r.output
+
+
+def test_truncated_gzip_and_binary_junk_are_clear_errors(tmp_path):
+    rs = rows(400, seed=18)
+    whole = gzip.compress(text(rs).encode())
+    p = tmp_path / "day_1.gz"
+    p.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(DataFormatError, match="day_1.gz: cannot read past line"):
+        list(CriteoFile(str(p), TABLES, chunk_bytes=1000).batches(10, 40))
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(bytes(range(1, 10)) * 300_000)        # no newline in 2.7 MB
+    with pytest.raises(DataFormatError, match="junk.bin:1: a line longer than"):
+        CriteoFile(str(junk), TABLES).check()

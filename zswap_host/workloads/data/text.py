@@ -21,6 +21,7 @@ Terabyte day can be read without unpacking it.
 from __future__ import annotations
 
 import gzip
+import zlib
 from typing import BinaryIO, Iterator
 
 import numpy as np
@@ -33,6 +34,7 @@ FIELD_NAMES = ("label", *(f"I{i}" for i in range(1, NUM_DENSE + 1)), *(f"C{i}" f
 MAX_DECIMAL = 18            # digits of an I field (int64 holds 18 decimal digits)
 MAX_HEX = 16                # digits of a C field (uint64)
 GZIP_MAGIC = b"\x1f\x8b"
+MAX_LINE = 1 << 20          # bytes; Criteo's lines are about 300
 
 _DEC = np.full(256, 255, np.uint8)
 _DEC[np.frombuffer(b"0123456789", np.uint8)] = np.arange(10, dtype=np.uint8)
@@ -54,9 +56,14 @@ def open_text(path: str) -> BinaryIO:
     return f
 
 
+class LineTooLong(Exception):
+    """A line longer than ``MAX_LINE``: not Criteo text (the reader would otherwise hold it whole)."""
+
+
 def line_blocks(f: BinaryIO, chunk_bytes: int) -> Iterator[bytes]:
     """Whole lines, about ``chunk_bytes`` at a time, each block ending in a newline (one is added to a
-    last line without it). A line longer than ``chunk_bytes`` comes whole in a larger block."""
+    last line without it). A line longer than ``chunk_bytes`` comes whole in a larger block; one longer
+    than ``MAX_LINE`` raises ``LineTooLong``."""
     carry = b""
     while True:
         data = f.read(chunk_bytes)
@@ -67,6 +74,8 @@ def line_blocks(f: BinaryIO, chunk_bytes: int) -> Iterator[bytes]:
         buf = carry + data
         cut = buf.rfind(b"\n")
         if cut < 0:
+            if len(buf) > MAX_LINE:
+                raise LineTooLong
             carry = buf
             continue
         carry = buf[cut + 1:]
@@ -205,10 +214,17 @@ def read_rows(path: str, chunk_bytes: int, skip_bad: bool) -> Iterator[Rows]:
     """Every row of a text file in order, a block of about ``chunk_bytes`` at a time."""
     line = 1
     with open_text(path) as f:
-        try:
-            for block in line_blocks(f, chunk_bytes):
-                rows = parse_block(block, path, line, skip_bad)
-                line += block.count(b"\n")
-                yield rows
-        except (OSError, EOFError, gzip.BadGzipFile) as e:     # a truncated or corrupt .gz
-            raise DataFormatError(f"cannot read past line {line - 1}: {e}", path) from None
+        blocks = line_blocks(f, chunk_bytes)
+        while True:
+            try:
+                block = next(blocks, None)
+            except LineTooLong:
+                raise DataFormatError(f"a line longer than {MAX_LINE} bytes: not Criteo text",
+                                      path, line) from None
+            except (OSError, EOFError, zlib.error) as e:       # a truncated or corrupt .gz
+                raise DataFormatError(f"cannot read past line {line - 1}: {e}", path) from None
+            if block is None:
+                return
+            rows = parse_block(block, path, line, skip_bad)
+            line += block.count(b"\n")
+            yield rows
