@@ -42,21 +42,18 @@ class IdMap:
         """Ids of ``keys`` (uint64, in order), numbering the unseen ones in order of first occurrence
         while there is room; -1 for the unseen keys that found the map full."""
         keys = np.asarray(keys, np.uint64)
-        ids = self.lookup(keys)
-        miss = np.flatnonzero(ids < 0)
-        if miss.size == 0:
-            return ids
-        new, first, inv = np.unique(keys[miss], return_index=True, return_inverse=True)
-        new_ids = np.full(new.size, -1, np.int64)
+        # distinct keys, sorted: fewer lookups, and sorted queries search the runs cache-friendly
+        uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+        ids = self.lookup(uniq)
         room = self.capacity - self.size
-        if room > 0:
-            take = np.argsort(first, kind="stable")[:room]          # the first-seen new keys, in order
-            new_ids[take] = self.size + np.arange(take.size)
+        new = np.flatnonzero(ids < 0)
+        if new.size and room > 0:
+            take = new[np.argsort(first[new], kind="stable")][:room]     # the first-seen new keys, in order
+            ids[take] = self.size + np.arange(take.size)
             self.size += int(take.size)
-            kept = np.sort(take)                                    # `new` is sorted: so is new[kept]
-            self._push(new[kept], new_ids[kept])
-        ids[miss] = new_ids[inv.reshape(-1)]
-        return ids
+            kept = np.sort(take)                                        # `uniq` is sorted: so is uniq[kept]
+            self._push(uniq[kept], ids[kept])
+        return ids[inv.reshape(-1)]
 
     def _push(self, keys: np.ndarray, ids: np.ndarray) -> None:
         self._runs.append((keys, ids))
