@@ -2,10 +2,13 @@
 size in front of any ``SwapBackend``.
 
 Layout. Table t's rows are packed ``rows_per_page = page_size // (dim * 4)`` to a page (a row never
-straddles pages; the tail of a page is padding). With row-wise Adagrad each table also has state pages
-(one fp32 accumulator per row, ``page_size // 4`` per page). One page id space covers every table:
-table t owns the contiguous id range ``[page_base[t], page_base[t + 1])`` — its weight pages, then
-its state pages — and every page of table t is swapped out with ``stream=t``.
+straddles pages; the tail of a page is padding); ``dim`` may differ per table. With row-wise Adagrad
+each table also has state pages (one fp32 accumulator per row, ``page_size // 4`` per page); with Adam
+two sets of state pages laid out like the weights (``exp_avg``, then ``exp_avg_sq``: one fp32 per
+element). One page id space covers every table: table t owns the contiguous id range
+``[page_base[t], page_base[t + 1])`` — its weight pages, then its state pages — and every page of
+table t is swapped out with ``stream=t``. ``id_base`` / ``stream_base`` shift the ids and streams the
+backend sees, so that several page caches can share one backend.
 
 Cache. ``budget`` frames of ``page_size`` bytes (the frame array is allocated with ``np.zeros``, so
 untouched frames cost no memory), CLOCK replacement over per-frame ``referenced`` / ``dirty`` /
@@ -26,8 +29,13 @@ Per batch (``gather``):
    (DLRM's uniform(-1/sqrt(rows), 1/sqrt(rows)) init; Adagrad state starts at 0), so a table larger
    than memory needs no up-front initialisation;
 5. the rows are gathered into a (unique rows, dim) float32 array.
-``apply(grad)`` then updates those rows (sparse SGD, or row-wise Adagrad) in the frames and marks
-their pages dirty. Backends keep a page's copy after ``swap_in`` until it is swapped out again or
+``apply(grad)`` then updates those rows (sparse SGD, row-wise Adagrad, or Adam as
+``torch.optim.SparseAdam``: only the rows of the batch, bias correction by each table's step count)
+in the frames and marks their pages dirty. ``gather_tables`` / ``apply_tables`` do the same for
+per-table index arrays of any lengths (tables of different dims, or absent from a step), and take an
+update rule of the caller's (``rule(rows, grad, states) -> (rows, states)``). ``read_array`` /
+``write_array`` move rows of a table's weights or optimizer state between the store and the caller
+page by page, without going through the cache (checkpoints). Backends keep a page's copy after ``swap_in`` until it is swapped out again or
 discarded, so the copy of a clean page is still good; ``discard_dirty=True`` instead discards the
 backend's copy as soon as a page is dirtied (what Linux does on a write fault to a swap-cache page),
 which lets GC forget stale copies of resident pages.
@@ -35,6 +43,7 @@ which lets GC forget stale copies of resident pages.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass
 
@@ -44,7 +53,24 @@ from .criteo import splitmix64
 from .trace import DISCARD, SWAP_IN, SWAP_OUT
 
 UNTOUCHED, RESIDENT, SWAPPED = 0, 1, 2
-OPTIMIZERS = ("sgd", "adagrad")
+OPTIMIZERS = ("sgd", "adagrad", "adam")
+# the per-table arrays each optimizer keeps (weights first); "sum" is row-wise Adagrad's accumulator
+ARRAYS = {"sgd": ("weight",), "adagrad": ("weight", "sum"), "adam": ("weight", "exp_avg", "exp_avg_sq")}
+
+
+@dataclass
+class _Pending:
+    """The rows of the last gather, until they are updated: per unique row its frame and slot, its
+    table, and its state frames (Adagrad: accumulator frame/slot; Adam: exp_avg/exp_avg_sq frames,
+    same slot as the row)."""
+
+    f: np.ndarray
+    slot: np.ndarray
+    table: np.ndarray
+    sf: np.ndarray | None
+    sslot: np.ndarray | None
+    rows: np.ndarray | None          # (U, dim) when every table has one dim
+    tables: np.ndarray | None = None  # gather_tables: the tables in the step
 
 
 @dataclass
@@ -95,50 +121,74 @@ def parse_budget(budget, total_bytes: int) -> int:
 class PagedEmbedding:
     """Embedding tables of ``dim`` fp32 columns, ``tables[t]`` rows each, paged through ``backend``.
 
-    ``budget``: DRAM page-cache size — bytes (int), a fraction of the paged bytes (float in (0, 1]),
-    or a string (``"25%"``, ``"64MiB"``). ``backend=None`` or a budget covering every page = DRAM only
-    (no eviction). ``optimizer``: ``"sgd"`` (row -= lr * grad) or ``"adagrad"`` (row-wise: one
-    accumulator per row, ``acc += mean(grad**2)``, ``row -= lr * grad / (sqrt(acc) + eps)``; the
-    accumulators live in pages that swap too). ``trace``: a ``TraceBuilder`` that records every
-    swap_in / swap_out / discard. ``clock``: callable giving the device's (modeled) clock; the change
-    of ``clock()`` across each backend call is added to ``io_stall_s`` (wall time inside the call if
-    None). ``io_wall_s`` always accumulates the wall time spent inside backend calls.
+    ``dim``: one int, or one per table. ``budget``: DRAM page-cache size — bytes (int), a fraction of
+    the paged bytes (float in (0, 1]), or a string (``"25%"``, ``"64MiB"``). ``backend=None`` or a
+    budget covering every page = DRAM only (no eviction). ``optimizer``: ``"sgd"`` (row -= lr * grad),
+    ``"adagrad"`` (row-wise: one accumulator per row, ``acc += mean(grad**2)``,
+    ``row -= lr * grad / (sqrt(acc) + eps)``) or ``"adam"`` (``torch.optim.SparseAdam``'s arithmetic
+    with ``betas`` and ``eps``: moments of the batch's rows only, bias correction by the table's step
+    count ``steps[t]``, one step per update that includes the table); optimizer state lives in pages
+    that swap too. ``trace``: a ``TraceBuilder`` that records every swap_in / swap_out / discard.
+    ``clock``: callable giving the device's (modeled) clock; the change of ``clock()`` across each
+    backend call is added to ``io_stall_s`` (wall time inside the call if None). ``io_wall_s`` always
+    accumulates the wall time spent inside backend calls. ``id_base`` / ``stream_base``: added to
+    every page id / stream handed to the backend (0: the ids are the page ids).
     """
 
-    def __init__(self, tables, dim: int, backend=None, budget=1.0, page_size: int = 4096, seed: int = 0,
+    def __init__(self, tables, dim, backend=None, budget=1.0, page_size: int = 4096, seed: int = 0,
                  optimizer: str = "sgd", lr: float = 0.1, trace=None, *, eps: float = 1e-8,
-                 clock=None, discard_dirty: bool = False) -> None:
+                 clock=None, discard_dirty: bool = False, betas: tuple[float, float] = (0.9, 0.999),
+                 id_base: int = 0, stream_base: int = 0) -> None:
         self.tables = tuple(int(n) for n in tables)
         if not self.tables or min(self.tables) < 1:
             raise ValueError("every table needs at least one row")
         if optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}, not {optimizer!r}")
-        self.dim = int(dim)
+        T = len(self.tables)
+        dims = np.broadcast_to(np.asarray(dim, np.int64), (T,)).copy() if np.ndim(dim) == 0 else \
+            np.asarray([int(d) for d in dim], np.int64)
+        if dims.shape != (T,) or dims.min() < 1:
+            raise ValueError(f"dim must be a positive int or one per table ({T}), not {dim!r}")
         self.page_size = int(page_size)
         if backend is not None and backend.page_size != self.page_size:
             raise ValueError(f"backend page size {backend.page_size} != {self.page_size}")
-        self.rows_per_page = R = self.page_size // (4 * self.dim)
-        if R < 1:
-            raise ValueError(f"a {self.dim}-float row does not fit a {self.page_size}-byte page")
+        self.dims = dims
+        self.rpp = self.page_size // (4 * dims)                     # rows per page, per table
+        if self.rpp.min() < 1:
+            raise ValueError(f"a {int(dims.max())}-float row does not fit a {self.page_size}-byte page")
+        self.uniform = bool((dims == dims[0]).all())
+        # one dim: the scalars the bench reads; several dims: None (use dims / rpp)
+        self.dim = int(dims[0]) if self.uniform else None
+        self.rows_per_page = R = int(self.rpp[0]) if self.uniform else None
+        self._kR = int(self.rpp.max())                              # key = page * _kR + slot
         self.states_per_page = S = self.page_size // 4
         self.backend = backend
         self.seed = int(seed)
         self.optimizer = optimizer
         self.lr = float(lr)
         self.eps = float(eps)
+        self.betas = (float(betas[0]), float(betas[1]))
         self.trace = trace
         self.clock = clock
         self.discard_dirty = bool(discard_dirty)
-        T = len(self.tables)
+        self.id_base = int(id_base)
+        self.stream_base = int(stream_base)
+        self.steps = np.zeros(T, np.int64)                          # updates each table took part in
         rows = np.array(self.tables, np.int64)
-        self.weight_pages = -(-rows // R)
-        self.state_pages = -(-rows // S) if optimizer == "adagrad" else np.zeros(T, np.int64)
+        self.weight_pages = -(-rows // self.rpp)
+        if optimizer == "adagrad":
+            self.state_pages = -(-rows // S)
+        elif optimizer == "adam":
+            self.state_pages = 2 * self.weight_pages
+        else:
+            self.state_pages = np.zeros(T, np.int64)
         per_table = self.weight_pages + self.state_pages
         self.page_base = np.concatenate([[0], np.cumsum(per_table)]).astype(np.int64)  # T + 1 entries
         self.state_base = self.page_base[:-1] + self.weight_pages
         self.total_pages = int(self.page_base[-1])
         self.total_bytes = self.total_pages * self.page_size
         self._bound = (1.0 / np.sqrt(rows.astype(np.float64))).astype(np.float64)
+        self._words = self.rpp * dims                                # fp32 words of rows per weight page
         with np.errstate(over="ignore"):
             self._word_mix = np.arange(self.page_size // 4, dtype=np.uint32) * np.uint32(0x9E3779B1)
         if backend is None:
@@ -152,8 +202,9 @@ class PagedEmbedding:
         n, P = self.nframes, self.total_pages
         self.frames = np.zeros((n, self.page_size), np.uint8)       # lazily backed by the OS
         self._f32 = self.frames.view(np.float32)                     # (n, page_size // 4)
-        self._rows = np.lib.stride_tricks.as_strided(
-            self._f32, shape=(n, R, self.dim), strides=(self.page_size, 4 * self.dim, 4), writeable=True)
+        if self.uniform:
+            self._rows = np.lib.stride_tricks.as_strided(
+                self._f32, shape=(n, R, self.dim), strides=(self.page_size, 4 * self.dim, 4), writeable=True)
         self.frame_page = np.full(n, -1, np.int64)
         self.ref = np.zeros(n, bool)
         self.dirty = np.zeros(n, bool)
@@ -167,7 +218,7 @@ class PagedEmbedding:
         self.counters = PagingCounters()
         self.io_wall_s = 0.0
         self.io_stall_s = 0.0
-        self._ctx = None
+        self._ctx: _Pending | None = None
 
     # -- public ------------------------------------------------------------------------------
     @property
@@ -183,17 +234,20 @@ class PagedEmbedding:
 
     def page_of(self, table: int, rows: np.ndarray) -> np.ndarray:
         """Weight page ids of rows of one table."""
-        return self.page_base[table] + np.asarray(rows, np.int64) // self.rows_per_page
+        return self.page_base[table] + np.asarray(rows, np.int64) // self.rpp[table]
 
     def gather(self, sparse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Bring a batch's rows into DRAM. ``sparse``: int indices of shape (tables, ...) (table t's
         indices in ``sparse[t]``). Returns ``(rows, inverse)``: the unique rows, float32 (U, dim),
         and for every entry of ``sparse`` (flattened, C order) its row in ``rows``. The pages stay
-        pinned until the next ``gather``; call ``apply(grad)`` to update these rows."""
+        pinned until the next ``gather``; call ``apply(grad)`` to update these rows. Tables of one
+        dim only (else ``gather_tables``)."""
         sp = np.asarray(sparse)
         T = len(self.tables)
         if sp.shape[0] != T:
             raise ValueError(f"sparse must have {T} tables on axis 0, has shape {sp.shape}")
+        if not self.uniform:
+            raise ValueError("gather() needs tables of one dim; use gather_tables()")
         idx = sp.reshape(T, -1).astype(np.int64, copy=False)
         R = self.rows_per_page
         key = (self.page_base[:-1, None] * R + idx).reshape(-1)     # page * R + slot
@@ -206,26 +260,67 @@ class PagedEmbedding:
         self.counters.lookups += int(idx.size)
         return rows, inverse
 
-    def _gather_keys(self, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        R = self.rows_per_page
+    def gather_tables(self, indices) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """``gather`` for per-table index arrays: ``indices[t]`` holds table t's lookups (an int array
+        of any shape and length, or None: table t is not in this step). Returns, per table, None or
+        ``(rows, inverse)``: its unique rows, float32 (U_t, dims[t]) in row order, and for each of its
+        lookups (flattened) the row in ``rows``. All the tables' pages are made resident and pinned
+        together (one budget); ``IndexError`` for an index outside ``[0, tables[t])``, before any
+        paging. Update with ``apply_tables``."""
+        T = len(self.tables)
+        if len(indices) != T:
+            raise ValueError(f"indices must have one entry per table ({T}), has {len(indices)}")
+        present = np.array([t for t in range(T) if indices[t] is not None], np.int64)
+        idx = [np.asarray(indices[t]).reshape(-1) for t in present]
+        for t, i in zip(present, idx):
+            if i.size and not np.issubdtype(i.dtype, np.integer):
+                raise TypeError(f"table {t}: indices must be integers, not {i.dtype}")
+        lens = np.array([i.size for i in idx], np.int64)
+        flat = np.concatenate(idx).astype(np.int64, copy=False) if idx else np.zeros(0, np.int64)
+        tt = np.repeat(present, lens)
+        bad = (flat < 0) | (flat >= np.asarray(self.tables, np.int64)[tt])
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            t = int(tt[k])
+            raise IndexError(f"table {t}: index {int(flat[k])} out of range [0, {self.tables[t]})")
+        R = self.rpp[tt]
+        rows, inverse = self._gather_keys((self.page_base[tt] + flat // R) * self._kR + flat % R)
+        p = self._ctx
+        p.tables = present
+        self.counters.lookups += int(flat.size)
+        cut = np.searchsorted(p.table, np.arange(T + 1))
+        koff = np.concatenate([[0], np.cumsum(lens)])
+        out: list = [None] * T
+        for j, t in enumerate(present.tolist()):          # per table, never per row
+            lo, hi = int(cut[t]), int(cut[t + 1])
+            r = rows[lo:hi] if rows is not None else self._view(t)[p.f[lo:hi], p.slot[lo:hi]]
+            out[t] = (r, inverse[koff[j]:koff[j + 1]] - lo)
+        return out
+
+    def _gather_keys(self, key: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+        R = self._kR
         ukeys, inverse = np.unique(key, return_inverse=True)
         upage, uslot = ukeys // R, ukeys % R
         first = np.ones(upage.size, bool)
         first[1:] = upage[1:] != upage[:-1]
         pages = upage[first]
+        t = self.table_of_page(upage)
         spage = sslot = None
-        if self.optimizer == "adagrad" and ukeys.size:
-            t = self.table_of_page(upage)
-            row = (upage - self.page_base[t]) * R + uslot
+        if self.optimizer == "adagrad":
+            row = (upage - self.page_base[t]) * self.rpp[t] + uslot
             spage = self.state_base[t] + row // self.states_per_page
             sslot = row % self.states_per_page
+            pages = np.union1d(pages, spage)
+        elif self.optimizer == "adam":            # exp_avg, exp_avg_sq: the weight page's twins
+            m = self.state_base[t] + (upage - self.page_base[t])
+            spage = np.stack([m, m + self.weight_pages[t]])
             pages = np.union1d(pages, spage)
         self.pin.fill(False)
         self._make_resident(pages)
         f = self.page_frame[upage].astype(np.int64)
-        rows = self._rows[f, uslot]
+        rows = self._rows[f, uslot] if self.uniform else None
         sf = self.page_frame[spage].astype(np.int64) if spage is not None else None
-        self._ctx = (f, uslot, sf, sslot, rows)
+        self._ctx = _Pending(f, uslot, t, sf, sslot, rows)
         self.counters.unique_rows += int(ukeys.size)
         return rows, inverse.reshape(-1)
 
@@ -234,40 +329,122 @@ class PagedEmbedding:
         their pages dirty."""
         if self._ctx is None:
             raise RuntimeError("apply() without a gather()")
-        f, slot, sf, sslot, rows = self._ctx
+        p = self._ctx
         self._ctx = None
+        if p.rows is None:
+            raise ValueError("apply() needs tables of one dim; use apply_tables()")
         g = np.asarray(grad, np.float32)
-        if g.shape != rows.shape:
-            raise ValueError(f"grad shape {g.shape} != rows shape {rows.shape}")
-        if self.optimizer == "sgd":
-            self._rows[f, slot] = rows - np.float32(self.lr) * g
-        else:
-            acc = self._f32[sf, sslot] + (g * g).mean(axis=1)
-            self._f32[sf, sslot] = acc
-            step = (np.float32(self.lr) / (np.sqrt(acc) + np.float32(self.eps))).astype(np.float32)
-            self._rows[f, slot] = rows - step[:, None] * g
-            self.dirty[sf] = True
-        self.dirty[f] = True
-        if self.discard_dirty and self.backend is not None:
-            fr = np.unique(f if sf is None else np.concatenate([f, sf]))
-            pages = self.frame_page[fr]
-            pages = pages[self.held[pages]]
-            if pages.size:
-                self._io(self.backend.discard, pages)
-                self.held[pages] = False
-                self.counters.discards += int(pages.size)
-                if self.trace is not None:
-                    self.trace.add(DISCARD, pages)
+        if g.shape != p.rows.shape:
+            raise ValueError(f"grad shape {g.shape} != rows shape {p.rows.shape}")
+        stepped = np.arange(len(self.tables)) if p.tables is None else p.tables
+        self.steps[stepped] += 1
+        ss = self._adam_step_sizes()[p.table][:, None] if self.optimizer == "adam" else None
+        sel = slice(None)
+        rows, states = self._rule(ss)(p.rows, g, self._states(p, sel, self._rows))
+        self._put(p, sel, self._rows, rows, states)
+        self._dirtied(p.f, p.sf)
+
+    def apply_tables(self, grads, rule=None) -> None:
+        """Apply per-table gradients of the rows last returned by ``gather_tables``: ``grads[t]``
+        float32 (U_t, dims[t]) for every table in that step (None or anything for the others). Each
+        table in the step counts one step (``steps[t]``, Adam's bias correction), rows or not.
+        ``rule(rows, grad, states) -> (rows, states)``: the caller's update arithmetic over one
+        table's rows (states: () for sgd, (acc,) for adagrad, (exp_avg, exp_avg_sq) for adam, arrays
+        to return updated, never modified in place); None = the built-in one."""
+        if self._ctx is None:
+            raise RuntimeError("apply_tables() without a gather_tables()")
+        p = self._ctx
+        self._ctx = None
+        T = len(self.tables)
+        if len(grads) != T:
+            raise ValueError(f"grads must have one entry per table ({T}), has {len(grads)}")
+        present = np.arange(T) if p.tables is None else p.tables
+        self.steps[present] += 1
+        sizes = self._adam_step_sizes() if self.optimizer == "adam" else None
+        cut = np.searchsorted(p.table, np.arange(T + 1))
+        for t in present.tolist():                          # per table, never per row
+            lo, hi = int(cut[t]), int(cut[t + 1])
+            if hi == lo:
+                continue
+            sel = slice(lo, hi)
+            view = self._view(t)
+            rows = p.rows[sel] if p.rows is not None else view[p.f[sel], p.slot[sel]]
+            g = np.asarray(grads[t], np.float32)
+            if g.shape != rows.shape:
+                raise ValueError(f"table {t}: grad shape {g.shape} != rows shape {rows.shape}")
+            upd = rule if rule is not None else self._rule(sizes[t] if sizes is not None else None)
+            new_rows, states = upd(rows, g, self._states(p, sel, view))
+            self._put(p, sel, view, new_rows, states)
+        self._dirtied(p.f, p.sf)
 
     def read_rows(self, table: int, rows) -> np.ndarray:
-        """Current values of some rows of one table, float32 (n, dim), faulting their pages in as a
-        batch would (for tests and inspection; does not count as lookups)."""
+        """Current values of some rows of one table, float32 (n, dims[table]), faulting their pages
+        in as a batch would (for tests and inspection; does not count as lookups)."""
         r = np.asarray(rows, np.int64).reshape(-1)
         if r.size and (r.min() < 0 or r.max() >= self.tables[table]):
             raise IndexError(f"table {table}: index out of range [0, {self.tables[table]})")
-        out, inv = self._gather_keys(self.page_base[table] * self.rows_per_page + r)
+        R = self.rpp[table]
+        out, inv = self._gather_keys((self.page_base[table] + r // R) * self._kR + r % R)
+        p = self._ctx
         self._ctx = None
+        if out is None:
+            out = self._view(table)[p.f, p.slot]
         return out[inv]
+
+    def array_shape(self, table: int, name: str) -> tuple[int, ...]:
+        """Shape of one of table ``table``'s arrays (``ARRAYS[optimizer]``): (rows, dim), or (rows,)
+        for row-wise Adagrad's ``"sum"``."""
+        self._layout(table, name)
+        n = self.tables[table]
+        return (n,) if name == "sum" else (n, int(self.dims[table]))
+
+    def read_array(self, table: int, name: str, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Rows ``[lo, hi)`` of table ``table``'s array ``name`` (``"weight"`` or an optimizer state
+        of ``ARRAYS[optimizer]``), float32, read page by page without going through the cache:
+        resident pages from their frames, swapped-out pages with one ``swap_in``, pages never touched
+        as first touch creates them. Nothing is made resident or evicted; ends the current step."""
+        first, R, w, n = self._layout(table, name)
+        hi = n if hi is None else int(hi)
+        lo = int(lo)
+        if not 0 <= lo <= hi <= n:
+            raise IndexError(f"table {table}: rows [{lo}, {hi}) not within [0, {n})")
+        self._ctx = None
+        if hi == lo:
+            return np.zeros((0,) if name == "sum" else (0, w), np.float32)
+        p0, p1 = lo // R, (hi - 1) // R + 1
+        data = self._read_pages(np.arange(first + p0, first + p1, dtype=np.int64))
+        out = data.view(np.float32)[:, :R * w].reshape(-1, w)[lo - p0 * R:hi - p0 * R]
+        return out[:, 0].copy() if name == "sum" else out
+
+    def write_array(self, table: int, name: str, lo: int, values) -> None:
+        """Set rows ``[lo, lo + len(values))`` of table ``table``'s array ``name``, page by page,
+        without evicting anything: a resident page is overwritten in its frame (and dirtied), the
+        others go to free frames while there are any, then straight to the backend with one
+        ``swap_out`` (``stream`` = the table). Pages only partly covered are read first. Ends the
+        current step."""
+        first, R, w, n = self._layout(table, name)
+        v = np.asarray(values, np.float32)
+        want = (v.shape[0],) if name == "sum" else (v.shape[0], w)
+        if v.ndim == 0 or v.shape != want:
+            raise ValueError(f"table {table} {name}: values of shape {v.shape}, want (rows{', ' + str(w) if name != 'sum' else ''})")
+        lo = int(lo)
+        hi = lo + v.shape[0]
+        if not 0 <= lo <= hi <= n:
+            raise IndexError(f"table {table}: rows [{lo}, {hi}) not within [0, {n})")
+        self._ctx = None
+        if hi == lo:
+            return
+        p0, p1 = lo // R, (hi - 1) // R + 1
+        ids = np.arange(first + p0, first + p1, dtype=np.int64)
+        buf = np.zeros((ids.size, self.page_size), np.uint8)
+        # the first and last page may hold rows outside [lo, hi): keep those
+        edge = np.unique([0, ids.size - 1])
+        plo, phi = (p0 + edge) * R, np.minimum((p0 + edge + 1) * R, n)
+        edge = edge[(plo < lo) | (phi > hi)]
+        if edge.size:
+            buf[edge] = self._read_pages(ids[edge])
+        buf.view(np.float32)[:, :R * w].reshape(-1, w)[lo - p0 * R:hi - p0 * R] = v.reshape(-1, w)
+        self._write_pages(table, ids, buf)
 
     def flush(self) -> None:
         """Write every dirty resident page to the backend (keeping it resident and now clean)."""
@@ -278,12 +455,72 @@ class PagedEmbedding:
             self._write(fr)
             self.dirty[fr] = False
 
+    def release(self) -> None:
+        """Forget the tables: discard (one call) every page the backend holds for them and drop the
+        DRAM cache. The object is unusable afterwards."""
+        self._ctx = None
+        if self.backend is not None:
+            ids = np.flatnonzero((self.page_state == SWAPPED) | self.held)
+            if ids.size:
+                self._io(self.backend.discard, self._bid(ids))
+                if self.trace is not None:
+                    self.trace.add(DISCARD, self._bid(ids))
+        self.frames = self._f32 = self._rows = None
+        self.page_state[:] = UNTOUCHED
+        self.held[:] = False
+
     def stats(self) -> dict:
         d = self.counters.as_dict()
         d.update(total_pages=self.total_pages, budget_pages=self.nframes, resident_pages=self.resident_pages,
                  page_size=self.page_size, rows_per_page=self.rows_per_page, dram_only=self.dram_only,
                  io_wall_s=self.io_wall_s, io_stall_s=self.io_stall_s)
         return d
+
+    # -- update rules ------------------------------------------------------------------------
+    def _rule(self, step_size):
+        """The built-in update of ``optimizer`` as ``rule(rows, grad, states) -> (rows, states)``;
+        ``step_size``: Adam's lr * sqrt(1 - b2^t) / (1 - b1^t), float32 (a scalar, or a column of
+        one per row)."""
+        lr, eps = np.float32(self.lr), np.float32(self.eps)
+        if self.optimizer == "sgd":
+            return lambda rows, g, states: (rows - lr * g, ())
+        if self.optimizer == "adagrad":
+            def adagrad(rows, g, states):
+                acc = states[0] + (g * g).mean(axis=1)
+                step = (lr / (np.sqrt(acc) + eps)).astype(np.float32)
+                return rows - step[:, None] * g, (acc,)
+            return adagrad
+        b1, b2 = np.float32(1 - self.betas[0]), np.float32(1 - self.betas[1])
+
+        def adam(rows, g, states):
+            # torch.optim.SparseAdam's operations, in its order (so that the roundings are its own)
+            m, v = states
+            mu = (g - m) * b1
+            vu = (g * g - v) * b2
+            q = (mu + m) / (np.sqrt(vu + v) + eps)
+            return rows + q * -step_size, (m + mu, v + vu)
+        return adam
+
+    def _adam_step_sizes(self) -> np.ndarray:
+        """Per table, float32. In Python floats, as SparseAdam computes it (a loop over tables)."""
+        b1, b2 = self.betas
+        return np.array([self.lr * math.sqrt(1 - b2 ** s) / (1 - b1 ** s) if s else 0.0
+                         for s in self.steps.tolist()], np.float32)
+
+    def _states(self, p: _Pending, sel, view) -> tuple:
+        if self.optimizer == "adagrad":
+            return (self._f32[p.sf[sel], p.sslot[sel]],)
+        if self.optimizer == "adam":
+            return (view[p.sf[0, sel], p.slot[sel]], view[p.sf[1, sel], p.slot[sel]])
+        return ()
+
+    def _put(self, p: _Pending, sel, view, rows, states) -> None:
+        if self.optimizer == "adagrad":
+            self._f32[p.sf[sel], p.sslot[sel]] = states[0]
+        elif self.optimizer == "adam":
+            view[p.sf[0, sel], p.slot[sel]] = states[0]
+            view[p.sf[1, sel], p.slot[sel]] = states[1]
+        view[p.f[sel], p.slot[sel]] = rows
 
     # -- internals ---------------------------------------------------------------------------
     def _io(self, fn, *args, **kw):
@@ -322,14 +559,14 @@ class PagedEmbedding:
         old = st == SWAPPED
         if old.any():
             ids = missing[old]
-            data = self._io(self.backend.swap_in, ids)
+            data = self._io(self.backend.swap_in, self._bid(ids))
             self.frames[newf[old]] = data
             self.dirty[newf[old]] = False
             c.faults += int(ids.size)
             c.swap_in_calls += 1
             c.bytes_read += int(ids.size) * self.page_size
             if self.trace is not None:
-                self.trace.add(SWAP_IN, ids)
+                self.trace.add(SWAP_IN, self._bid(ids))
         if not old.all():
             new = ~old
             self._create(missing[new], newf[new])
@@ -342,29 +579,47 @@ class PagedEmbedding:
         self.pin[newf] = True
 
     def _create(self, pages: np.ndarray, frames: np.ndarray) -> None:
-        """First touch: weight pages from a counter-based hash of (seed, page, word), uniform in
-        (-1/sqrt(rows), 1/sqrt(rows)) as DLRM initialises; state pages zero."""
+        """First touch: the pages' initial values (``_weights``) into their frames; state pages zero."""
         t = self.table_of_page(pages)
         is_state = pages >= self.state_base[t]
-        W = self.rows_per_page * self.dim
-        wp, wf, wt = pages[~is_state], frames[~is_state], t[~is_state]
-        if wp.size:
-            # per-page 32-bit seed (splitmix64 of page id and seed), then murmur3's fmix32 of
-            # seed ^ word * golden: cheap uint32 passes over the (pages, words) block
-            ps = splitmix64(wp.astype(np.uint64) ^ np.uint64((self.seed * 0x9E3779B1 + 0x51ED) & (2**64 - 1)))
-            h = (ps >> np.uint64(32)).astype(np.uint32)[:, None] ^ self._word_mix[None, :W]
-            h *= np.uint32(0x85EBCA6B)
-            h ^= h >> np.uint32(13)
-            h *= np.uint32(0xC2B2AE35)
-            h ^= h >> np.uint32(16)
-            u = (h >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / (1 << 24))     # [0, 1)
-            b = self._bound[wt].astype(np.float32)[:, None]
-            vals = (2.0 * u - 1.0) * b
+        wf = frames[~is_state]
+        if wf.size:
+            vals, W = self._weights(pages[~is_state], t[~is_state])
             self._f32[wf, :W] = vals
             self._f32[wf, W:] = 0.0
         sf = frames[is_state]
         if sf.size:
             self._f32[sf] = 0.0
+
+    def _init_values(self, pages: np.ndarray) -> np.ndarray:
+        """What first touch would put in these pages, float32 (n, page_size // 4)."""
+        out = np.zeros((pages.size, self.page_size // 4), np.float32)
+        t = self.table_of_page(pages)
+        w = pages < self.state_base[t]
+        if w.any():
+            vals, W = self._weights(pages[w], t[w])
+            out[w, :W] = vals
+        return out
+
+    def _weights(self, wp: np.ndarray, wt: np.ndarray) -> tuple[np.ndarray, int]:
+        """Initial values of weight pages ``wp`` of tables ``wt``: (float32 (n, W), W) for the first W
+        words of each page (the rest is padding, zero). A counter-based hash of (seed, page, word),
+        uniform in (-1/sqrt(rows), 1/sqrt(rows)) as DLRM initialises."""
+        W = int(self._words[wt].max())
+        # per-page 32-bit seed (splitmix64 of page id and seed), then murmur3's fmix32 of
+        # seed ^ word * golden: cheap uint32 passes over the (pages, words) block
+        ps = splitmix64(wp.astype(np.uint64) ^ np.uint64((self.seed * 0x9E3779B1 + 0x51ED) & (2**64 - 1)))
+        h = (ps >> np.uint64(32)).astype(np.uint32)[:, None] ^ self._word_mix[None, :W]
+        h *= np.uint32(0x85EBCA6B)
+        h ^= h >> np.uint32(13)
+        h *= np.uint32(0xC2B2AE35)
+        h ^= h >> np.uint32(16)
+        u = (h >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / (1 << 24))     # [0, 1)
+        b = self._bound[wt].astype(np.float32)[:, None]
+        vals = (2.0 * u - 1.0) * b
+        if not self.uniform:                     # tables with narrower rows have more padding
+            vals[np.arange(W)[None, :] >= self._words[wt][:, None]] = 0.0
+        return vals, W
 
     def _clock_select(self, k: int) -> np.ndarray:
         """k victim frames by CLOCK: unpinned, occupied frames; a referenced one gets its bit
@@ -413,9 +668,9 @@ class PagedEmbedding:
         for lo, hi in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [t.size]])):
             ids = pages[lo:hi]
             data = self.frames[fr[lo:hi]]
-            self._io(self.backend.swap_out, ids, data, stream=int(t[lo]))
+            self._io(self.backend.swap_out, self._bid(ids), data, stream=int(t[lo]) + self.stream_base)
             if self.trace is not None:
-                self.trace.add(SWAP_OUT, ids, int(t[lo]))
+                self.trace.add(SWAP_OUT, self._bid(ids), int(t[lo]) + self.stream_base)
             c.swap_out_calls += 1
         self.held[pages] = True
         c.pages_written += int(pages.size)
@@ -438,3 +693,91 @@ class PagedEmbedding:
         self.pin[fr] = False
         self._free[self._nfree:self._nfree + fr.size] = fr
         self._nfree += int(fr.size)
+
+    def _bid(self, pages: np.ndarray) -> np.ndarray:
+        """The ids the backend knows these pages by."""
+        return pages + self.id_base if self.id_base else pages
+
+    def _dirtied(self, f: np.ndarray, sf: np.ndarray | None) -> None:
+        """Mark updated frames dirty; with ``discard_dirty`` the backend forgets its stale copies."""
+        if sf is not None:
+            self.dirty[sf] = True
+        self.dirty[f] = True
+        if self.discard_dirty and self.backend is not None:
+            fr = np.unique(f if sf is None else np.concatenate([f, sf.reshape(-1)]))
+            pages = self.frame_page[fr]
+            pages = pages[self.held[pages]]
+            if pages.size:
+                self._io(self.backend.discard, self._bid(pages))
+                self.held[pages] = False
+                self.counters.discards += int(pages.size)
+                if self.trace is not None:
+                    self.trace.add(DISCARD, self._bid(pages))
+
+    def _view(self, t: int) -> np.ndarray:
+        """The frames seen as (frames, rows_per_page, dim) rows of table t's layout."""
+        if self.uniform:
+            return self._rows
+        R, d = int(self.rpp[t]), int(self.dims[t])
+        return np.lib.stride_tricks.as_strided(
+            self._f32, shape=(self.nframes, R, d), strides=(self.page_size, 4 * d, 4), writeable=True)
+
+    def _layout(self, t: int, name: str) -> tuple[int, int, int, int]:
+        """(first page, rows per page, floats per row, rows) of table t's array ``name``."""
+        if name not in ARRAYS[self.optimizer]:
+            raise KeyError(f"{name!r} is not an array of optimizer {self.optimizer!r}: {ARRAYS[self.optimizer]}")
+        if not 0 <= t < len(self.tables):
+            raise IndexError(f"no table {t} (there are {len(self.tables)})")
+        R, d, n = int(self.rpp[t]), int(self.dims[t]), self.tables[t]
+        if name == "weight":
+            return int(self.page_base[t]), R, d, n
+        if name == "sum":
+            return int(self.state_base[t]), self.states_per_page, 1, n
+        first = int(self.state_base[t]) + (int(self.weight_pages[t]) if name == "exp_avg_sq" else 0)
+        return first, R, d, n
+
+    def _read_pages(self, ids: np.ndarray) -> np.ndarray:
+        """Current bytes of pages, (n, page_size) uint8, without making any resident."""
+        out = np.empty((ids.size, self.page_size), np.uint8)
+        fr = self.page_frame[ids]
+        res = fr >= 0
+        out[res] = self.frames[fr[res]]
+        st = self.page_state[ids]
+        sw = ~res & (st == SWAPPED)
+        if sw.any():
+            out[sw] = self._io(self.backend.swap_in, self._bid(ids[sw]))
+            if self.trace is not None:
+                self.trace.add(SWAP_IN, self._bid(ids[sw]))
+        new = ~res & (st == UNTOUCHED)
+        if new.any():
+            out[new] = self._init_values(ids[new]).view(np.uint8)
+        return out
+
+    def _write_pages(self, table: int, ids: np.ndarray, data: np.ndarray) -> None:
+        """Replace pages of one table: in their frames if resident, else in free frames while there
+        are any, else with one swap_out. Nothing is evicted."""
+        fr = self.page_frame[ids]
+        res = fr >= 0
+        if res.any():
+            self.frames[fr[res]] = data[res]
+            self._dirtied(fr[res].astype(np.int64), None)
+        miss = ids[~res]
+        m = int(miss.size)
+        if m == 0:
+            return
+        if m <= self._nfree:
+            newf = self._free[self._nfree - m:self._nfree][::-1].copy()
+            self._nfree -= m
+            self.frames[newf] = data[~res]
+            self.page_frame[miss] = newf
+            self.frame_page[newf] = miss
+            self.page_state[miss] = RESIDENT
+            self.ref[newf] = False
+            self.pin[newf] = False
+            self._dirtied(newf, None)
+        else:
+            self._io(self.backend.swap_out, self._bid(miss), data[~res], stream=int(table) + self.stream_base)
+            if self.trace is not None:
+                self.trace.add(SWAP_OUT, self._bid(miss), int(table) + self.stream_base)
+            self.page_state[miss] = SWAPPED
+            self.held[miss] = True
