@@ -29,11 +29,12 @@ Per batch (``gather``):
    (DLRM's uniform(-1/sqrt(rows), 1/sqrt(rows)) init; Adagrad state starts at 0), so a table larger
    than memory needs no up-front initialisation;
 5. the rows are gathered into a (unique rows, dim) float32 array.
-``apply(grad)`` then updates those rows (sparse SGD, row-wise Adagrad, or Adam as
-``torch.optim.SparseAdam``: only the rows of the batch, bias correction by each table's step count)
-in the frames and marks their pages dirty. ``gather_tables`` / ``apply_tables`` do the same for
-per-table index arrays of any lengths (tables of different dims, or absent from a step), and take an
-update rule of the caller's (``rule(rows, grad, states) -> (rows, states)``). ``read_array`` /
+``apply(grad)`` then updates those rows (sparse SGD or row-wise Adagrad) in the frames and marks
+their pages dirty. ``gather_tables`` / ``apply_tables`` do the same for per-table index arrays of any
+lengths (tables of different dims, or absent from a step), and take an update rule of the caller's
+(``rule(t, rows, grad, states) -> (rows, states)``): Adam's arithmetic always comes from the caller
+(``zswap_host.torch`` uses torch's own, so that it equals ``torch.optim.SparseAdam`` bit for bit;
+numpy's sqrt rounds differently), the paging of its state is done here. ``read_array`` /
 ``write_array`` move rows of a table's weights or optimizer state between the store and the caller
 page by page, without going through the cache (checkpoints). Backends keep a page's copy after ``swap_in`` until it is swapped out again or
 discarded, so the copy of a clean page is still good; ``discard_dirty=True`` instead discards the
@@ -43,7 +44,6 @@ which lets GC forget stale copies of resident pages.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass
 
@@ -91,6 +91,9 @@ class PagingCounters:
     discards: int = 0           # backend copies discarded (discard_dirty)
     bytes_read: int = 0
     bytes_written: int = 0
+    prefetch_calls: int = 0     # prefetch() calls that had pages to bring in
+    prefetched: int = 0         # pages a prefetch brought in (swapped in or created), counted in faults / first_touch too
+    prefetch_cut: int = 0       # upcoming batches a prefetch left out: their pages would not fit beside the pinned ones
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -125,10 +128,10 @@ class PagedEmbedding:
     the paged bytes (float in (0, 1]), or a string (``"25%"``, ``"64MiB"``). ``backend=None`` or a
     budget covering every page = DRAM only (no eviction). ``optimizer``: ``"sgd"`` (row -= lr * grad),
     ``"adagrad"`` (row-wise: one accumulator per row, ``acc += mean(grad**2)``,
-    ``row -= lr * grad / (sqrt(acc) + eps)``) or ``"adam"`` (``torch.optim.SparseAdam``'s arithmetic
-    with ``betas`` and ``eps``: moments of the batch's rows only, bias correction by the table's step
-    count ``steps[t]``, one step per update that includes the table); optimizer state lives in pages
-    that swap too. ``trace``: a ``TraceBuilder`` that records every swap_in / swap_out / discard.
+    ``row -= lr * grad / (sqrt(acc) + eps)``) or ``"adam"`` (state pages for ``exp_avg`` and
+    ``exp_avg_sq``; the update rule is the caller's, see ``apply_tables``); ``steps[t]`` counts the
+    updates table t took part in (Adam's bias correction). Optimizer state lives in pages that swap
+    too. ``trace``: a ``TraceBuilder`` that records every swap_in / swap_out / discard.
     ``clock``: callable giving the device's (modeled) clock; the change of ``clock()`` across each
     backend call is added to ``io_stall_s`` (wall time inside the call if None). ``io_wall_s`` always
     accumulates the wall time spent inside backend calls. ``id_base`` / ``stream_base``: added to
@@ -137,8 +140,7 @@ class PagedEmbedding:
 
     def __init__(self, tables, dim, backend=None, budget=1.0, page_size: int = 4096, seed: int = 0,
                  optimizer: str = "sgd", lr: float = 0.1, trace=None, *, eps: float = 1e-8,
-                 clock=None, discard_dirty: bool = False, betas: tuple[float, float] = (0.9, 0.999),
-                 id_base: int = 0, stream_base: int = 0) -> None:
+                 clock=None, discard_dirty: bool = False, id_base: int = 0, stream_base: int = 0) -> None:
         self.tables = tuple(int(n) for n in tables)
         if not self.tables or min(self.tables) < 1:
             raise ValueError("every table needs at least one row")
@@ -167,7 +169,6 @@ class PagedEmbedding:
         self.optimizer = optimizer
         self.lr = float(lr)
         self.eps = float(eps)
-        self.betas = (float(betas[0]), float(betas[1]))
         self.trace = trace
         self.clock = clock
         self.discard_dirty = bool(discard_dirty)
@@ -219,6 +220,10 @@ class PagedEmbedding:
         self.io_wall_s = 0.0
         self.io_stall_s = 0.0
         self._ctx: _Pending | None = None
+        self._ahead: np.ndarray | None = None     # pages the last prefetch pinned for queued batches
+        self._prefetching = False                 # backend calls now count as overlapped I/O
+        self.io_overlap_s = 0.0                   # clock change across prefetch backend calls
+        self.prefetch_wall_s = 0.0                # wall time inside prefetch backend calls
 
     # -- public ------------------------------------------------------------------------------
     @property
@@ -297,9 +302,10 @@ class PagedEmbedding:
             out[t] = (r, inverse[koff[j]:koff[j + 1]] - lo)
         return out
 
-    def _gather_keys(self, key: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    def _key_pages(self, ukeys: np.ndarray) -> tuple:
+        """For sorted unique keys (page * _kR + slot): (upage, uslot, table, state pages, state slots,
+        every page needed, sorted)."""
         R = self._kR
-        ukeys, inverse = np.unique(key, return_inverse=True)
         upage, uslot = ukeys // R, ukeys % R
         first = np.ones(upage.size, bool)
         first[1:] = upage[1:] != upage[:-1]
@@ -315,7 +321,17 @@ class PagedEmbedding:
             m = self.state_base[t] + (upage - self.page_base[t])
             spage = np.stack([m, m + self.weight_pages[t]])
             pages = np.union1d(pages, spage)
+        return upage, uslot, t, spage, sslot, pages
+
+    def _gather_keys(self, key: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+        ukeys, inverse = np.unique(key, return_inverse=True)
+        upage, uslot, t, spage, sslot, pages = self._key_pages(ukeys)
         self.pin.fill(False)
+        if self._ahead is not None and self._ahead.size:      # keep what a prefetch queued, if both fit
+            fa = self.page_frame[self._ahead]
+            fa = fa[fa >= 0]
+            if fa.size + pages.size <= self.nframes:
+                self.pin[fa] = True
         self._make_resident(pages)
         f = self.page_frame[upage].astype(np.int64)
         rows = self._rows[f, uslot] if self.uniform else None
@@ -333,24 +349,25 @@ class PagedEmbedding:
         self._ctx = None
         if p.rows is None:
             raise ValueError("apply() needs tables of one dim; use apply_tables()")
+        if self.optimizer == "adam":
+            raise ValueError("optimizer 'adam' has no built-in update: use apply_tables() with a rule")
         g = np.asarray(grad, np.float32)
         if g.shape != p.rows.shape:
             raise ValueError(f"grad shape {g.shape} != rows shape {p.rows.shape}")
         stepped = np.arange(len(self.tables)) if p.tables is None else p.tables
         self.steps[stepped] += 1
-        ss = self._adam_step_sizes()[p.table][:, None] if self.optimizer == "adam" else None
         sel = slice(None)
-        rows, states = self._rule(ss)(p.rows, g, self._states(p, sel, self._rows))
+        rows, states = self._rule()(p.rows, g, self._states(p, sel, self._rows))
         self._put(p, sel, self._rows, rows, states)
         self._dirtied(p.f, p.sf)
 
     def apply_tables(self, grads, rule=None) -> None:
         """Apply per-table gradients of the rows last returned by ``gather_tables``: ``grads[t]``
         float32 (U_t, dims[t]) for every table in that step (None or anything for the others). Each
-        table in the step counts one step (``steps[t]``, Adam's bias correction), rows or not.
-        ``rule(rows, grad, states) -> (rows, states)``: the caller's update arithmetic over one
-        table's rows (states: () for sgd, (acc,) for adagrad, (exp_avg, exp_avg_sq) for adam, arrays
-        to return updated, never modified in place); None = the built-in one."""
+        table in the step counts one step (``steps[t]``, incremented before the update), rows or not.
+        ``rule(t, rows, grad, states) -> (rows, states)``: the caller's update arithmetic over table
+        t's rows (states: () for sgd, (acc,) for adagrad, (exp_avg, exp_avg_sq) for adam; float32
+        arrays, returned updated); None = the built-in one (sgd, adagrad; adam has none)."""
         if self._ctx is None:
             raise RuntimeError("apply_tables() without a gather_tables()")
         p = self._ctx
@@ -358,9 +375,11 @@ class PagedEmbedding:
         T = len(self.tables)
         if len(grads) != T:
             raise ValueError(f"grads must have one entry per table ({T}), has {len(grads)}")
+        if rule is None and self.optimizer == "adam":
+            raise ValueError("optimizer 'adam' has no built-in update: pass a rule")
         present = np.arange(T) if p.tables is None else p.tables
         self.steps[present] += 1
-        sizes = self._adam_step_sizes() if self.optimizer == "adam" else None
+        builtin = self._rule() if rule is None else None
         cut = np.searchsorted(p.table, np.arange(T + 1))
         for t in present.tolist():                          # per table, never per row
             lo, hi = int(cut[t]), int(cut[t + 1])
@@ -372,8 +391,8 @@ class PagedEmbedding:
             g = np.asarray(grads[t], np.float32)
             if g.shape != rows.shape:
                 raise ValueError(f"table {t}: grad shape {g.shape} != rows shape {rows.shape}")
-            upd = rule if rule is not None else self._rule(sizes[t] if sizes is not None else None)
-            new_rows, states = upd(rows, g, self._states(p, sel, view))
+            states = self._states(p, sel, view)
+            new_rows, states = builtin(rows, g, states) if rule is None else rule(t, rows, g, states)
             self._put(p, sel, view, new_rows, states)
         self._dirtied(p.f, p.sf)
 
@@ -391,10 +410,22 @@ class PagedEmbedding:
             out = self._view(table)[p.f, p.slot]
         return out[inv]
 
+    def peek_rows(self, table: int, rows) -> np.ndarray:
+        """Current values of some rows of one table, float32 (n, dims[table]), read page by page
+        without going through the cache (``read_array``'s way: nothing made resident or evicted, no
+        budget limit; the current step stays)."""
+        r = np.asarray(rows, np.int64).reshape(-1)
+        if r.size and (r.min() < 0 or r.max() >= self.tables[table]):
+            raise IndexError(f"table {table}: index out of range [0, {self.tables[table]})")
+        R, d = int(self.rpp[table]), int(self.dims[table])
+        pages, inv = np.unique(self.page_base[table] + r // R, return_inverse=True)
+        data = self._read_pages(pages).view(np.float32)[:, :R * d].reshape(-1, R, d)
+        return data[inv.reshape(-1), r % R]
+
     def array_shape(self, table: int, name: str) -> tuple[int, ...]:
         """Shape of one of table ``table``'s arrays (``ARRAYS[optimizer]``): (rows, dim), or (rows,)
         for row-wise Adagrad's ``"sum"``."""
-        self._layout(table, name)
+        self.array_layout(table, name)
         n = self.tables[table]
         return (n,) if name == "sum" else (n, int(self.dims[table]))
 
@@ -403,7 +434,7 @@ class PagedEmbedding:
         of ``ARRAYS[optimizer]``), float32, read page by page without going through the cache:
         resident pages from their frames, swapped-out pages with one ``swap_in``, pages never touched
         as first touch creates them. Nothing is made resident or evicted; ends the current step."""
-        first, R, w, n = self._layout(table, name)
+        first, R, w, n = self.array_layout(table, name)
         hi = n if hi is None else int(hi)
         lo = int(lo)
         if not 0 <= lo <= hi <= n:
@@ -413,8 +444,9 @@ class PagedEmbedding:
             return np.zeros((0,) if name == "sum" else (0, w), np.float32)
         p0, p1 = lo // R, (hi - 1) // R + 1
         data = self._read_pages(np.arange(first + p0, first + p1, dtype=np.int64))
-        out = data.view(np.float32)[:, :R * w].reshape(-1, w)[lo - p0 * R:hi - p0 * R]
-        return out[:, 0].copy() if name == "sum" else out
+        r = np.arange(lo - p0 * R, hi - p0 * R)
+        out = data.view(np.float32)[:, :R * w].reshape(p1 - p0, R, w)[r // R, r % R]
+        return out[:, 0] if name == "sum" else out
 
     def write_array(self, table: int, name: str, lo: int, values) -> None:
         """Set rows ``[lo, lo + len(values))`` of table ``table``'s array ``name``, page by page,
@@ -422,7 +454,7 @@ class PagedEmbedding:
         others go to free frames while there are any, then straight to the backend with one
         ``swap_out`` (``stream`` = the table). Pages only partly covered are read first. Ends the
         current step."""
-        first, R, w, n = self._layout(table, name)
+        first, R, w, n = self.array_layout(table, name)
         v = np.asarray(values, np.float32)
         want = (v.shape[0],) if name == "sum" else (v.shape[0], w)
         if v.ndim == 0 or v.shape != want:
@@ -443,7 +475,8 @@ class PagedEmbedding:
         edge = edge[(plo < lo) | (phi > hi)]
         if edge.size:
             buf[edge] = self._read_pages(ids[edge])
-        buf.view(np.float32)[:, :R * w].reshape(-1, w)[lo - p0 * R:hi - p0 * R] = v.reshape(-1, w)
+        r = np.arange(lo - p0 * R, hi - p0 * R)
+        buf.view(np.float32)[:, :R * w].reshape(ids.size, R, w)[r // R, r % R] = v.reshape(-1, w)
         self._write_pages(table, ids, buf)
 
     def flush(self) -> None:
@@ -473,39 +506,23 @@ class PagedEmbedding:
         d = self.counters.as_dict()
         d.update(total_pages=self.total_pages, budget_pages=self.nframes, resident_pages=self.resident_pages,
                  page_size=self.page_size, rows_per_page=self.rows_per_page, dram_only=self.dram_only,
-                 io_wall_s=self.io_wall_s, io_stall_s=self.io_stall_s)
+                 io_wall_s=self.io_wall_s, io_stall_s=self.io_stall_s, io_overlap_s=self.io_overlap_s,
+                 prefetch_wall_s=self.prefetch_wall_s)
         return d
 
     # -- update rules ------------------------------------------------------------------------
-    def _rule(self, step_size):
-        """The built-in update of ``optimizer`` as ``rule(rows, grad, states) -> (rows, states)``;
-        ``step_size``: Adam's lr * sqrt(1 - b2^t) / (1 - b1^t), float32 (a scalar, or a column of
-        one per row)."""
+    def _rule(self):
+        """The built-in update of ``optimizer`` (sgd, adagrad) as ``rule(rows, grad, states) ->
+        (rows, states)``."""
         lr, eps = np.float32(self.lr), np.float32(self.eps)
         if self.optimizer == "sgd":
             return lambda rows, g, states: (rows - lr * g, ())
-        if self.optimizer == "adagrad":
-            def adagrad(rows, g, states):
-                acc = states[0] + (g * g).mean(axis=1)
-                step = (lr / (np.sqrt(acc) + eps)).astype(np.float32)
-                return rows - step[:, None] * g, (acc,)
-            return adagrad
-        b1, b2 = np.float32(1 - self.betas[0]), np.float32(1 - self.betas[1])
 
-        def adam(rows, g, states):
-            # torch.optim.SparseAdam's operations, in its order (so that the roundings are its own)
-            m, v = states
-            mu = (g - m) * b1
-            vu = (g * g - v) * b2
-            q = (mu + m) / (np.sqrt(vu + v) + eps)
-            return rows + q * -step_size, (m + mu, v + vu)
-        return adam
-
-    def _adam_step_sizes(self) -> np.ndarray:
-        """Per table, float32. In Python floats, as SparseAdam computes it (a loop over tables)."""
-        b1, b2 = self.betas
-        return np.array([self.lr * math.sqrt(1 - b2 ** s) / (1 - b1 ** s) if s else 0.0
-                         for s in self.steps.tolist()], np.float32)
+        def adagrad(rows, g, states):
+            acc = states[0] + (g * g).mean(axis=1)
+            step = (lr / (np.sqrt(acc) + eps)).astype(np.float32)
+            return rows - step[:, None] * g, (acc,)
+        return adagrad
 
     def _states(self, p: _Pending, sel, view) -> tuple:
         if self.optimizer == "adagrad":
@@ -531,8 +548,70 @@ class PagedEmbedding:
             return fn(*args, **kw)
         finally:
             w = time.perf_counter() - w0
-            self.io_wall_s += w
-            self.io_stall_s += (clk() - c0) if clk is not None else w
+            d = (clk() - c0) if clk is not None else w
+            if self._prefetching:            # beside the step's compute: not stall (lookahead.py)
+                self.prefetch_wall_s += w
+                self.io_overlap_s += d
+            else:
+                self.io_wall_s += w
+                self.io_stall_s += d
+
+    def prefetch(self, batches) -> tuple[float, int]:
+        """Fault in the pages of upcoming batches (each a ``sparse`` array as ``gather`` takes, nearest
+        first) and pin them, beside the pages of the batch last gathered, which stay pinned: eviction
+        for them never takes a page of that batch or of an earlier-queued one. Batches whose pages
+        would not fit the budget beside those are left out (from the first that does not fit on;
+        counted in ``prefetch_cut``). The queued pages stay pinned through the next ``gather`` when
+        that batch and they fit together. Returns the clock change across the prefetch's backend
+        calls (wall time there without a clock: see :mod:`.lookahead`) and the pages brought in.
+        Numerics are unaffected: pages come in, rows are read at ``gather``."""
+        if self.backend is None or self.dram_only or self.frames is None:
+            return 0.0, 0
+        pinned = int(np.count_nonzero(self.pin))
+        room = self.nframes - pinned
+        want = np.zeros(0, np.int64)
+        cut = 0
+        for k, sp in enumerate(batches):
+            pages = self._batch_pages(sp)
+            u = np.union1d(want, pages)
+            f = self.page_frame[u]
+            if int(np.count_nonzero((f < 0) | ~self.pin[np.maximum(f, 0)])) > room:
+                cut = len(batches) - k
+                break
+            want = u
+        self.counters.prefetch_cut += cut
+        self._ahead = want
+        if not want.size:
+            return 0.0, 0
+        c = self.counters
+        before = c.faults + c.first_touch
+        refs, hits = c.page_refs, c.hits
+        o0 = self.io_overlap_s
+        self._prefetching = True
+        try:
+            self._make_resident(want)
+        finally:
+            self._prefetching = False
+        c.page_refs, c.hits = refs, hits            # a prefetch is not a reference: gather counts those
+        brought = c.faults + c.first_touch - before
+        if brought:
+            c.prefetch_calls += 1
+            c.prefetched += brought
+        return self.io_overlap_s - o0, brought
+
+    def _batch_pages(self, sparse) -> np.ndarray:
+        """The sorted pages (weights and optimizer state) a ``gather`` of ``sparse`` needs."""
+        sp = np.asarray(sparse)
+        T = len(self.tables)
+        if sp.shape[0] != T:
+            raise ValueError(f"sparse must have {T} tables on axis 0, has shape {sp.shape}")
+        idx = sp.reshape(T, -1).astype(np.int64, copy=False)
+        if idx.size and ((idx < 0).any() or (idx >= np.array(self.tables)[:, None]).any()):
+            t = int(np.flatnonzero(((idx < 0) | (idx >= np.array(self.tables)[:, None])).any(axis=1))[0])
+            raise IndexError(f"table {t}: index out of range [0, {self.tables[t]})")
+        R = self.rpp[:, None]
+        key = ((self.page_base[:-1, None] + idx // R) * self._kR + idx % R).reshape(-1)
+        return self._key_pages(np.unique(key))[-1]
 
     def _make_resident(self, pages: np.ndarray) -> None:
         c = self.counters
@@ -722,8 +801,9 @@ class PagedEmbedding:
         return np.lib.stride_tricks.as_strided(
             self._f32, shape=(self.nframes, R, d), strides=(self.page_size, 4 * d, 4), writeable=True)
 
-    def _layout(self, t: int, name: str) -> tuple[int, int, int, int]:
-        """(first page, rows per page, floats per row, rows) of table t's array ``name``."""
+    def array_layout(self, t: int, name: str) -> tuple[int, int, int, int]:
+        """(first page, rows per page, floats per row, rows) of table t's array ``name``; ``KeyError``
+        for an array the optimizer does not keep."""
         if name not in ARRAYS[self.optimizer]:
             raise KeyError(f"{name!r} is not an array of optimizer {self.optimizer!r}: {ARRAYS[self.optimizer]}")
         if not 0 <= t < len(self.tables):

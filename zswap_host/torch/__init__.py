@@ -1,0 +1,44 @@
+"""Swapped embedding tables as PyTorch modules: rows in the paged store, within a DRAM budget, over
+any ``SwapBackend`` (the host-managed store on a ZNS device, the Linux-swap model on a conventional
+SSD, or none: DRAM only).
+
+- ``SwappedEmbeddingBag(num_embeddings, embedding_dim, mode, backend=, budget=, optimizer=, lr=)``:
+  ``nn.EmbeddingBag``'s ``forward(input, offsets=None, per_sample_weights=None)`` (1-D with offsets,
+  2-D fixed-size bags; modes ``"sum"`` and ``"mean"``).
+- ``SwappedEmbeddingBagCollection(tables, ...)``: many tables in one budget and one backend (a
+  stream per table), ``forward(features)`` with a ``KeyedJagged`` or a dict key -> (values,
+  offsets), returning key -> pooled (or one concatenated tensor).
+
+Contract.
+
+- Training: the modules' rows are not ``nn.Parameter``s. The forward gathers the step's rows (every
+  table's at once, pinned) and pools them with torch's own ``F.embedding_bag``; the backward hands
+  the rows' gradients to a fused optimizer (``FusedOptimizer``: SGD, row-wise Adagrad, SparseAdam's
+  Adam) that updates them in place, as FBGEMM's table-batched embeddings do. The rest of the model
+  trains with any torch optimizer. One backward per forward; gradient accumulation over several
+  forwards is not supported (the second forward unpins the first one's rows: its backward raises).
+- Numerics: with ``budget=1.0`` a module equals ``nn.EmbeddingBag`` + the torch optimizer named in
+  ``optim`` bit for bit; swapping never changes a value (a smaller budget trains bit-identically).
+- Checkpoints: ``save(path)`` / ``load(path)`` stream page by page (tables larger than DRAM);
+  ``state_dict()`` (weights, as ``nn.EmbeddingBag``'s) and ``optimizer_state_dict()`` materialise
+  whole tables; their ``load_*`` stream from the given tensors (``torch.load(..., mmap=True)``).
+  See ``checkpoint``.
+- ``flush()`` writes dirty pages to the backend; ``close()`` discards the tables' pages from the
+  backend and frees the cache; ``stats()`` reports the page cache's counters. The backend belongs to
+  the caller: modules never close it; several modules may share it (disjoint page ids, ``ranges``).
+- Not supported: ``mode="max"``, ``padding_idx``, ``max_norm``, ``scale_grad_by_freq``, devices
+  other than the CPU.
+"""
+
+try:
+    import torch  # noqa: F401  (the real torch: this package is zswap_host.torch)
+except ImportError as e:  # pragma: no cover - the dlrm extra is optional
+    raise ImportError("zswap_host.torch needs PyTorch: pip install 'zswap-host[dlrm]' (torch==2.13.0)") from e
+
+from .collection import SwappedEmbeddingBagCollection
+from .embedding_bag import SwappedEmbeddingBag
+from .inputs import EmbeddingIndexError, KeyedJagged
+from .optim import OPTIMIZERS, FusedOptimizer
+
+__all__ = ["EmbeddingIndexError", "FusedOptimizer", "KeyedJagged", "OPTIMIZERS", "SwappedEmbeddingBag",
+           "SwappedEmbeddingBagCollection"]

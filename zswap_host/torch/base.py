@@ -1,0 +1,153 @@
+"""``SwappedModule``: what ``SwappedEmbeddingBag`` and ``SwappedEmbeddingBagCollection`` share — the
+tables (``SwappedTables``), the lookup, the checkpoint paths, ``flush`` / ``close`` / ``stats``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..workloads.paged_embedding import ARRAYS
+from . import checkpoint
+from .function import pooled_lookup
+from .inputs import Bags, EmbeddingIndexError, check_mode
+from .optim import fused
+from .tables import SwappedTables
+
+
+class SwappedModule(nn.Module):
+    """Tables named ``keys`` of ``rows[t]`` x ``dims[t]`` fp32, pooled with ``mode``, in one
+    ``PagedEmbedding`` over ``backend`` within ``budget``; trained by a fused optimizer in backward.
+
+    ``state_dict()`` holds each table's ``weight`` only (as ``nn.EmbeddingBag``'s; the optimizer's
+    state is in ``optimizer_state_dict()``, as TorchRec keeps it apart): both materialise whole
+    tables; their ``load_*`` stream in from the given tensors. ``save`` / ``load`` stream both ways
+    (module ``checkpoint``)."""
+
+    def __init__(self, keys, rows, dims, mode: str, *, backend, budget, optimizer, lr, eps, betas, seed: int,
+                 page_size: int, clock, discard_dirty: bool) -> None:
+        super().__init__()
+        self.mode = check_mode(mode)
+        self._keys = list(keys)
+        self._tables = SwappedTables(rows, dims, backend=backend, budget=budget,
+                                     optimizer=fused(optimizer, lr, eps, betas), seed=int(seed),
+                                     page_size=int(page_size), clock=clock, discard_dirty=discard_dirty)
+        self._anchor = torch.zeros(0, requires_grad=True)      # makes backward reach the tables
+
+    # -- lookups -----------------------------------------------------------------------------
+    def _lookup(self, bags: list[Bags | None]) -> list[torch.Tensor | None]:
+        return pooled_lookup(self._tables, bags, self.mode, self._anchor)
+
+    def _read_rows(self, t: int, indices) -> torch.Tensor:
+        self._tables._check_open()
+        idx = np.asarray(indices.detach().cpu() if isinstance(indices, torch.Tensor) else indices, np.int64)
+        try:
+            rows = self._tables.store.peek_rows(t, idx.reshape(-1))
+        except IndexError as e:
+            raise EmbeddingIndexError(str(e)) from None
+        return torch.from_numpy(rows).view(*idx.shape, -1)
+
+    # -- optimizer ---------------------------------------------------------------------------
+    @property
+    def optimizer(self):
+        """The fused optimizer (``FusedOptimizer``: name, lr, eps, betas)."""
+        return self._tables.optimizer
+
+    @property
+    def lr(self) -> float:
+        """The fused optimizer's learning rate (settable, e.g. by a schedule)."""
+        return self._tables.lr
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        self._tables.lr = value
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Write every dirty page to the backend and flush the backend's buffers to its device."""
+        self._tables.flush()
+
+    def close(self) -> None:
+        """Discard the tables' pages from the backend and free the DRAM cache; the backend stays open
+        (the caller owns it). The module cannot be used afterwards; a second ``close`` does nothing."""
+        self._tables.close()
+
+    def stats(self) -> dict:
+        """The page cache's counters (``PagedEmbedding.stats``: lookups, hits, faults, pages written,
+        ``io_stall_s``, ...), the optimizer, its per-table step counts, budget and table bytes."""
+        return self._tables.stats()
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def save(self, path: str, chunk_bytes: int = checkpoint.CHUNK_BYTES) -> None:
+        """Stream every table (weights, optimizer state, step counts) to directory ``path`` in chunks of
+        about ``chunk_bytes``: works for tables larger than DRAM. Ends the current step."""
+        checkpoint.save(self._tables, self._keys, path, chunk_bytes)
+
+    def load(self, path: str, chunk_bytes: int = checkpoint.CHUNK_BYTES) -> None:
+        """Stream a directory written by ``save`` back in (same keys, rows and dims; ``ValueError``
+        otherwise). Ends the current step."""
+        checkpoint.load(self._tables, self._keys, path, chunk_bytes)
+
+    def _entry(self, t: int) -> str:
+        """The state-dict name prefix of table t (``""`` for a single table)."""
+        raise NotImplementedError
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars) -> None:
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        for t in range(len(self._keys)):
+            destination[prefix + self._entry(t) + "weight"] = checkpoint.state_tensors(self._tables, t, ("weight",))["weight"]
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        st = self._tables.store
+        mine = set()
+        for t in range(len(self._keys)):
+            k = prefix + self._entry(t) + "weight"
+            mine.add(k)
+            if k not in state_dict:
+                missing_keys.append(k)
+                continue
+            x = state_dict[k]
+            shape = st.array_shape(t, "weight")
+            if tuple(x.shape) != shape:
+                error_msgs.append(f"size mismatch for {k}: copying a param with shape {tuple(x.shape)} from "
+                                  f"checkpoint, the shape in current model is {torch.Size(shape)}.")
+                continue
+            checkpoint.load_state_tensors(self._tables, t, {"weight": x})
+        if strict:
+            unexpected_keys.extend(k for k in state_dict if k.startswith(prefix) and k not in mine)
+
+    def optimizer_state_dict(self) -> dict:
+        """The fused optimizer's hyper-parameters and, per table key, its state tensors (``sum``,
+        ``exp_avg``, ``exp_avg_sq`` as the optimizer keeps them) and ``step``. Materialises them."""
+        o = self._tables.optimizer
+        state = {}
+        for t, key in enumerate(self._keys):
+            state[key] = checkpoint.state_tensors(self._tables, t, ARRAYS[o.name][1:] + ("step",))
+        return {"name": o.name, "lr": o.lr, "eps": o.eps, "betas": tuple(o.betas), "state": state}
+
+    def load_optimizer_state_dict(self, state_dict: dict) -> None:
+        """Restore ``optimizer_state_dict()``'s output (streamed in from its tensors). ``ValueError``
+        for another optimizer, unknown table keys or wrong shapes (nothing loaded then)."""
+        o = self._tables.optimizer
+        if state_dict.get("name") != o.name:
+            raise ValueError(f"optimizer state of {state_dict.get('name')!r}, this module's is {o.name!r}")
+        st = self._tables.store
+        state = state_dict.get("state", {})
+        unknown = set(state) - set(self._keys)
+        if unknown:
+            raise ValueError(f"optimizer state for unknown tables {sorted(unknown)}")
+        for t, key in enumerate(self._keys):
+            for name, x in state.get(key, {}).items():
+                want = () if name == "step" else st.array_shape(t, name)
+                if tuple(torch.as_tensor(x).shape) != want:
+                    raise ValueError(f"optimizer state {key}.{name}: shape {tuple(x.shape)}, want {want}")
+        for t, key in enumerate(self._keys):
+            if key in state:
+                checkpoint.load_state_tensors(self._tables, t, state[key])
+        self._tables.optimizer = dataclasses.replace(o, eps=float(state_dict.get("eps", o.eps)),
+                                                     betas=tuple(state_dict.get("betas", o.betas)))
+        self._tables.store.eps = self._tables.optimizer.eps
+        self.lr = float(state_dict.get("lr", o.lr))

@@ -1,0 +1,143 @@
+"""Checkpoints of swapped tables: which of them streams, and how.
+
+- ``save(tables, keys, path)`` / ``load(tables, keys, path)`` stream: a directory holding one ``.npy``
+  file per table and array (``t{i}.weight.npy``, ``t{i}.exp_avg.npy``, ...) and ``meta.json``
+  (written last: a save that did not finish has none, and ``load`` refuses it). A table is moved in
+  chunks of about ``chunk_bytes``, page by page between the store and the file (``read_array`` /
+  ``write_array``: the DRAM cache is neither filled nor evicted), so a table larger than DRAM is
+  saved and loaded in ``chunk_bytes`` of memory (plus the OS's page cache of the file). The files
+  are plain ``.npy`` (``np.load(..., mmap_mode="r")`` reads them), row-major, independent of the
+  page size.
+- ``state_tensors`` (behind ``state_dict()``) materialises each table as one tensor: the whole table
+  in DRAM, outside the budget — for tables that fit. ``load_state_tensors`` (behind
+  ``load_state_dict()``) streams *in*: it copies from the given tensors in chunks, so a state dict
+  opened with ``torch.load(path, mmap=True)`` loads a table larger than DRAM.
+
+Saved per table: ``weight`` (rows, dim), the optimizer's state (``sum`` (rows,) for row-wise Adagrad,
+``exp_avg`` / ``exp_avg_sq`` (rows, dim) for Adam) and ``step`` (the table's step count). On load an
+array the checkpoint lacks (another optimizer's state) keeps its current values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import torch
+
+from ..workloads.paged_embedding import ARRAYS
+from .tables import SwappedTables
+
+FORMAT = "zswap-host-embeddings"
+VERSION = 1
+CHUNK_BYTES = 16 << 20
+
+
+def _chunk_rows(tables: SwappedTables, t: int, name: str, chunk_bytes: int) -> int:
+    """Rows per chunk: about chunk_bytes, a whole number of pages (no partly written pages)."""
+    _, R, w, _ = tables.store.array_layout(t, name)
+    return max(R, int(chunk_bytes) // (4 * w) // R * R)
+
+
+def save(tables: SwappedTables, keys: list[str], path: str, chunk_bytes: int = CHUNK_BYTES) -> None:
+    """Write every table to directory ``path`` (created if missing; files of the same names are
+    replaced), streaming (see the module docstring). Ends the current step."""
+    tables._check_open()
+    tables.end_step()
+    st = tables.store
+    os.makedirs(path, exist_ok=True)
+    meta_path = os.path.join(path, "meta.json")
+    if os.path.exists(meta_path):
+        os.remove(meta_path)
+    meta = {"format": FORMAT, "version": VERSION, "optimizer": st.optimizer, "tables": []}
+    for t, key in enumerate(keys):
+        files = {}
+        for name in ARRAYS[st.optimizer]:
+            shape = st.array_shape(t, name)
+            fname = f"t{t}.{name}.npy"
+            with open(os.path.join(path, fname), "wb") as f:
+                np.lib.format.write_array_header_1_0(
+                    f, {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
+                        "shape": shape})
+                step = _chunk_rows(tables, t, name, chunk_bytes)
+                for lo in range(0, shape[0], step):            # chunks, not rows
+                    f.write(np.ascontiguousarray(st.read_array(t, name, lo, min(shape[0], lo + step)), "<f4").data)
+            files[name] = fname
+        meta["tables"].append({"key": key, "rows": st.tables[t], "dim": int(st.dims[t]),
+                               "step": int(st.steps[t]), "files": files})
+    tmp = meta_path + ".partial"
+    with open(tmp, "w") as f:
+        json.dump(meta, f, indent=1)
+    os.replace(tmp, meta_path)
+
+
+def load(tables: SwappedTables, keys: list[str], path: str, chunk_bytes: int = CHUNK_BYTES) -> None:
+    """Read a directory written by ``save`` into the tables, streaming. ``FileNotFoundError`` if it
+    has no ``meta.json``; ``ValueError`` if its tables (keys, rows, dims) differ from these. Ends the
+    current step."""
+    tables._check_open()
+    with open(os.path.join(path, "meta.json")) as f:
+        meta = json.load(f)
+    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        raise ValueError(f"{path}: not a {FORMAT} v{VERSION} checkpoint")
+    st = tables.store
+    have = [(m["key"], m["rows"], m["dim"]) for m in meta["tables"]]
+    want = [(k, st.tables[t], int(st.dims[t])) for t, k in enumerate(keys)]
+    if have != want:
+        raise ValueError(f"{path}: its tables (key, rows, dim) {have} are not these {want}")
+    tables.end_step()
+    for t, m in enumerate(meta["tables"]):
+        for name in ARRAYS[st.optimizer]:
+            if name not in m["files"]:
+                continue
+            a = np.load(os.path.join(path, m["files"][name]), mmap_mode="r")
+            if a.shape != st.array_shape(t, name):
+                raise ValueError(f"{path}: {m['files'][name]} has shape {a.shape}, want {st.array_shape(t, name)}")
+            _write(tables, t, name, a, chunk_bytes)
+        st.steps[t] = int(m["step"])
+
+
+def state_tensors(tables: SwappedTables, t: int, names, chunk_bytes: int = CHUNK_BYTES) -> dict[str, torch.Tensor]:
+    """Table t's arrays ``names`` (of ``ARRAYS[optimizer]``, and ``"step"``: its step count) as whole
+    tensors: read in chunks, but the result is the whole table. Ends the current step."""
+    tables._check_open()
+    tables.end_step()
+    st = tables.store
+    out = {}
+    for name in names:
+        if name == "step":
+            out[name] = torch.tensor(int(st.steps[t]), dtype=torch.int64)
+            continue
+        shape = st.array_shape(t, name)
+        x = torch.empty(shape, dtype=torch.float32)
+        xn = x.numpy()
+        step = _chunk_rows(tables, t, name, chunk_bytes)
+        for lo in range(0, shape[0], step):                    # chunks, not rows
+            hi = min(shape[0], lo + step)
+            xn[lo:hi] = st.read_array(t, name, lo, hi)
+        out[name] = x
+    return out
+
+
+def load_state_tensors(tables: SwappedTables, t: int, arrays: dict, chunk_bytes: int = CHUNK_BYTES) -> None:
+    """Copy table t's arrays (a subset of ``state_tensors``' names, shapes checked by the caller)
+    into the store, chunk by chunk. Ends the current step."""
+    tables._check_open()
+    tables.end_step()
+    for name, x in arrays.items():
+        if name == "step":
+            tables.store.steps[t] = int(x)
+        else:
+            _write(tables, t, name, x, chunk_bytes)
+
+
+def _write(tables: SwappedTables, t: int, name: str, src, chunk_bytes: int) -> None:
+    step = _chunk_rows(tables, t, name, chunk_bytes)
+    n = tables.store.array_shape(t, name)[0]
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        c = src[lo:hi]
+        if isinstance(c, torch.Tensor):
+            c = c.detach().to("cpu", torch.float32).numpy()
+        tables.store.write_array(t, name, lo, np.asarray(c, np.float32))

@@ -1,0 +1,103 @@
+"""``SwappedTables``: the embedding tables of one module in a ``PagedEmbedding`` (one DRAM budget,
+one backend, one stream per table) with its fused optimizer, and the step protocol between a
+forward (``gather``: the rows are brought in and pinned) and its backward (``update``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..workloads.paged_embedding import PagedEmbedding
+from .inputs import EmbeddingIndexError
+from .optim import FusedOptimizer
+from .ranges import claim
+
+
+class SwappedTables:
+    """Tables of ``rows[t]`` rows of ``dims[t]`` floats. ``budget``, ``backend``, ``seed``,
+    ``page_size``, ``clock``, ``discard_dirty``: as ``PagedEmbedding`` (the backend is shared, not
+    owned: ``close`` leaves it open). Page ids and streams on the backend are claimed so that other
+    modules on the same backend do not collide (``ranges.claim``)."""
+
+    def __init__(self, rows, dims, *, backend, budget, optimizer: FusedOptimizer, seed: int,
+                 page_size: int, clock=None, discard_dirty: bool = False) -> None:
+        self.optimizer = optimizer
+        self.store = st = PagedEmbedding(rows, dims, backend=backend, budget=budget, page_size=page_size, seed=seed,
+                                         optimizer=optimizer.name, lr=optimizer.lr, eps=optimizer.eps, clock=clock,
+                                         discard_dirty=discard_dirty)
+        st.id_base, st.stream_base = claim(backend, st.total_pages, len(st.tables))   # before any I/O
+        self._rule = optimizer.rule(self.store.steps)
+        self._step = 0          # the last gather's number
+        self._pending = None    # the step whose backward may still update the rows
+        self.closed = False
+
+    def gather(self, indices) -> tuple[int, list]:
+        """Bring in and pin the rows of one step: ``indices[t]`` an int64 array, or None for a table not
+        in the step. Returns (step number, ``PagedEmbedding.gather_tables``'s per-table result).
+        ``EmbeddingIndexError`` for an index out of range (nothing changed)."""
+        self._check_open()
+        try:
+            res = self.store.gather_tables(indices)
+        except IndexError as e:
+            raise EmbeddingIndexError(str(e)) from None
+        self._step += 1
+        self._pending = self._step
+        return self._step, res
+
+    def update(self, step: int, grads) -> None:
+        """The backward of step ``step``: apply the fused optimizer to its rows (``grads[t]`` float32
+        (U_t, dim_t)). ``RuntimeError`` if another step was gathered since (one forward per backward)
+        or this one was already applied."""
+        self.check_step(step)
+        self._pending = None
+        self.store.apply_tables(grads, rule=self._rule)
+
+    def check_step(self, step: int) -> None:
+        """``RuntimeError`` unless step ``step``'s rows are still pinned and not yet updated."""
+        if self._pending != step:
+            raise RuntimeError(
+                "swapped embeddings: this backward belongs to a forward whose rows are no longer pinned "
+                "(the module ran another forward, a checkpoint or close since, or backward ran twice); "
+                "call backward once after each forward")
+
+    def end_step(self) -> None:
+        """Forget the pending step (its backward will raise)."""
+        self._pending = None
+        self.store._ctx = None
+
+    @property
+    def lr(self) -> float:
+        return self.store.lr
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        self.optimizer = dataclasses.replace(self.optimizer, lr=float(value))
+        self.store.lr = float(value)
+        self._rule = self.optimizer.rule(self.store.steps)
+
+    def flush(self) -> None:
+        """Every dirty page to the backend, and the backend's buffers to its device."""
+        self._check_open()
+        self.store.flush()
+        if self.store.backend is not None:
+            self.store.backend.flush()
+
+    def close(self) -> None:
+        """Discard the tables' pages from the backend and drop the DRAM cache (a second close does
+        nothing; the backend stays open)."""
+        if self.closed:
+            return
+        self.end_step()
+        self.store.release()
+        self.closed = True
+
+    def stats(self) -> dict:
+        d = self.store.stats()
+        d.update(optimizer=self.optimizer.name, lr=self.store.lr, steps=self.store.steps.tolist(),
+                 tables=len(self.store.tables), budget_bytes=self.store.nframes * self.store.page_size,
+                 table_bytes=self.store.total_bytes)
+        return d
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("swapped embeddings: the module is closed")
+
