@@ -438,13 +438,26 @@ def test_errors_are_torchs_types():
         s(torch.tensor([1, 2, 3]), torch.tensor([0]), per_sample_weights=torch.ones(2))
 
 
-def test_one_backward_per_forward_and_close():
+def test_one_backward_per_forward_and_close(tmp_path):
     m = SwappedEmbeddingBag(10000, 4, "sum", backend=zns(), budget=0.5)
     y1 = m(torch.tensor([[1, 2]]))
     y2 = m(torch.tensor([[3, 4]]))
     y2.sum().backward()
     with pytest.raises(RuntimeError, match="no longer pinned"):
         y1.sum().backward()
+    # reading (rows, state dict, a streamed save) between forward and backward keeps the step
+    y0 = m(torch.tensor([[5, 6]]))
+    w56 = m.read_rows(torch.tensor([5, 6])).clone()
+    assert torch.equal(m.state_dict()["weight"][5:7], w56)
+    m.save(str(tmp_path / "mid"))
+    y0.sum().backward()
+    assert torch.equal(m.read_rows(torch.tensor([5, 6])), w56 - 0.01)      # sgd, lr 0.01, grad 1
+    # a load between them ends it
+    y0 = m(torch.tensor([[5, 6]]))
+    m.load(str(tmp_path / "mid"))
+    with pytest.raises(RuntimeError, match="no longer pinned"):
+        y0.sum().backward()
+    assert torch.equal(m.read_rows(torch.tensor([5, 6])), w56)
     y3 = m(torch.tensor([[1, 2]]))
     y3.sum().backward(retain_graph=True)
     with pytest.raises(RuntimeError, match="no longer pinned"):

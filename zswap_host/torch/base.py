@@ -82,7 +82,7 @@ class SwappedModule(nn.Module):
     # -- checkpoints -------------------------------------------------------------------------
     def save(self, path: str, chunk_bytes: int = checkpoint.CHUNK_BYTES) -> None:
         """Stream every table (weights, optimizer state, step counts) to directory ``path`` in chunks of
-        about ``chunk_bytes``: works for tables larger than DRAM. Ends the current step."""
+        about ``chunk_bytes``: works for tables larger than DRAM. The DRAM cache is left as it is."""
         checkpoint.save(self._tables, self._keys, path, chunk_bytes)
 
     def load(self, path: str, chunk_bytes: int = checkpoint.CHUNK_BYTES) -> None:

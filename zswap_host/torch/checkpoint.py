@@ -42,9 +42,8 @@ def _chunk_rows(tables: SwappedTables, t: int, name: str, chunk_bytes: int) -> i
 
 def save(tables: SwappedTables, keys: list[str], path: str, chunk_bytes: int = CHUNK_BYTES) -> None:
     """Write every table to directory ``path`` (created if missing; files of the same names are
-    replaced), streaming (see the module docstring). Ends the current step."""
+    replaced), streaming (see the module docstring). A pending step stays pending."""
     tables._check_open()
-    tables.end_step()
     st = tables.store
     os.makedirs(path, exist_ok=True)
     meta_path = os.path.join(path, "meta.json")
@@ -100,9 +99,8 @@ def load(tables: SwappedTables, keys: list[str], path: str, chunk_bytes: int = C
 
 def state_tensors(tables: SwappedTables, t: int, names, chunk_bytes: int = CHUNK_BYTES) -> dict[str, torch.Tensor]:
     """Table t's arrays ``names`` (of ``ARRAYS[optimizer]``, and ``"step"``: its step count) as whole
-    tensors: read in chunks, but the result is the whole table. Ends the current step."""
+    tensors: read in chunks, but the result is the whole table."""
     tables._check_open()
-    tables.end_step()
     st = tables.store
     out = {}
     for name in names:

@@ -62,7 +62,6 @@ class SwappedTables:
     def end_step(self) -> None:
         """Forget the pending step (its backward will raise)."""
         self._pending = None
-        self.store._ctx = None
 
     @property
     def lr(self) -> float:

@@ -433,13 +433,12 @@ class PagedEmbedding:
         """Rows ``[lo, hi)`` of table ``table``'s array ``name`` (``"weight"`` or an optimizer state
         of ``ARRAYS[optimizer]``), float32, read page by page without going through the cache:
         resident pages from their frames, swapped-out pages with one ``swap_in``, pages never touched
-        as first touch creates them. Nothing is made resident or evicted; ends the current step."""
+        as first touch creates them. Nothing is made resident or evicted (the current step stays)."""
         first, R, w, n = self.array_layout(table, name)
         hi = n if hi is None else int(hi)
         lo = int(lo)
         if not 0 <= lo <= hi <= n:
             raise IndexError(f"table {table}: rows [{lo}, {hi}) not within [0, {n})")
-        self._ctx = None
         if hi == lo:
             return np.zeros((0,) if name == "sum" else (0, w), np.float32)
         p0, p1 = lo // R, (hi - 1) // R + 1
