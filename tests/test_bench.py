@@ -32,7 +32,7 @@ def report():
 
 
 def test_runs_and_metrics(report):
-    assert tuple(r["name"] for r in report["runs"]) == RUNS
+    assert tuple(r["name"] for r in report["runs"]) == tuple(r for r in RUNS if r != "linux-swap-lookahead")
     # emulated devices only: no model twin (tests/test_bench_twin.py)
     assert "model_twin" not in report and not any("model_twin" in r for r in report["runs"])
     dram = report["runs"][0]
@@ -118,8 +118,8 @@ def test_pinned_compute_makes_the_report_deterministic(report, monkeypatch):
     train_mod = importlib.import_module("zswap_host.workloads.train")
     step = train_mod.Trainer.step
 
-    def slow(self, b):
-        loss, comp, pag, stall, iow = step(self, b)
+    def slow(self, b, ahead=()):
+        loss, comp, pag, stall, iow = step(self, b, ahead)
         return loss, comp * 3 + 0.01, pag, stall, iow          # a loaded machine
     monkeypatch.setattr(train_mod.Trainer, "step", slow)
     again = run_bench(BenchSpec(**SPEC, jobs=1))              # the patch reaches this process only
@@ -200,6 +200,8 @@ def test_sizing_modes():
     (BenchSpec(preset="nope"), BenchError, "unknown training preset"),
     (BenchSpec(preset="tiny", sizing="same-price"), BenchError, "unknown sizing"),
     (BenchSpec(preset="tiny", runs=("linux-swap", "zfs")), BenchError, "unknown run"),
+    (BenchSpec(preset="tiny", runs=("linux-swap-lookahead",)), BenchError, "needs --lookahead"),
+    (BenchSpec(preset="tiny", lookahead=-1), BenchError, "lookahead"),
     (BenchSpec(preset="tiny", utilisation=1.5), BenchError, "utilisation"),
     (BenchSpec(preset="tiny", iterations=0), BenchError, "positive"),
     (BenchSpec(preset="tiny", batch_size=10**8), BenchError, "batch size"),
@@ -238,6 +240,8 @@ def test_cli_json_and_plots(tmp_path):
 @pytest.mark.parametrize("args,words", [
     (["--budget", "150%"], "budget"),
     (["--runs", "linux-swap,zfs"], "unknown run"),
+    (["--runs", "linux-swap-lookahead"], "needs --lookahead"),
+    (["--lookahead", "-1"], "lookahead"),
     (["--compute", "measured", "--compute-us-per-sample", "10"], "not both"),
     (["--compute-us-per-sample", "-1"], "compute-us-per-sample"),
     (["--sizing", "same-price"], "sizing"),

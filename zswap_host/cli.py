@@ -359,8 +359,13 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 @click.option("--iterations", type=click.IntRange(min=1), help="Training iterations [default: the preset's].")
 @click.option("--batch-size", type=click.IntRange(min=1), help="Samples per batch [default: the preset's].")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--runs", "runs_csv", default=",".join(SWAP_RUN_NAMES), show_default=True, metavar="RUN,...",
-              help="Swap runs to train besides dram-only, comma-separated.")
+@click.option("--runs", "runs_csv", default=None, metavar="RUN,...",
+              help=f"Swap runs to train besides dram-only, comma-separated: {', '.join(SWAP_RUN_NAMES)} "
+              "[default: all; linux-swap-lookahead only with --lookahead].")
+@click.option("--lookahead", type=click.IntRange(min=0, max=64), default=0, show_default=True, metavar="K",
+              help="Fault in the next K batches' pages while a step computes (the store runs, and "
+              "linux-swap-lookahead: Linux swap announcing them with MADV_WILLNEED); on the modeled clock a "
+              "step then costs max(compute, prefetch I/O) plus its own faults.")
 @click.option("--sizing", type=click.Choice(["same-flash", "same-capacity"]), default="same-flash", show_default=True,
               help="same-flash: both emulated devices built from the same raw flash (ZNS exposes what the "
               "conventional SSD hides as over-provisioning); same-capacity: equal usable bytes.")
@@ -413,7 +418,7 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 @io_engine_option
 @friendly_errors
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed, runs_csv,
-          sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
+          lookahead, sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
           jobs, model_twin, twin_preset, data_path, data_format, max_ind_range, cat_mapping, skip_bad_lines,
           json_path, plot_dir, trace_out, force=False, yes=False) -> None:
     """Train DLRM in DRAM only and over four swap configurations, side by side: Linux swap (one fault at
@@ -434,7 +439,8 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
 
     from .bench import BenchSpec, ComputeBasis, format_table, run_bench
 
-    runs = tuple(r.strip() for r in runs_csv.split(",") if r.strip())     # checked by the bench's plan
+    runs = None if runs_csv is None else \
+        tuple(r.strip() for r in runs_csv.split(",") if r.strip())       # checked by the bench's plan
     if data_path is None and (data_format or max_ind_range or cat_mapping or skip_bad_lines):
         _fail("--data-format, --max-ind-range, --cat-mapping and --skip-bad-lines apply to --data PATH")
     if compute_us_per_sample is not None and compute_kind == "measured":
@@ -451,7 +457,7 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
                      verify=verify, idle_gc=idle_gc, suspend=suspend, jobs=jobs, model_twin=model_twin,
                      twin_preset=twin_preset, data=data_path, data_format=data_format or "auto",
                      max_ind_range=max_ind_range, cat_mapping=cat_mapping or "hash",
-                     skip_bad_lines=skip_bad_lines)
+                     skip_bad_lines=skip_bad_lines, lookahead=lookahead)
     bars: dict = {}
 
     def progress(name: str, done: int, total: int) -> None:   # one bar per run (runs may train at once)

@@ -2,16 +2,22 @@
 
 The chain compares neighbouring runs, each step changing one thing:
 batching (``linux-swap`` -> ``linux-swap-batched``: the step's faults read as one queue),
-aggregation and host placement (-> ``store-on-conventional``: large appends, the store's slot map and
-GC, on the same SSD), ZNS (-> ``zns-host-gc``: the same store on a zoned device, no FTL). Each step is
-a ratio of modeled I/O stall and of training time (before / after: > 1 means the step helped).
+lookahead (-> ``linux-swap-lookahead``, with ``--lookahead``: the next batches' pages faulted in while
+a step computes), aggregation and host placement (-> ``store-on-conventional``: large appends, the
+store's slot map and GC, on the same SSD, with the same lookahead), ZNS (-> ``zns-host-gc``: the same
+store on a zoned device, no FTL). Each step is a ratio of modeled I/O stall and of training time
+(before / after: > 1 means the step helped).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+# (step, before, after); a step whose before-run is missing takes the next one listed for it (the
+# aggregation step starts from linux-swap-lookahead when the bench has a lookahead)
 STEPS = (("batching", "linux-swap", "linux-swap-batched"),
+         ("lookahead", "linux-swap-batched", "linux-swap-lookahead"),
+         ("aggregation", "linux-swap-lookahead", "store-on-conventional"),
          ("aggregation", "linux-swap-batched", "store-on-conventional"),
          ("zns", "store-on-conventional", "zns-host-gc"))
 
@@ -39,6 +45,16 @@ def latency_summary(waits: np.ndarray) -> dict:
             "page_waits": int(w.size)}
 
 
+def _ratio(before: float, after: float) -> float | None:
+    """before / after; None when after is 0 (a stall hidden entirely: no finite ratio)."""
+    return before / after if after > 0 else None
+
+
+def stall_text(before: float, after: float, ratio: float | None) -> str:
+    """A stall ratio for people: "6.64x", or "0.58 s -> 0" when the step removed it."""
+    return f"{ratio:.2f}x" if ratio is not None else f"{before:.2f} s -> {after:.0f}"
+
+
 def _gc_bytes(r: dict) -> int:
     return int(r.get("gc_write_bytes", 0)) + int(r.get("device_gc_write_bytes", 0))
 
@@ -49,11 +65,14 @@ def chain(runs: list[dict]) -> dict:
     by = {r["name"]: r for r in runs}
     dram = by["dram-only"]["train_time_s"]
     steps = []
+    taken = set()
     for step, a, b in STEPS:
-        if a in by and b in by:
+        if a in by and b in by and step not in taken:
+            taken.add(step)
             ra, rb = by[a], by[b]
             steps.append({"step": step, "from": a, "to": b,
-                          "stall_ratio": ra["io_stall_time_s"] / max(rb["io_stall_time_s"], 1e-12),
+                          "stall_ratio": _ratio(ra["io_stall_time_s"], rb["io_stall_time_s"]),
+                          "io_stall_time_s": [ra["io_stall_time_s"], rb["io_stall_time_s"]],
                           "train_time_ratio": ra["train_time_s"] / rb["train_time_s"],
                           "write_amplification": [ra["write_amplification"], rb["write_amplification"]],
                           "gc_write_bytes": [_gc_bytes(ra), _gc_bytes(rb)]})
@@ -63,8 +82,8 @@ def chain(runs: list[dict]) -> dict:
             ratios[f"slowdown_{r['name']}"] = r["train_time_s"] / dram
     if "linux-swap" in by and "zns-host-gc" in by:
         ratios["speedup_zns_host_gc_vs_linux_swap"] = by["linux-swap"]["train_time_s"] / by["zns-host-gc"]["train_time_s"]
-        ratios["stall_ratio_linux_swap_vs_zns_host_gc"] = (by["linux-swap"]["io_stall_time_s"] /
-                                                           max(by["zns-host-gc"]["io_stall_time_s"], 1e-12))
+        ratios["stall_ratio_linux_swap_vs_zns_host_gc"] = _ratio(by["linux-swap"]["io_stall_time_s"],
+                                                                 by["zns-host-gc"]["io_stall_time_s"])
     base = np.array(by["dram-only"]["loss"])
     diffs = [float(np.max(np.abs(np.array(r["loss"]) - base))) for r in runs]
     ratios["max_loss_difference"] = max(diffs)

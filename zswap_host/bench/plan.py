@@ -18,8 +18,13 @@ ZONE = 16 << 20          # zone size of the default emulated ZNS device (halved 
 MIN_ZONES = 64
 HEADROOM = 1.3           # swap space beyond the pages a run can swap out (+ 8 MiB: tables at 70-77% of it)
 SIZINGS = ("same-flash", "same-capacity")
-RUNS = ("dram-only", "linux-swap", "linux-swap-batched", "store-on-conventional", "zns-host-gc")
+RUNS = ("dram-only", "linux-swap", "linux-swap-batched", "linux-swap-lookahead", "store-on-conventional",
+        "zns-host-gc")
 SWAP_RUNS = RUNS[1:]
+# the runs that prefetch the next batches while a step computes (BenchSpec.lookahead): the kernel's
+# unmodified fault path (linux-swap) and its batched twin (linux-swap-batched) do not, so the chain can
+# show batching and lookahead as steps of their own
+LOOKAHEAD_RUNS = ("linux-swap-lookahead", "store-on-conventional", "zns-host-gc")
 MAX_BATCH = 1 << 20      # samples per batch: a batch's indices alone take ~200 MiB there
 READ_QD = 32             # queue depth of a batched read, the store's and Linux-batched's alike
 
@@ -50,7 +55,11 @@ class BenchSpec:
     ``data_format`` says, its categorical values ``cat_mapping``-mapped (``hash`` or ``dict``) into the
     preset's tables, each capped at ``max_ind_range`` rows when given; ``skip_bad_lines`` drops and
     counts malformed lines instead of failing. Every run reads the file itself, from its start: all
-    runs train on the same batches."""
+    runs train on the same batches.
+    ``lookahead``: upcoming batches whose pages the ``LOOKAHEAD_RUNS`` fault in while a step computes
+    (``linux-swap-lookahead`` is Linux-swap-batched announcing the next batches with
+    ``MADV_WILLNEED``); 0: none, and ``linux-swap-lookahead`` is left out. ``runs``: None = every run
+    that applies."""
 
     preset: str = "default"
     device: str | None = None           # ZNS device URL or path (default: emulated, same flash as the baseline)
@@ -61,7 +70,7 @@ class BenchSpec:
     iterations: int | None = None
     batch_size: int | None = None
     seed: int = 0
-    runs: tuple[str, ...] = SWAP_RUNS
+    runs: tuple[str, ...] | None = None
     sizing: str = "same-flash"
     utilisation: float | None = None
     compute: ComputeBasis | None = None
@@ -77,6 +86,7 @@ class BenchSpec:
     max_ind_range: int | None = None    # cap on every table's rows (dlrm's --max-ind-range)
     cat_mapping: str = "hash"           # hash (value % rows) or dict (first-seen ids)
     skip_bad_lines: bool = False        # drop and count malformed lines instead of failing
+    lookahead: int = 0                  # batches prefetched ahead by LOOKAHEAD_RUNS (0: none)
 
 
 @dataclass
@@ -125,9 +135,14 @@ def plan(spec: BenchSpec) -> Plan:
         raise BenchError(f"unknown sizing {spec.sizing!r}; known: {', '.join(SIZINGS)}")
     if spec.jobs is not None and (isinstance(spec.jobs, bool) or not isinstance(spec.jobs, int) or spec.jobs < 1):
         raise BenchError(f"jobs must be a whole number >= 1, not {spec.jobs!r}")
-    bad = [r for r in spec.runs if r not in SWAP_RUNS]
-    if bad or not spec.runs:
+    if isinstance(spec.lookahead, bool) or not isinstance(spec.lookahead, int) or not 0 <= spec.lookahead <= 64:
+        raise BenchError(f"lookahead must be a whole number of batches within 0..64, not {spec.lookahead!r}")
+    names = spec_runs(spec)
+    bad = [r for r in names if r not in SWAP_RUNS]
+    if bad or not names:
         raise BenchError(f"unknown run {bad[0] if bad else '(none)'!r}; known: {', '.join(SWAP_RUNS)}")
+    if "linux-swap-lookahead" in names and not spec.lookahead:
+        raise BenchError("the linux-swap-lookahead run needs --lookahead 1 or more")
     u = spec.utilisation
     if u is not None and not 0.05 <= u <= 0.99:
         raise BenchError(f"utilisation must be within 0.05..0.99 of the usable capacity, not {u}")
@@ -196,6 +211,19 @@ def plan(spec: BenchSpec) -> Plan:
                 zone, view_cap, spec.sizing, _compute_basis(spec, p), devices, source)
 
 
+def spec_runs(spec: BenchSpec) -> tuple[str, ...]:
+    """The swap runs a spec asks for, in ``RUNS`` order (``runs=None``: all of them, without
+    ``linux-swap-lookahead`` when there is no lookahead)."""
+    if spec.runs is not None:
+        return tuple(r for r in SWAP_RUNS if r in spec.runs) + tuple(r for r in spec.runs if r not in SWAP_RUNS)
+    return tuple(r for r in SWAP_RUNS if spec.lookahead or r != "linux-swap-lookahead")
+
+
+def run_lookahead(spec: BenchSpec, name: str) -> int:
+    """The lookahead run ``name`` trains with."""
+    return int(spec.lookahead) if name in LOOKAHEAD_RUNS else 0
+
+
 def _too_small(what: str, url: str, holds: int, need: int) -> BenchError:
     return BenchError(f"{url} is too small for this run: its {what} holds {holds} pages "
                       f"({format_size(holds * PAGE)}), the run can swap out {need} pages ({format_size(need * PAGE)})")
@@ -239,8 +267,9 @@ def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple
         return b, dev
 
     every = {"linux-swap": linux("serial"), "linux-swap-batched": linux("batched"),
-             "store-on-conventional": store_on_conventional, "zns-host-gc": zns}
-    return {name: every[name] for name in SWAP_RUNS if name in spec.runs}
+             "linux-swap-lookahead": linux("batched"), "store-on-conventional": store_on_conventional,
+             "zns-host-gc": zns}
+    return {name: every[name] for name in spec_runs(spec)}
 
 
 def open_backends(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:

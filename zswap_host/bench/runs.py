@@ -5,6 +5,8 @@ swap configurations, on the devices of :mod:`.plan`:
 2. ``linux-swap`` — the Linux-swap model in its kernel-validated configuration, one fault at a time;
 3. ``linux-swap-batched`` — the same, but each step's pages are announced (``MADV_WILLNEED``) and the
    missing ones read as one queue;
+3b. ``linux-swap-lookahead`` (with ``--lookahead K``) — linux-swap-batched that also announces the next
+   K batches' pages while a step computes; the two store runs then prefetch K batches ahead too;
 4. ``store-on-conventional`` — the host-managed store on the conventional SSD through a zoned view;
 5. ``zns-host-gc`` — the store on the ZNS device.
 
@@ -25,13 +27,13 @@ from ..verify import VerifyingBackend
 from .chain import chain, latency_summary, share_under, merge_hist
 from .compute import charged_compute, measure_compute
 from .parallel import run_parallel
-from .plan import BenchError, BenchSpec, backend_factories, jobs_for, open_backends, plan
+from .plan import BenchError, BenchSpec, backend_factories, jobs_for, open_backends, plan, run_lookahead, spec_runs
 from .twin import CONFOUNDS, model_twin, summary
 
 # the store drops a page's swap copy when the page is dirtied in DRAM (the pager knows, and its GC then
 # forgets the copy); Linux keeps the swap-cache slot and rewrites the page there, as 6.1 does
-DISCARD_DIRTY = {"linux-swap": False, "linux-swap-batched": False, "store-on-conventional": True,
-                 "zns-host-gc": True}
+DISCARD_DIRTY = {"linux-swap": False, "linux-swap-batched": False, "linux-swap-lookahead": False,
+                 "store-on-conventional": True, "zns-host-gc": True}
 
 
 def _record(name: str, res, clock: str) -> dict:
@@ -44,7 +46,8 @@ def _record(name: str, res, clock: str) -> dict:
             "iterations": res.iterations, "per_iteration_s": res.iteration_s.tolist(),
             "io_stall_per_iteration_s": stall.tolist(), "pages_in_per_iteration": res.pages_in.tolist(),
             "pages_out_per_iteration": res.pages_out.tolist(), "loss": res.loss.tolist(), "paging": res.paging,
-            "wall_s": res.wall_s, **({"data": res.source} if res.source else {})}
+            "wall_s": res.wall_s, **({"data": res.source} if res.source else {}), "lookahead": res.lookahead,
+            "prefetch_io_time_s": float(res.prefetch_io_s.sum()) if res.prefetch_io_s is not None else 0.0}
 
 
 def _dram_run(name: str, pl, spec: BenchSpec, basis, progress=None) -> tuple[dict, dict]:
@@ -87,6 +90,7 @@ def _swap_run(name: str, pl, spec: BenchSpec, charged: np.ndarray, progress=None
     res = train(pl.model, pl.data, backend, pl.budget, pl.iterations, pl.batch_size, spec.seed,
                 on_idle=on_idle, clock=dev.now if modeled else None, trace=trace,
                 discard_dirty=DISCARD_DIRTY[name], charged_compute_s=charged, source=pl.source,
+                lookahead=run_lookahead(spec, name),
                 progress=(lambda d, t: progress(name, d, t)) if progress else None)
     if trace is not None:
         trace.build().save(spec.trace_out)
@@ -132,7 +136,7 @@ def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None 
         except ZswapError as e:
             raise BenchError(f"cannot build the model twin ({e}); --no-model-twin runs without it") from None
     basis, jobs = pl.compute, jobs_for(pl, spec)
-    names = list(spec.runs)
+    names = list(spec_runs(spec))
     if basis.kind == "pinned":
         charged = np.full(pl.iterations, basis.us_per_sample * 1e-6 * pl.batch_size)
         names.insert(0, "dram-only")
@@ -142,13 +146,13 @@ def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None 
         charged = charged_compute(basis, measured, pl.batch_size)
         done = {"dram-only": (rec, {})}
         done.update(run_parallel(_run, names, (pl, spec, basis, charged), jobs, progress))
-    runs = [done[n][0] for n in ("dram-only", *spec.runs)]
+    runs = [done[n][0] for n in ("dram-only", *spec_runs(spec))]
     extras = {n: x for n, (_, x) in done.items() if x}
 
     report = {"preset": pl.preset.name, "model": pl.model.name, "iterations": pl.iterations,
               "batch_size": pl.batch_size, "seed": spec.seed, "table_bytes": pl.table_bytes,
               "budget_bytes": pl.budget_bytes, "placement": spec.placement, "victim": spec.victim,
-              "verify": spec.verify, "idle_gc": spec.idle_gc, "compute": basis.as_dict(),
+              "verify": spec.verify, "idle_gc": spec.idle_gc, "lookahead": spec.lookahead, "compute": basis.as_dict(),
               "sizing": pl.devices, "devices": {"baseline": pl.baseline_url, "zns": pl.zns_url},
               "runs": runs}
     if pl.source is not None:

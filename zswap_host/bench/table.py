@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 
 from ..units import format_size
+from .chain import stall_text
 
 LEGEND = ("train = charged compute + I/O stall; stall: modeled device time (wall on real devices); "
           "step p50/p99: stall per training step; page wait: from the moment the step needed a page to the "
@@ -74,14 +75,16 @@ def format_table(report: dict) -> str:
             f"{r['write_amplification']:5.2f} {gc:7.0f} {own:>13}")
     lines += ["", "attribution chain (before / after; > 1: the step helped):"]
     for s in report["chain"]:
-        lines.append(f"  {s['step']:12} {s['from']} -> {s['to']}: stall {s['stall_ratio']:.2f}x, "
+        stall = stall_text(*s["io_stall_time_s"], s["stall_ratio"])
+        lines.append(f"  {s['step']:12} {s['from']} -> {s['to']}: stall {stall}, "
                      f"training time {s['train_time_ratio']:.2f}x; WAF {s['write_amplification'][0]:.2f} -> "
                      f"{s['write_amplification'][1]:.2f}; GC {s['gc_write_bytes'][0] / 2**20:.0f} -> "
                      f"{s['gc_write_bytes'][1] / 2**20:.0f} MiB")
     q = report["ratios"]
+    by = {r["name"]: r for r in runs}
     if "speedup_zns_host_gc_vs_linux_swap" in q:
         lines.append(f"  end to end: zns-host-gc trains {q['speedup_zns_host_gc_vs_linux_swap']:.2f}x faster than "
-                     f"linux-swap (stall {q['stall_ratio_linux_swap_vs_zns_host_gc']:.2f}x)")
+                     f"linux-swap (stall {stall_text(by['linux-swap']['io_stall_time_s'], by['zns-host-gc']['io_stall_time_s'], q['stall_ratio_linux_swap_vs_zns_host_gc'])})")
     lines.append(f"losses {'match' if q['losses_match'] else 'DIFFER'} across runs "
                  f"(max difference {q['max_loss_difference']:.2e})")
     checked = [f"{r['name']} {r['verify']['pages_checked']}" for r in runs if "verify" in r]

@@ -23,8 +23,8 @@ from .plan import BenchError, BenchSpec, Plan
 DEFAULT_PRESET = "thesis-ssd"
 
 # which of the bench's two devices each swap run trains on
-RUN_DEVICE = {"linux-swap": "baseline", "linux-swap-batched": "baseline", "store-on-conventional": "baseline",
-              "zns-host-gc": "zns"}
+RUN_DEVICE = {"linux-swap": "baseline", "linux-swap-batched": "baseline", "linux-swap-lookahead": "baseline",
+              "store-on-conventional": "baseline", "zns-host-gc": "zns"}
 
 # what a twin's run record is summarised by, beside the real run's (the same keys)
 SUMMARY = ("train_time_s", "io_stall_time_s", "step_stall_p50_s", "step_stall_p99_s", "page_wait_p50_s",
@@ -103,13 +103,13 @@ def model_twin(pl: Plan, spec: BenchSpec) -> Twin | None:
     emulated-only bench) or when ``spec.model_twin`` is off. Each real device is opened once (read
     only) for its geometry and clock."""
     from ..devices import open_device
-    from .plan import in_memory
+    from .plan import in_memory, spec_runs
 
     preset = check_preset(spec.twin_preset)
     if not spec.model_twin:
         return None
     urls = {"baseline": pl.baseline_url, "zns": pl.zns_url}
-    used = {RUN_DEVICE[r] for r in spec.runs}
+    used = {RUN_DEVICE[r] for r in spec_runs(spec)}
     devices: dict = {}
     for role in ("baseline", "zns"):
         if role not in used or in_memory(urls[role]):
@@ -122,7 +122,7 @@ def model_twin(pl: Plan, spec: BenchSpec) -> Twin | None:
             devices[role] = {"real": urls[role], "twin": url, **_describe(dev)}
         finally:
             dev.close()
-    runs = tuple(r for r in spec.runs if RUN_DEVICE[r] in devices)
+    runs = tuple(r for r in spec_runs(spec) if RUN_DEVICE[r] in devices)
     if not runs:
         return None
     tp = dataclasses.replace(pl, baseline_url=devices.get("baseline", {}).get("twin", pl.baseline_url),

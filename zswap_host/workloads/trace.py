@@ -2,9 +2,12 @@
 discards and idle windows a workload produced, in a compact numpy format, and their replay
 through any ``SwapBackend`` in seconds, without the workload itself.
 
-File format (``.npz``): ``ops`` uint8 (0 swap_in, 1 swap_out, 2 discard, 3 idle), ``streams``
+File format (``.npz``): ``ops`` uint8 (0 swap_in, 1 swap_out, 2 discard, 3 idle, 4 overlap), ``streams``
 int32, ``idle_s`` float64 (the idle window of op 3, else 0), ``bounds`` int64 (event k's ids are
 ``ids[bounds[k]:bounds[k+1]]``), ``ids`` int64, and ``meta`` (a JSON string).
+
+An ``overlap`` marker (op 4, no ids) says that the events after it, up to the next idle window, ran
+while the workload computed (a lookahead prefetch): on a device clock they overlap that window.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import numpy as np
 
 from ..backend import SwapBackend
 
-SWAP_IN, SWAP_OUT, DISCARD, IDLE = 0, 1, 2, 3
+SWAP_IN, SWAP_OUT, DISCARD, IDLE, OVERLAP = 0, 1, 2, 3, 4
 
 
 @dataclass
@@ -131,12 +134,18 @@ def _page_contents(ids: np.ndarray, page_size: int) -> np.ndarray:
     return out
 
 
-def replay(backend: SwapBackend, trace: SwapTrace, verify: bool = False, progress=None) -> None:
+def replay(backend: SwapBackend, trace: SwapTrace, verify: bool = False, progress=None, clock=None) -> None:
     """Run a trace through a backend. Idle windows go to ``backend.idle`` (the store's GC, then the
     device clock; Linux swap only lets the device clock pass), so every backend sees the same
-    timeline. ``verify`` checks the first word of every page swapped in."""
+    timeline. ``verify`` checks the first word of every page swapped in.
+
+    ``clock()``: the backend's device clock. With it, the I/O after an overlap marker is taken out of
+    the next idle window (the device was busy for that part of it: ``idle(max(0, window - io))``), as
+    the workload that recorded it overlapped them; without it, overlapped I/O runs before the whole
+    window."""
     ps = backend.page_size
     n = len(trace)
+    since = None                                # the clock at the last overlap marker
     for k in range(n):
         op = int(trace.ops[k])
         ids = trace.event_ids(k)
@@ -149,6 +158,12 @@ def replay(backend: SwapBackend, trace: SwapTrace, verify: bool = False, progres
         elif op == DISCARD:
             backend.discard(ids)
         elif op == IDLE:
-            backend.idle(float(trace.idle_s[k]))
+            window = float(trace.idle_s[k])
+            if since is not None:
+                window = max(0.0, window - (clock() - since))
+                since = None
+            backend.idle(window)
+        elif op == OVERLAP and clock is not None:
+            since = clock()
         if progress is not None and (k % 256 == 0 or k == n - 1):
             progress(k + 1, n)

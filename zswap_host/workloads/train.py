@@ -11,18 +11,25 @@ counted: a real input pipeline overlaps it with training.
 Training time = charged compute + I/O stall. The charged compute is the run's own measured compute,
 unless the caller passes ``charged_compute_s`` (what ``bench`` does: every run is charged the same,
 deterministic compute, see :mod:`zswap_host.bench.compute`).
+
+With ``lookahead=K`` the next K batches' pages are faulted in while a step computes
+(:mod:`.lookahead`); on a modeled clock a step's stall is then its demand faults plus the part of the
+prefetch its compute did not cover, and the idle window handed to ``on_idle`` is what the prefetch
+left of the compute.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from .criteo import CriteoSynth, DataConfig, data_preset
+from .lookahead import Lookahead
 from .paged_embedding import PagedEmbedding
-from .trace import IDLE
+from .trace import IDLE, OVERLAP
 
 
 @dataclass(frozen=True)
@@ -82,7 +89,7 @@ class TrainResult:
     budget_pages: int
     total_pages: int
     compute_s: np.ndarray           # measured compute wall time, backend calls excluded
-    io_stall_s: np.ndarray          # clock change across backend calls
+    io_stall_s: np.ndarray          # clock change across demand backend calls + prefetch not hidden
     io_wall_s: np.ndarray           # wall time inside backend calls (simulation cost when modeled)
     data_s: np.ndarray              # batch generation (not counted in training time)
     loss: np.ndarray
@@ -94,6 +101,8 @@ class TrainResult:
     paging: dict = field(default_factory=dict)
     wall_s: float = 0.0             # whole run, wall clock
     source: dict = field(default_factory=dict)   # what a file batch source read ({} for synthetic data)
+    lookahead: int = 0              # upcoming batches prefetched while a step computed
+    prefetch_io_s: np.ndarray | None = None      # device time of each step's prefetch (modeled clock)
 
     @property
     def iteration_s(self) -> np.ndarray:
@@ -187,7 +196,7 @@ class Trainer:
     (interleaved repeats, :func:`zswap_host.bench.compute.measure_compute`)."""
 
     def __init__(self, model_cfg, data_cfg, backend, budget, seed: int, *, clock=None, trace=None,
-                 discard_dirty: bool = False) -> None:
+                 discard_dirty: bool = False, lookahead: int = 0) -> None:
         import torch
 
         from .dlrm import DLRM
@@ -198,10 +207,15 @@ class Trainer:
         self.emb = PagedEmbedding(self.dc.tables, self.mc.dim, backend=backend, budget=budget, seed=seed,
                                   optimizer=self.mc.emb_optimizer, lr=self.mc.emb_lr, trace=trace, clock=clock,
                                   discard_dirty=discard_dirty)
+        self.trace = trace
+        self.lookahead = Lookahead(self.emb, lookahead) if lookahead and backend is not None else None
+        self.overlap = None             # the last step's prefetch (``lookahead.Overlap``), or None
 
-    def step(self, b) -> tuple[float, float, float, float, float]:
+    def step(self, b, ahead=()) -> tuple[float, float, float, float, float]:
         """One iteration on batch ``b``: returns (loss, compute wall s excluding backend calls, paging
-        bookkeeping s, I/O stall s, wall s inside backend calls)."""
+        bookkeeping s, I/O stall s of the demand faults, wall s inside backend calls). ``ahead``: the
+        upcoming batches (nearest first), prefetched while this one computes when the trainer has a
+        lookahead; what that cost is left in ``self.overlap``."""
         import torch
 
         from .dlrm import bce, embed
@@ -210,6 +224,10 @@ class Trainer:
         w0, s0 = emb.io_wall_s, emb.io_stall_s
         t0 = time.perf_counter()
         rows, inv = emb.gather(b.sparse)
+        if self.lookahead is not None:
+            if self.trace is not None:
+                self.trace.add(OVERLAP)
+            self.lookahead.start([a.sparse for a in ahead])
         t1 = time.perf_counter()
         W = torch.from_numpy(rows).requires_grad_(True)
         pooled = embed(W, torch.from_numpy(inv), self.dc.num_tables, b.size, self.dc.hot)
@@ -218,17 +236,19 @@ class Trainer:
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
+        self.overlap = self.lookahead.wait() if self.lookahead is not None else None
         t2 = time.perf_counter()
         emb.apply(W.grad.numpy())
         t3 = time.perf_counter()
         iowall = emb.io_wall_s - w0
-        return (float(loss.detach()), (t3 - t0) - iowall, (t1 - t0) + (t3 - t2) - iowall,
+        blocked = self.overlap.blocked_s if self.overlap is not None else 0.0
+        return (float(loss.detach()), (t3 - t0) - iowall - blocked, (t1 - t0) + (t3 - t2) - iowall - blocked,
                 emb.io_stall_s - s0, iowall)
 
 
 def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int, seed: int,
           on_idle=None, clock=None, progress=None, trace=None, *, threads: int | None = 1,
-          discard_dirty: bool = False, charged_compute_s=None, source=None) -> TrainResult:
+          discard_dirty: bool = False, charged_compute_s=None, source=None, lookahead: int = 0) -> TrainResult:
     """Train DLRM for ``iterations`` batches of ``batch_size`` with its embedding tables in a
     ``PagedEmbedding`` of ``budget`` (bytes, fraction of table bytes, or "25%"/"64MiB") over
     ``backend`` (None: DRAM only). ``seed`` fixes the MLP init, first-touch embedding init and the
@@ -242,7 +262,8 @@ def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int
     swap_in/swap_out/discard and an IDLE event with each iteration's charged compute. ``threads``:
     torch threads (None: leave as is). ``source``: where batches come from (:func:`batch_source`;
     None: ``CriteoSynth(data_cfg)``, else e.g. a ``data.CriteoFile``); what the source's stream reports
-    (its ``stats()``) ends in ``TrainResult.source``.
+    (its ``stats()``) ends in ``TrainResult.source``. ``lookahead``: upcoming batches whose pages are
+    faulted in while a step computes (0: none; see the module's docstring for the clock).
     """
     import torch
 
@@ -254,33 +275,57 @@ def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int
         if charged_compute_s.shape != (iterations,) or (charged_compute_s < 0).any():
             raise ValueError(f"charged_compute_s must be {iterations} non-negative seconds")
     t_start = time.perf_counter()
-    tr = Trainer(model_cfg, data_cfg, backend, budget, seed, clock=clock, trace=trace, discard_dirty=discard_dirty)
+    lookahead = int(lookahead)
+    if lookahead < 0:
+        raise ValueError(f"lookahead must be >= 0, not {lookahead}")
+    tr = Trainer(model_cfg, data_cfg, backend, budget, seed, clock=clock, trace=trace, discard_dirty=discard_dirty,
+                 lookahead=lookahead)
     mc, dc, emb = tr.mc, tr.dc, tr.emb
     if trace is not None:
         trace.meta.update(kind="dlrm", model=asdict(mc), data={**asdict(dc), "tables": list(dc.tables)},
                           iterations=iterations, batch_size=batch_size, seed=seed,
-                          budget_bytes=emb.budget_bytes, page_size=emb.page_size)
+                          budget_bytes=emb.budget_bytes, page_size=emb.page_size, lookahead=lookahead)
     n = iterations
     compute, paging, stall, iowall, data_s, losses = (np.zeros(n) for _ in range(6))
     pin = np.zeros(n, np.int64)
     pout = np.zeros(n, np.int64)
     ftouch = np.zeros(n, np.int64)
     c = emb.counters
+    prefetch_io = np.zeros(n)
     gen = batch_source(dc, source).batches(n, batch_size, seed)
-    for i in range(n):
-        t0 = time.perf_counter()
-        b = next(gen)
-        data_s[i] = time.perf_counter() - t0
-        f0, o0, n0 = c.faults, c.pages_written, c.first_touch
-        losses[i], compute[i], paging[i], stall[i], iowall[i] = tr.step(b)
-        pin[i], pout[i], ftouch[i] = c.faults - f0, c.pages_written - o0, c.first_touch - n0
-        idle = float(compute[i] if charged_compute_s is None else charged_compute_s[i])
-        if trace is not None:
-            trace.add(IDLE, idle_s=idle)
-        if on_idle is not None:
-            on_idle(idle)
-        if progress is not None:
-            progress(i + 1, n)
+    queue: deque = deque()
+    try:
+        for i in range(n):
+            t0 = time.perf_counter()
+            while len(queue) < 1 + (lookahead if tr.lookahead is not None else 0) and i + len(queue) < n:
+                queue.append(next(gen))
+            b = queue.popleft()
+            data_s[i] = time.perf_counter() - t0
+            f0, o0, n0 = c.faults, c.pages_written, c.first_touch
+            losses[i], compute[i], paging[i], stall[i], iowall[i] = tr.step(b, queue)
+            pin[i], pout[i], ftouch[i] = c.faults - f0, c.pages_written - o0, c.first_touch - n0
+            idle = float(compute[i] if charged_compute_s is None else charged_compute_s[i])
+            if trace is not None:
+                trace.add(IDLE, idle_s=idle)
+            window = idle
+            ov = tr.overlap
+            if ov is not None and ov.io_s is not None:   # modeled: the step lasts max(compute, prefetch)
+                prefetch_io[i] = ov.io_s
+                stall[i] += max(0.0, ov.io_s - idle)
+                window = max(0.0, idle - ov.io_s)
+            elif ov is not None:                        # wall: the step waited for the worker
+                stall[i] += ov.blocked_s
+            if on_idle is not None:
+                c0 = clock() if clock is not None else 0.0
+                on_idle(window)
+                over = clock() - c0 - window if clock is not None else 0.0
+                if over > 1e-12:               # work started in the window overran it (one GC step at
+                    stall[i] += over           # most): the next step waits for it
+            if progress is not None:
+                progress(i + 1, n)
+    finally:
+        if tr.lookahead is not None:
+            tr.lookahead.close()
     return TrainResult(
         model=asdict(mc), data={**asdict(dc), "tables": list(dc.tables)}, iterations=n,
         batch_size=batch_size, seed=int(seed),
@@ -290,4 +335,4 @@ def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int
         loss=losses, pages_in=pin, pages_out=pout, first_touch=ftouch, paging_s=paging,
         charged_s=compute.copy() if charged_compute_s is None else charged_compute_s.copy(),
         paging=emb.stats(), wall_s=time.perf_counter() - t_start,
-        source=gen.stats() if hasattr(gen, "stats") else {})
+        source=gen.stats() if hasattr(gen, "stats") else {}, lookahead=lookahead, prefetch_io_s=prefetch_io)
