@@ -13,7 +13,7 @@ from zswap_host import NotZonedError  # noqa: E402
 from zswap_host.bench import RUNS, BenchError, BenchSpec, ComputeBasis, charged_compute, plan, run_bench  # noqa: E402
 from zswap_host.cli import main  # noqa: E402
 
-SPEC = dict(preset="tiny", iterations=30)
+SPEC = dict(preset="tiny", iterations=30, lookahead=0)     # stalls to compare (lookahead: test_lookahead.py)
 
 
 def _one_read_s() -> float:
@@ -200,7 +200,7 @@ def test_sizing_modes():
     (BenchSpec(preset="nope"), BenchError, "unknown training preset"),
     (BenchSpec(preset="tiny", sizing="same-price"), BenchError, "unknown sizing"),
     (BenchSpec(preset="tiny", runs=("linux-swap", "zfs")), BenchError, "unknown run"),
-    (BenchSpec(preset="tiny", runs=("linux-swap-lookahead",)), BenchError, "needs --lookahead"),
+    (BenchSpec(preset="tiny", runs=("linux-swap-lookahead",), lookahead=0), BenchError, "needs --lookahead"),
     (BenchSpec(preset="tiny", lookahead=-1), BenchError, "lookahead"),
     (BenchSpec(preset="tiny", utilisation=1.5), BenchError, "utilisation"),
     (BenchSpec(preset="tiny", iterations=0), BenchError, "positive"),
@@ -240,7 +240,7 @@ def test_cli_json_and_plots(tmp_path):
 @pytest.mark.parametrize("args,words", [
     (["--budget", "150%"], "budget"),
     (["--runs", "linux-swap,zfs"], "unknown run"),
-    (["--runs", "linux-swap-lookahead"], "needs --lookahead"),
+    (["--runs", "linux-swap-lookahead", "--lookahead", "0"], "needs --lookahead"),
     (["--lookahead", "-1"], "lookahead"),
     (["--compute", "measured", "--compute-us-per-sample", "10"], "not both"),
     (["--compute-us-per-sample", "-1"], "compute-us-per-sample"),

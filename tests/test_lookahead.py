@@ -152,3 +152,97 @@ def test_bench_lookahead_adds_its_run_and_chain_step():
     assert rep["ratios"]["losses_match"] and rep["lookahead"] == 1
     for r in rep["runs"][1:]:           # the device's clock also ran the final flush of the buffers
         assert r["train_time_s"] <= r["device_time_s"] + 1e-12
+
+
+# -- the PyTorch modules: prefetch() and the loader wrapper -------------------------------------------
+def _module_run(backend, budget, depth, optimizer="adam", steps=14, clock=None):
+    from torch import nn
+
+    from zswap_host.torch import SwappedEmbeddingBagCollection, prefetching
+
+    tables = [(20000, 16), (7000, 8), (30000, 16)]
+    m = SwappedEmbeddingBagCollection(tables, keys=["a", "b", "c"], backend=backend, budget=budget,
+                                      optimizer=optimizer, lr=0.05, seed=3, clock=clock)
+    rng = np.random.default_rng(7)
+    batches = []
+    for _ in range(steps):
+        feats = {}
+        for k, (n, _) in zip(m.keys, tables):
+            x = torch.from_numpy(np.minimum(rng.zipf(1.2, 24) - 1, n - 1).astype(np.int64))
+            feats[k] = (x, torch.arange(0, 24, 3))
+        batches.append(feats)
+    torch.manual_seed(0)
+    head = nn.Linear(40, 1)
+    hopt = torch.optim.SGD(head.parameters(), lr=0.01)
+    losses = []
+    for feats in prefetching(batches, m, depth):
+        loss = (head(m(feats, concat=True)).squeeze(1) - 1.0).pow(2).mean()
+        hopt.zero_grad()
+        loss.backward()
+        hopt.step()
+        losses.append(float(loss.detach()))
+    rows = {k: m.read_rows(k, torch.arange(n)) for k, (n, _) in zip(m.keys, tables)}
+    return m, losses, rows
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_module_prefetch_through_the_loader_wrapper_changes_no_value(depth):
+    _, l0, r0 = _module_run(_zns()[0], 0.15, 0)
+    b, d = _zns()
+    m, l1, r1 = _module_run(b, 0.15, depth, clock=d.now)      # modeled clock: synchronous
+    s = m.stats()
+    assert s["prefetched"] > 0 and s["resident_pages"] <= s["budget_pages"]
+    assert l0 == l1 and all(torch.equal(r0[k], r1[k]) for k in r0)
+    m2, l2, _ = _module_run(_zns("emu://?zones=64&zone_size=1MiB&preset=none")[0], 0.15, depth)   # worker thread
+    assert l2 == l0 and m2.stats()["prefetched"] > 0
+
+
+def test_module_prefetch_between_forward_and_backward_and_its_errors():
+    from zswap_host.torch import EmbeddingIndexError, SwappedEmbeddingBag, prefetching
+
+    b, d = _zns()
+    m = SwappedEmbeddingBag(5000, 16, mode="sum", backend=b, budget=0.4, clock=d.now)   # 31 of 79 pages
+    x0, x1 = torch.arange(0, 640, 5).view(-1, 4), torch.arange(2000, 2640, 5).view(-1, 2)   # 10 pages each
+    m(x1).sum().backward()                       # x1's pages created, then pushed out by others
+    for lo in (3000, 3640, 4280):
+        m(torch.arange(lo, lo + 640, 5).view(-1, 4)).sum().backward()
+    y = m(x0)
+    m.prefetch(x1)                               # during the step: at once (modeled: synchronous)
+    assert m._tables.last_prefetch is None and m._tables._ahead is not None
+    y.sum().backward()                           # waits for it
+    assert m._tables.last_prefetch.pages > 0
+    f = m.stats()["faults"]
+    m(x1).sum().backward()
+    assert m.stats()["faults"] == f              # x1 came in ahead
+    with pytest.raises(EmbeddingIndexError):
+        m.prefetch(torch.tensor([5000]))
+    with pytest.raises(ValueError, match="depth"):
+        list(prefetching([1], m, -1))
+    assert list(prefetching([], m, 2)) == [] and list(prefetching([x0], m, 2)) == [x0]
+    m.close()
+
+
+def test_bench_on_a_file_device_prefetches_on_a_worker_thread(tmp_path):
+    """A real (file) device has the wall clock: the lookahead runs on a worker thread, every page it
+    brought in is verified at swap-in, and the losses equal DRAM-only's."""
+    import json
+    import os
+
+    from click.testing import CliRunner
+
+    from zswap_host.cli import main
+
+    img = tmp_path / "swap.img"
+    img.write_bytes(b"")
+    os.truncate(img, 32 << 20)
+    out = tmp_path / "bench.json"
+    r = CliRunner().invoke(main, ["bench", "--model", "tiny", "--iterations", "12", "--compute-us-per-sample", "40",
+                                  "--baseline-device", str(img), "--runs", "linux-swap-lookahead,store-on-conventional",
+                                  "--verify", "--no-model-twin", "--lookahead", "2", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    d = json.loads(out.read_text())
+    assert d["ratios"]["losses_match"] and d["lookahead"] == 2
+    for run in d["runs"][1:]:
+        assert run["clock"] == "wall" and run["lookahead"] == 2 and run["prefetch_io_time_s"] == 0.0
+        assert run["paging"]["prefetched"] > 0
+        assert run["verify"]["pages_checked"] == run["paging"]["faults"] > 0

@@ -362,7 +362,7 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 @click.option("--runs", "runs_csv", default=None, metavar="RUN,...",
               help=f"Swap runs to train besides dram-only, comma-separated: {', '.join(SWAP_RUN_NAMES)} "
               "[default: all; linux-swap-lookahead only with --lookahead].")
-@click.option("--lookahead", type=click.IntRange(min=0, max=64), default=0, show_default=True, metavar="K",
+@click.option("--lookahead", type=click.IntRange(min=0, max=64), default=1, show_default=True, metavar="K",
               help="Fault in the next K batches' pages while a step computes (the store runs, and "
               "linux-swap-lookahead: Linux swap announcing them with MADV_WILLNEED); on the modeled clock a "
               "step then costs max(compute, prefetch I/O) plus its own faults.")

@@ -51,8 +51,10 @@ def _ratio(before: float, after: float) -> float | None:
 
 
 def stall_text(before: float, after: float, ratio: float | None) -> str:
-    """A stall ratio for people: "6.64x", or "0.58 s -> 0" when the step removed it."""
-    return f"{ratio:.2f}x" if ratio is not None else f"{before:.2f} s -> {after:.0f}"
+    """A stall ratio for people: "6.64x", or the two stalls ("0.58 s -> 0 s") when either is 0."""
+    if ratio is None or before == 0:
+        return f"{before:.2f} s -> {after:.2f} s"
+    return f"{ratio:.2f}x"
 
 
 def _gc_bytes(r: dict) -> int:

@@ -86,7 +86,7 @@ class BenchSpec:
     max_ind_range: int | None = None    # cap on every table's rows (dlrm's --max-ind-range)
     cat_mapping: str = "hash"           # hash (value % rows) or dict (first-seen ids)
     skip_bad_lines: bool = False        # drop and count malformed lines instead of failing
-    lookahead: int = 0                  # batches prefetched ahead by LOOKAHEAD_RUNS (0: none)
+    lookahead: int = 1                  # batches prefetched ahead by LOOKAHEAD_RUNS (0: none)
 
 
 @dataclass

@@ -126,7 +126,9 @@ def format_twin(report: dict) -> list[str]:
                 f"{_ms(t['step_stall_p50_s'], t['step_stall_p99_s'])}")
         wait = (f"{_us(r['page_wait_p50_s'], r['page_wait_p99_s'])} | "
                 f"{_us(t['page_wait_p50_s'], t['page_wait_p99_s'])}")
-        lines.append(f"{r['name']:22} {stall:>23} {t['stall_wall_over_model']:9.2f}x {train:>23} {step:>31} "
+        ratio = t["stall_wall_over_model"]
+        ratio = f"{ratio:9.2f}x" if ratio is not None else f"{'—':>10}"
+        lines.append(f"{r['name']:22} {stall:>23} {ratio} {train:>23} {step:>31} "
                      f"{wait:>35}")
     c = report["compute"]
     basis = (f"pinned at {c['us_per_sample']:g} us/sample" if c["kind"] == "pinned"

@@ -23,6 +23,9 @@ Contract.
   ``state_dict()`` (weights, as ``nn.EmbeddingBag``'s) and ``optimizer_state_dict()`` materialise
   whole tables; their ``load_*`` stream from the given tensors (``torch.load(..., mmap=True)``).
   See ``checkpoint``.
+- Lookahead: ``prefetch(*upcoming)`` faults in the pages of upcoming steps' lookups while the
+  current step computes (a worker thread; synchronous on a modeled clock), never evicting a page the
+  current or a queued step needs; ``prefetching(loader, module, depth)`` calls it for a loop.
 - ``flush()`` writes dirty pages to the backend; ``close()`` discards the tables' pages from the
   backend and frees the cache; ``stats()`` reports the page cache's counters. The backend belongs to
   the caller: modules never close it; several modules may share it (disjoint page ids, ``ranges``).
@@ -38,7 +41,8 @@ except ImportError as e:  # pragma: no cover - the dlrm extra is optional
 from .collection import SwappedEmbeddingBagCollection
 from .embedding_bag import SwappedEmbeddingBag
 from .inputs import EmbeddingIndexError, KeyedJagged
+from .lookahead import prefetching
 from .optim import OPTIMIZERS, FusedOptimizer
 
 __all__ = ["EmbeddingIndexError", "FusedOptimizer", "KeyedJagged", "OPTIMIZERS", "SwappedEmbeddingBag",
-           "SwappedEmbeddingBagCollection"]
+           "SwappedEmbeddingBagCollection", "prefetching"]

@@ -42,12 +42,25 @@ class SwappedModule(nn.Module):
 
     def _read_rows(self, t: int, indices) -> torch.Tensor:
         self._tables._check_open()
+        self._tables.finish_prefetch()
         idx = np.asarray(indices.detach().cpu() if isinstance(indices, torch.Tensor) else indices, np.int64)
         try:
             rows = self._tables.store.peek_rows(t, idx.reshape(-1))
         except IndexError as e:
             raise EmbeddingIndexError(str(e)) from None
         return torch.from_numpy(rows).view(*idx.shape, -1)
+
+    def _indices(self, step) -> list:
+        """One upcoming step's lookups as per-table int64 arrays (None: table not in it)."""
+        raise NotImplementedError
+
+    def prefetch(self, *upcoming) -> None:
+        """Fault in the pages of upcoming steps' lookups (nearest first; each what ``forward`` takes
+        as its lookups) while this step computes: called between a forward and its backward it
+        starts at once, called before a forward it starts right after that forward's gather (see
+        ``SwappedTables.prefetch``). Within the same budget; never changes a value (losses equal
+        those without it). ``lookahead.prefetching`` wraps a data loader to call it for you."""
+        self._tables.prefetch([self._indices(u) for u in upcoming])
 
     # -- optimizer ---------------------------------------------------------------------------
     @property

@@ -43,6 +43,7 @@ def _chunk_rows(tables: SwappedTables, t: int, name: str, chunk_bytes: int) -> i
 def save(tables: SwappedTables, keys: list[str], path: str, chunk_bytes: int = CHUNK_BYTES) -> None:
     """Write every table to directory ``path`` (created if missing; files of the same names are
     replaced), streaming (see the module docstring). A pending step stays pending."""
+    tables.finish_prefetch()             # no prefetch thread beside the page I/O here
     tables._check_open()
     st = tables.store
     os.makedirs(path, exist_ok=True)
@@ -75,6 +76,7 @@ def load(tables: SwappedTables, keys: list[str], path: str, chunk_bytes: int = C
     """Read a directory written by ``save`` into the tables, streaming. ``FileNotFoundError`` if it
     has no ``meta.json``; ``ValueError`` if its tables (keys, rows, dims) differ from these. Ends the
     current step."""
+    tables.finish_prefetch()             # no prefetch thread beside the page I/O here
     tables._check_open()
     with open(os.path.join(path, "meta.json")) as f:
         meta = json.load(f)
@@ -100,6 +102,7 @@ def load(tables: SwappedTables, keys: list[str], path: str, chunk_bytes: int = C
 def state_tensors(tables: SwappedTables, t: int, names, chunk_bytes: int = CHUNK_BYTES) -> dict[str, torch.Tensor]:
     """Table t's arrays ``names`` (of ``ARRAYS[optimizer]``, and ``"step"``: its step count) as whole
     tensors: read in chunks, but the result is the whole table."""
+    tables.finish_prefetch()             # no prefetch thread beside the page I/O here
     tables._check_open()
     st = tables.store
     out = {}
@@ -121,6 +124,7 @@ def state_tensors(tables: SwappedTables, t: int, names, chunk_bytes: int = CHUNK
 def load_state_tensors(tables: SwappedTables, t: int, arrays: dict, chunk_bytes: int = CHUNK_BYTES) -> None:
     """Copy table t's arrays (a subset of ``state_tensors``' names, shapes checked by the caller)
     into the store, chunk by chunk. Ends the current step."""
+    tables.finish_prefetch()             # no prefetch thread beside the page I/O here
     tables._check_open()
     tables.end_step()
     for name, x in arrays.items():

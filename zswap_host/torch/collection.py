@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import torch
 
 from ..backend import SwapBackend
@@ -79,6 +80,17 @@ class SwappedEmbeddingBagCollection(SwappedModule):
                 raise ValueError(f"concat=True needs every key; missing {missing}")
             return torch.cat(outs, dim=1)
         return {k: o for k, o in zip(self._keys, outs) if o is not None}
+
+    def _indices(self, features) -> list:
+        if isinstance(features, KeyedJagged):
+            features = features.to_dict()
+        out = [None] * len(self._keys)
+        for key, x in features.items():
+            if key not in self._index:
+                raise KeyError(f"no table {key!r} (tables: {', '.join(self._keys)})")
+            v = x if isinstance(x, torch.Tensor) else x[0]
+            out[self._index[key]] = np.asarray(v.detach().cpu(), np.int64).reshape(-1)
+        return out
 
     def read_rows(self, key: str, indices) -> torch.Tensor:
         """Current values of rows ``indices`` of table ``key``: float32 (*indices.shape, dim), read

@@ -3,6 +3,7 @@ store, within a DRAM budget, over any ``SwapBackend``."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..backend import SwapBackend
@@ -50,6 +51,10 @@ class SwappedEmbeddingBag(SwappedModule):
                 per_sample_weights: torch.Tensor | None = None) -> torch.Tensor:
         b = bags(input, offsets, per_sample_weights, mode=self.mode, include_last_offset=self.include_last_offset)
         return self._lookup([b])[0]
+
+    def _indices(self, step) -> list:
+        x = step[0] if isinstance(step, (tuple, list)) else step      # (input, offsets, ...) or input
+        return [np.asarray(torch.as_tensor(x).detach().cpu(), np.int64).reshape(-1)]
 
     def read_rows(self, indices) -> torch.Tensor:
         """Current values of rows ``indices`` (any shape): float32 (*indices.shape, dim), read past

@@ -1,11 +1,13 @@
 """``SwappedTables``: the embedding tables of one module in a ``PagedEmbedding`` (one DRAM budget,
-one backend, one stream per table) with its fused optimizer, and the step protocol between a
-forward (``gather``: the rows are brought in and pinned) and its backward (``update``)."""
+one backend, one stream per table) with its fused optimizer, the step protocol between a
+forward (``gather``: the rows are brought in and pinned) and its backward (``update``), and the
+lookahead: upcoming steps' pages faulted in between the two (``prefetch``)."""
 
 from __future__ import annotations
 
 import dataclasses
 
+from ..workloads.lookahead import Lookahead, Overlap
 from ..workloads.paged_embedding import PagedEmbedding
 from .inputs import EmbeddingIndexError
 from .optim import FusedOptimizer
@@ -28,6 +30,9 @@ class SwappedTables:
         self._rule = optimizer.rule(self.store.steps)
         self._step = 0          # the last gather's number
         self._pending = None    # the step whose backward may still update the rows
+        self._ahead = None      # a running prefetch (Lookahead)
+        self._deferred = None   # upcoming steps announced before their forward: started after its gather
+        self.last_prefetch: Overlap | None = None   # what the last finished prefetch cost
         self.closed = False
 
     def gather(self, indices) -> tuple[int, list]:
@@ -35,19 +40,58 @@ class SwappedTables:
         in the step. Returns (step number, ``PagedEmbedding.gather_tables``'s per-table result).
         ``EmbeddingIndexError`` for an index out of range (nothing changed)."""
         self._check_open()
+        self.finish_prefetch()
         try:
             res = self.store.gather_tables(indices)
         except IndexError as e:
             raise EmbeddingIndexError(str(e)) from None
         self._step += 1
         self._pending = self._step
+        if self._deferred is not None:
+            upcoming, self._deferred = self._deferred, None
+            self._start(upcoming)
         return self._step, res
+
+    def prefetch(self, upcoming: list) -> None:
+        """Fault in the pages of upcoming steps (each a list of per-table index arrays, None for a
+        table not in it; nearest first) while the current step computes: at once when a forward's
+        rows are pinned (called between forward and backward), else right after the next forward's
+        gather. A worker thread does it (synchronously on a modeled clock, see
+        ``workloads.lookahead``); the backward, the next forward, checkpoints and ``flush`` wait for
+        it. Pages of the pinned step and of the upcoming ones are never evicted for one another;
+        what does not fit the budget beside them is left out. Index errors surface here."""
+        self._check_open()
+        upcoming = [list(u) for u in upcoming]
+        try:
+            for u in upcoming:
+                self.store._batch_pages(u)      # check every index now, in the caller's thread
+        except IndexError as e:
+            raise EmbeddingIndexError(str(e)) from None
+        if self._pending is not None:
+            self.finish_prefetch()
+            self._start(upcoming)
+        else:
+            self._deferred = upcoming
+
+    def finish_prefetch(self) -> Overlap | None:
+        """Wait for a running prefetch (its error is raised here); returns its cost, or None."""
+        if self._ahead is None:
+            return None
+        la, self._ahead = self._ahead, None
+        self.last_prefetch = la.wait()
+        return self.last_prefetch
+
+    def _start(self, upcoming: list) -> None:
+        if upcoming:
+            self._ahead = Lookahead(self.store, len(upcoming))
+            self._ahead.start(upcoming)
 
     def update(self, step: int, grads) -> None:
         """The backward of step ``step``: apply the fused optimizer to its rows (``grads[t]`` float32
         (U_t, dim_t)). ``RuntimeError`` if another step was gathered since (one forward per backward)
         or this one was already applied."""
         self.check_step(step)
+        self.finish_prefetch()
         self._pending = None
         self.store.apply_tables(grads, rule=self._rule)
 
@@ -76,6 +120,7 @@ class SwappedTables:
     def flush(self) -> None:
         """Every dirty page to the backend, and the backend's buffers to its device."""
         self._check_open()
+        self.finish_prefetch()
         self.store.flush()
         if self.store.backend is not None:
             self.store.backend.flush()
@@ -85,6 +130,10 @@ class SwappedTables:
         nothing; the backend stays open)."""
         if self.closed:
             return
+        if self._ahead is not None:
+            self._ahead.close()
+            self._ahead = None
+        self._deferred = None
         self.end_step()
         self.store.release()
         self.closed = True

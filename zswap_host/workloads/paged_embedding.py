@@ -556,8 +556,8 @@ class PagedEmbedding:
                 self.io_stall_s += d
 
     def prefetch(self, batches) -> tuple[float, int]:
-        """Fault in the pages of upcoming batches (each a ``sparse`` array as ``gather`` takes, nearest
-        first) and pin them, beside the pages of the batch last gathered, which stay pinned: eviction
+        """Fault in the pages of upcoming batches (each a ``sparse`` array as ``gather`` takes, or
+        per-table index arrays as ``gather_tables`` takes; nearest first) and pin them, beside the pages of the batch last gathered, which stay pinned: eviction
         for them never takes a page of that batch or of an earlier-queued one. Batches whose pages
         would not fit the budget beside those are left out (from the first that does not fit on;
         counted in ``prefetch_cut``). The queued pages stay pinned through the next ``gather`` when
@@ -598,18 +598,30 @@ class PagedEmbedding:
             c.prefetched += brought
         return self.io_overlap_s - o0, brought
 
-    def _batch_pages(self, sparse) -> np.ndarray:
-        """The sorted pages (weights and optimizer state) a ``gather`` of ``sparse`` needs."""
-        sp = np.asarray(sparse)
+    def _batch_pages(self, indices) -> np.ndarray:
+        """The sorted pages (weights and optimizer state) a gather of ``indices`` needs: a ``sparse``
+        array as ``gather`` takes, or per-table index arrays (None: not in the step) as
+        ``gather_tables`` takes. ``IndexError`` for an index out of range."""
         T = len(self.tables)
-        if sp.shape[0] != T:
-            raise ValueError(f"sparse must have {T} tables on axis 0, has shape {sp.shape}")
-        idx = sp.reshape(T, -1).astype(np.int64, copy=False)
-        if idx.size and ((idx < 0).any() or (idx >= np.array(self.tables)[:, None]).any()):
-            t = int(np.flatnonzero(((idx < 0) | (idx >= np.array(self.tables)[:, None])).any(axis=1))[0])
-            raise IndexError(f"table {t}: index out of range [0, {self.tables[t]})")
-        R = self.rpp[:, None]
-        key = ((self.page_base[:-1, None] + idx // R) * self._kR + idx % R).reshape(-1)
+        if isinstance(indices, (list, tuple)):
+            if len(indices) != T:
+                raise ValueError(f"indices must have one entry per table ({T}), has {len(indices)}")
+            present = [t for t in range(T) if indices[t] is not None]
+            idx = [np.asarray(indices[t]).reshape(-1).astype(np.int64, copy=False) for t in present]
+            tt = np.repeat(np.array(present, np.int64), [i.size for i in idx])
+            flat = np.concatenate(idx) if idx else np.zeros(0, np.int64)
+        else:
+            sp = np.asarray(indices)
+            if sp.shape[0] != T:
+                raise ValueError(f"sparse must have {T} tables on axis 0, has shape {sp.shape}")
+            flat = sp.reshape(-1).astype(np.int64, copy=False)
+            tt = np.repeat(np.arange(T, dtype=np.int64), flat.size // T)
+        bad = (flat < 0) | (flat >= np.asarray(self.tables, np.int64)[tt])
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise IndexError(f"table {int(tt[k])}: index {int(flat[k])} out of range [0, {self.tables[int(tt[k])]})")
+        R = self.rpp[tt]
+        key = (self.page_base[tt] + flat // R) * self._kR + flat % R
         return self._key_pages(np.unique(key))[-1]
 
     def _make_resident(self, pages: np.ndarray) -> None:
