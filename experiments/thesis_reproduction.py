@@ -39,6 +39,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="quick")
     ap.add_argument("--budgets", default="0.15,0.25,0.5,0.75")
+    ap.add_argument("--lookahead", type=int, default=0,
+                    help="batches prefetched ahead (the committed results: 0, the thesis's stall regime)")
     ap.add_argument("--out", default="experiments/results/thesis")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -52,7 +54,7 @@ def main() -> None:
     reports = {}
     for b in budgets:
         print(f"budget {b:.0%} ...", flush=True)
-        reports[b] = run_bench(BenchSpec(preset=a.preset, budget=b,
+        reports[b] = run_bench(BenchSpec(preset=a.preset, budget=b, lookahead=a.lookahead,
                                          trace_out=trace_path if b == 0.25 else None))
 
     # (a) slowdown across budgets

@@ -25,6 +25,8 @@ COLORS = {"linux-swap-batched": "#9467bd", "store-on-conventional": "#ff7f0e", "
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="quick")
+    ap.add_argument("--lookahead", type=int, default=0,
+                    help="batches prefetched ahead (the committed results: 0, the stall regime)")
     ap.add_argument("--utilisations", nargs="+", type=float, default=[0.5, 0.75, 0.9, 0.95])
     ap.add_argument("--sizings", nargs="+", default=["same-flash", "same-capacity"])
     ap.add_argument("--compute-us-per-sample", type=float, default=None,
@@ -43,7 +45,8 @@ def main() -> None:
             t = time.monotonic()
             runs = []
             for run in RUNS:                # a run whose device cannot hold the tables is reported, not run
-                spec = BenchSpec(preset=a.preset, runs=(run,), sizing=sizing, utilisation=u, compute=basis)
+                spec = BenchSpec(preset=a.preset, runs=(run,), sizing=sizing, utilisation=u, compute=basis,
+                                 lookahead=a.lookahead)
                 try:
                     open_backends(plan(spec), spec)
                     runs.append(run)
@@ -52,7 +55,8 @@ def main() -> None:
                     print(f"{sizing} {u:.0%} {run}: not runnable: {e}", flush=True)
             if not runs:
                 continue
-            rep = run_bench(BenchSpec(preset=a.preset, runs=tuple(runs), sizing=sizing, utilisation=u, compute=basis))
+            rep = run_bench(BenchSpec(preset=a.preset, runs=tuple(runs), sizing=sizing, utilisation=u, compute=basis,
+                                      lookahead=a.lookahead))
             sz = rep["sizing"]
             for r in rep["runs"][1:]:
                 rows.append({
