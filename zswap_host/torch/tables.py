@@ -64,7 +64,7 @@ class SwappedTables:
         upcoming = [list(u) for u in upcoming]
         try:
             for u in upcoming:
-                self.store._batch_pages(u)      # check every index now, in the caller's thread
+                self.store._lookup_keys(u)      # check every index now, in the caller's thread
         except IndexError as e:
             raise EmbeddingIndexError(str(e)) from None
         if self._pending is not None:

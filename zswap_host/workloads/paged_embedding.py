@@ -273,26 +273,11 @@ class PagedEmbedding:
         together (one budget); ``IndexError`` for an index outside ``[0, tables[t])``, before any
         paging. Update with ``apply_tables``."""
         T = len(self.tables)
-        if len(indices) != T:
-            raise ValueError(f"indices must have one entry per table ({T}), has {len(indices)}")
-        present = np.array([t for t in range(T) if indices[t] is not None], np.int64)
-        idx = [np.asarray(indices[t]).reshape(-1) for t in present]
-        for t, i in zip(present, idx):
-            if i.size and not np.issubdtype(i.dtype, np.integer):
-                raise TypeError(f"table {t}: indices must be integers, not {i.dtype}")
-        lens = np.array([i.size for i in idx], np.int64)
-        flat = np.concatenate(idx).astype(np.int64, copy=False) if idx else np.zeros(0, np.int64)
-        tt = np.repeat(present, lens)
-        bad = (flat < 0) | (flat >= np.asarray(self.tables, np.int64)[tt])
-        if bad.any():
-            k = int(np.flatnonzero(bad)[0])
-            t = int(tt[k])
-            raise IndexError(f"table {t}: index {int(flat[k])} out of range [0, {self.tables[t]})")
-        R = self.rpp[tt]
-        rows, inverse = self._gather_keys((self.page_base[tt] + flat // R) * self._kR + flat % R)
+        present, lens, key = self._lookup_keys(indices)
+        rows, inverse = self._gather_keys(key)
         p = self._ctx
         p.tables = present
-        self.counters.lookups += int(flat.size)
+        self.counters.lookups += int(key.size)
         cut = np.searchsorted(p.table, np.arange(T + 1))
         koff = np.concatenate([[0], np.cumsum(lens)])
         out: list = [None] * T
@@ -601,28 +586,38 @@ class PagedEmbedding:
     def _batch_pages(self, indices) -> np.ndarray:
         """The sorted pages (weights and optimizer state) a gather of ``indices`` needs: a ``sparse``
         array as ``gather`` takes, or per-table index arrays (None: not in the step) as
-        ``gather_tables`` takes. ``IndexError`` for an index out of range."""
-        T = len(self.tables)
-        if isinstance(indices, (list, tuple)):
-            if len(indices) != T:
-                raise ValueError(f"indices must have one entry per table ({T}), has {len(indices)}")
-            present = [t for t in range(T) if indices[t] is not None]
-            idx = [np.asarray(indices[t]).reshape(-1).astype(np.int64, copy=False) for t in present]
-            tt = np.repeat(np.array(present, np.int64), [i.size for i in idx])
-            flat = np.concatenate(idx) if idx else np.zeros(0, np.int64)
-        else:
+        ``gather_tables`` takes. Errors as ``gather_tables``."""
+        if not isinstance(indices, (list, tuple)):
             sp = np.asarray(indices)
+            T = len(self.tables)
             if sp.shape[0] != T:
                 raise ValueError(f"sparse must have {T} tables on axis 0, has shape {sp.shape}")
-            flat = sp.reshape(-1).astype(np.int64, copy=False)
-            tt = np.repeat(np.arange(T, dtype=np.int64), flat.size // T)
+            indices = list(sp.reshape(T, -1))
+        return self._key_pages(np.unique(self._lookup_keys(indices)[2]))[-1]
+
+    def _lookup_keys(self, indices) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-table index arrays (None: table not in the step), checked (``ValueError`` for the wrong
+        number of tables, ``TypeError`` for non-integer indices, ``IndexError`` for one out of range):
+        (the tables present, their lookup counts, every lookup's key = page * _kR + slot, table by
+        table)."""
+        T = len(self.tables)
+        if len(indices) != T:
+            raise ValueError(f"indices must have one entry per table ({T}), has {len(indices)}")
+        present = np.array([t for t in range(T) if indices[t] is not None], np.int64)
+        idx = [np.asarray(indices[t]).reshape(-1) for t in present]
+        for t, i in zip(present, idx):
+            if i.size and not np.issubdtype(i.dtype, np.integer):
+                raise TypeError(f"table {t}: indices must be integers, not {i.dtype}")
+        lens = np.array([i.size for i in idx], np.int64)
+        flat = np.concatenate(idx).astype(np.int64, copy=False) if idx else np.zeros(0, np.int64)
+        tt = np.repeat(present, lens)
         bad = (flat < 0) | (flat >= np.asarray(self.tables, np.int64)[tt])
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
-            raise IndexError(f"table {int(tt[k])}: index {int(flat[k])} out of range [0, {self.tables[int(tt[k])]})")
+            t = int(tt[k])
+            raise IndexError(f"table {t}: index {int(flat[k])} out of range [0, {self.tables[t]})")
         R = self.rpp[tt]
-        key = (self.page_base[tt] + flat // R) * self._kR + flat % R
-        return self._key_pages(np.unique(key))[-1]
+        return present, lens, (self.page_base[tt] + flat // R) * self._kR + flat % R
 
     def _make_resident(self, pages: np.ndarray) -> None:
         c = self.counters
