@@ -15,7 +15,7 @@ def _modeled(report: dict) -> list[dict]:
     out = []
     for r in report["runs"]:
         r = {k: v for k, v in r.items() if k not in WALL}
-        r["paging"] = {k: v for k, v in r["paging"].items() if k not in ("io_wall_s", "prefetch_wall_s")}
+        r["paging"] = {k: v for k, v in r["paging"].items() if not k.endswith("_wall_s")}
         out.append(r)
     return out
 

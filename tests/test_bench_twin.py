@@ -31,8 +31,8 @@ DETERMINED = ("loss", "swap_in_bytes", "swap_out_bytes", "pages_in_per_iteration
 def _determined(r: dict) -> dict:
     """A run record's fields that the training decides (not the clock)."""
     out = {k: r[k] for k in DETERMINED}
-    out["paging"] = {k: v for k, v in r["paging"].items() if k not in ("io_wall_s", "io_stall_s", "io_overlap_s",
-                                                                        "prefetch_wall_s")}
+    out["paging"] = {k: v for k, v in r["paging"].items() if not k.endswith("_wall_s")
+                   and k not in ("io_stall_s", "io_overlap_s")}
     return out
 
 

@@ -11,7 +11,7 @@ from zswap_host.workloads.paged_embedding import PagedEmbedding
 
 torch = pytest.importorskip("torch")
 
-from zswap_host.workloads.dlrm import DLRM, embed, model_preset  # noqa: E402
+from zswap_host.workloads.dlrm import DLRM, model_preset  # noqa: E402
 from zswap_host.workloads.train import PRESETS, preset, train  # noqa: E402
 
 
@@ -88,14 +88,7 @@ def test_dlrm_shapes_follow_facebookresearch_dlrm():
     assert [l.out_features for l in m.bot if hasattr(l, "out_features")] == [512, 256, 128]
     k = DLRM(model_preset("kaggle"), 26)
     assert k.top[0].in_features == 16 + 351
-    rows = torch.randn(10, 16, requires_grad=True)
-    inv = torch.randint(0, 10, (26 * 4 * 2,))
-    pooled = embed(rows, inv, 26, 4, 2)
-    assert pooled.shape == (4, 26, 16)
-    # sum pooling: sample 1, table 3 = rows[inv of its 2 lookups].sum()
-    j = (3 * 4 + 1) * 2
-    assert torch.allclose(pooled[1, 3], rows[inv[j]] + rows[inv[j + 1]])
-    p = k(torch.randn(4, 13), pooled)
+    p = k(torch.randn(4, 13), torch.randn(4, 26, 16))
     assert p.shape == (4,) and ((p > 0) & (p < 1)).all()          # a click probability (top sigmoid)
 
 
@@ -125,7 +118,7 @@ def test_equal_losses_dram_zns_conventional(optimizer):
         np.testing.assert_allclose(r.loss, ref.loss, rtol=1e-6)
         runs.append(r)
     # the paging decisions do not depend on the backend either
-    strip = lambda d: {k: v for k, v in d.items() if not k.startswith("io_")}
+    strip = lambda d: {k: v for k, v in d.items() if not k.endswith("_s")}     # times differ
     assert strip(runs[0].paging) == strip(runs[1].paging)
     assert np.isfinite(ref.loss).all()
 

@@ -280,6 +280,35 @@ def test_collection_with_mixed_dims_equals_separate_embedding_bags():
     assert m.stats()["steps"] == [8, 7, 8] and m.stats()["faults"] > 0
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_dlrm_shaped_collection_equals_embedding_bags_and_sgd(mode):
+    """What the bench trains: tables of one dim, 2-D bags of one shape, looked up together with
+    concat=True, over a backend at a small budget: outputs and rows equal separate nn.EmbeddingBags
+    + torch SGD bit for bit (each table pooled by its own call: one call over all the tables' rows
+    stacked would sum a row's gradient in another order)."""
+    tables, lr = [20000, 300, 40000], 0.05
+    m = SwappedEmbeddingBagCollection(tables, 8, mode, backend=zns(), budget=0.3, lr=lr, seed=4)
+    refs = [nn.EmbeddingBag(n, 8, mode=mode) for n in tables]
+    for i, (e, n) in enumerate(zip(refs, tables)):
+        with torch.no_grad():
+            e.weight.copy_(m.read_rows(f"t{i}", torch.arange(n)))
+    ropt = torch.optim.SGD([e.weight for e in refs], lr=lr)
+    rng = np.random.default_rng(5)
+    for _ in range(6):
+        feats = {f"t{i}": batch(rng, n, "2d", B=16, hot=3, uniform=0.4)[0] for i, n in enumerate(tables)}
+        y = m(feats, concat=True)
+        r = torch.cat([e(feats[f"t{i}"]) for i, e in enumerate(refs)], 1)
+        assert torch.equal(r.detach(), y.detach())
+        coef = torch.arange(1, y.shape[1] + 1, dtype=torch.float32)
+        (y * coef).pow(2).sum().backward()
+        ropt.zero_grad()
+        (r * coef).pow(2).sum().backward()
+        ropt.step()
+    for i, (e, n) in enumerate(zip(refs, tables)):
+        assert torch.equal(m.read_rows(f"t{i}", torch.arange(n)), e.weight.detach())
+    assert m.stats()["faults"] > 0
+
+
 def test_keyed_jagged_input_and_concat():
     tables = [(100, 4), (50, 4)]
     m = SwappedEmbeddingBagCollection([100, 50], embedding_dim=4, keys=["u", "v"])

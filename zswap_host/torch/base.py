@@ -24,16 +24,20 @@ class SwappedModule(nn.Module):
     ``state_dict()`` holds each table's ``weight`` only (as ``nn.EmbeddingBag``'s; the optimizer's
     state is in ``optimizer_state_dict()``, as TorchRec keeps it apart): both materialise whole
     tables; their ``load_*`` stream in from the given tensors. ``save`` / ``load`` stream both ways
-    (module ``checkpoint``)."""
+    (module ``checkpoint``).
+
+    ``clock`` (the device's modeled clock, for ``io_stall_s``), ``discard_dirty`` and ``trace`` (a
+    ``TraceBuilder`` recording every backend call) are ``PagedEmbedding``'s; ``page_cache`` is it."""
 
     def __init__(self, keys, rows, dims, mode: str, *, backend, budget, optimizer, lr, eps, betas, seed: int,
-                 page_size: int, clock, discard_dirty: bool) -> None:
+                 page_size: int, clock, discard_dirty: bool, trace=None) -> None:
         super().__init__()
         self.mode = check_mode(mode)
         self._keys = list(keys)
         self._tables = SwappedTables(rows, dims, backend=backend, budget=budget,
                                      optimizer=fused(optimizer, lr, eps, betas), seed=int(seed),
-                                     page_size=int(page_size), clock=clock, discard_dirty=discard_dirty)
+                                     page_size=int(page_size), clock=clock, discard_dirty=discard_dirty,
+                                     trace=trace)
         self._anchor = torch.zeros(0, requires_grad=True)      # makes backward reach the tables
 
     # -- lookups -----------------------------------------------------------------------------
@@ -50,6 +54,12 @@ class SwappedModule(nn.Module):
             raise EmbeddingIndexError(str(e)) from None
         return torch.from_numpy(rows).view(*idx.shape, -1)
 
+    @property
+    def page_cache(self):
+        """The ``PagedEmbedding`` holding the tables: its counters and clocks (for instrumentation;
+        change rows only through the module)."""
+        return self._tables.store
+
     def _indices(self, step) -> list:
         """One upcoming step's lookups as per-table int64 arrays (None: table not in it)."""
         raise NotImplementedError
@@ -61,6 +71,15 @@ class SwappedModule(nn.Module):
         ``SwappedTables.prefetch``). Within the same budget; never changes a value (losses equal
         those without it). ``lookahead.prefetching`` wraps a data loader to call it for you."""
         self._tables.prefetch([self._indices(u) for u in upcoming])
+
+    def wait_prefetch(self):
+        """Wait for a running prefetch and return what it cost (``workloads.lookahead.Overlap``:
+        device time on a modeled clock, wall time the caller blocked, pages brought in), or None if
+        none ran since the last call. A worker's error is raised here. The backward waits anyway;
+        this is for a caller that times its steps or stops early."""
+        self._tables.finish_prefetch()
+        out, self._tables.last_prefetch = self._tables.last_prefetch, None
+        return out
 
     # -- optimizer ---------------------------------------------------------------------------
     @property

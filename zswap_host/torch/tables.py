@@ -21,11 +21,11 @@ class SwappedTables:
     modules on the same backend do not collide (``ranges.claim``)."""
 
     def __init__(self, rows, dims, *, backend, budget, optimizer: FusedOptimizer, seed: int,
-                 page_size: int, clock=None, discard_dirty: bool = False) -> None:
+                 page_size: int, clock=None, discard_dirty: bool = False, trace=None) -> None:
         self.optimizer = optimizer
         self.store = st = PagedEmbedding(rows, dims, backend=backend, budget=budget, page_size=page_size, seed=seed,
                                          optimizer=optimizer.name, lr=optimizer.lr, eps=optimizer.eps, clock=clock,
-                                         discard_dirty=discard_dirty)
+                                         discard_dirty=discard_dirty, trace=trace)
         st.id_base, st.stream_base = claim(backend, st.total_pages, len(st.tables))   # before any I/O
         self._rule = optimizer.rule(self.store.steps)
         self._step = 0          # the last gather's number
@@ -82,9 +82,8 @@ class SwappedTables:
         return self.last_prefetch
 
     def _start(self, upcoming: list) -> None:
-        if upcoming:
-            self._ahead = Lookahead(self.store, len(upcoming))
-            self._ahead.start(upcoming)
+        self._ahead = Lookahead(self.store, len(upcoming))     # none upcoming: an empty Overlap
+        self._ahead.start(upcoming)
 
     def update(self, step: int, grads) -> None:
         """The backward of step ``step``: apply the fused optimizer to its rows (``grads[t]`` float32

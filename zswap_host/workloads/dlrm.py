@@ -1,4 +1,5 @@
-"""DLRM (facebookresearch/dlrm's structure) in PyTorch, with its embedding tables outside torch.
+"""DLRM (facebookresearch/dlrm's structure) in PyTorch: the dense part; the embedding tables are a
+``zswap_host.torch.SwappedEmbeddingBagCollection`` (``train.Trainer`` puts the two together).
 
 - bottom MLP over the 13 dense features (ReLU after every layer), output width = embedding dim;
 - 26 embedding tables, sum pooling over each table's lookups (multi-hot);
@@ -6,10 +7,9 @@
   (strict lower triangle, no self-interaction), concatenated with the bottom output;
 - top MLP (ReLU, last layer sigmoid), binary cross-entropy loss.
 
-The embedding rows are not torch parameters: ``PagedEmbedding.gather`` hands over the batch's
-unique rows, they become a leaf tensor with ``requires_grad``, ``embed`` pools them with
-``embedding_bag``, and after ``backward`` the leaf's gradient (already coalesced per unique row)
-goes back to ``PagedEmbedding.apply`` (sparse SGD / row-wise Adagrad). The MLPs train with torch SGD.
+The embedding rows are not torch parameters: the collection gathers a batch's rows from its page
+cache, pools them with torch's ``embedding_bag``, and its backward applies a fused optimizer
+(SGD / row-wise Adagrad) to them. The MLPs train with torch SGD.
 """
 
 from __future__ import annotations
@@ -110,14 +110,6 @@ class DLRM(nn.Module):
     def forward(self, dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
         x = self.bot(dense)
         return self.top(self.interact(x, pooled)).squeeze(1)
-
-
-def embed(rows: torch.Tensor, inverse: torch.Tensor, num_tables: int, batch: int, hot: int) -> torch.Tensor:
-    """Sum-pool a batch's lookups. ``rows`` (U, dim): the unique rows (a leaf with requires_grad);
-    ``inverse`` (T*B*hot,) int64: each lookup's row, in (table, sample, lookup) order.
-    Returns (B, T, dim)."""
-    bags = F.embedding_bag(inverse.view(num_tables * batch, hot), rows, mode="sum")
-    return bags.view(num_tables, batch, rows.shape[1]).transpose(0, 1)
 
 
 def bce(prob: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -44,6 +44,7 @@ which lets GC forget stale copies of resident pages.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import asdict, dataclass
 
@@ -56,6 +57,19 @@ UNTOUCHED, RESIDENT, SWAPPED = 0, 1, 2
 OPTIMIZERS = ("sgd", "adagrad", "adam")
 # the per-table arrays each optimizer keeps (weights first); "sum" is row-wise Adagrad's accumulator
 ARRAYS = {"sgd": ("weight",), "adagrad": ("weight", "sum"), "adam": ("weight", "exp_avg", "exp_avg_sq")}
+
+
+def _bookkeeping(method):
+    """Adds a gather's or an update's wall time, its demand backend calls excluded, to
+    ``bookkeeping_wall_s``: the page cache's own cost inside a training step."""
+    @functools.wraps(method)
+    def timed(self, *args, **kw):
+        w0, io0 = time.perf_counter(), self.io_wall_s
+        try:
+            return method(self, *args, **kw)
+        finally:
+            self.bookkeeping_wall_s += time.perf_counter() - w0 - (self.io_wall_s - io0)
+    return timed
 
 
 @dataclass
@@ -134,8 +148,9 @@ class PagedEmbedding:
     too. ``trace``: a ``TraceBuilder`` that records every swap_in / swap_out / discard.
     ``clock``: callable giving the device's (modeled) clock; the change of ``clock()`` across each
     backend call is added to ``io_stall_s`` (wall time inside the call if None). ``io_wall_s`` always
-    accumulates the wall time spent inside backend calls. ``id_base`` / ``stream_base``: added to
-    every page id / stream handed to the backend (0: the ids are the page ids).
+    accumulates the wall time spent inside backend calls, ``bookkeeping_wall_s`` the rest of the wall
+    time of gathers and updates (the cache's own work). ``id_base`` / ``stream_base``: added to every
+    page id / stream handed to the backend (0: the ids are the page ids).
     """
 
     def __init__(self, tables, dim, backend=None, budget=1.0, page_size: int = 4096, seed: int = 0,
@@ -219,6 +234,7 @@ class PagedEmbedding:
         self.counters = PagingCounters()
         self.io_wall_s = 0.0
         self.io_stall_s = 0.0
+        self.bookkeeping_wall_s = 0.0             # gathers and updates, backend calls excluded (wall)
         self._ctx: _Pending | None = None
         self._ahead: np.ndarray | None = None     # pages the last prefetch pinned for queued batches
         self._prefetching = False                 # backend calls now count as overlapped I/O
@@ -241,6 +257,7 @@ class PagedEmbedding:
         """Weight page ids of rows of one table."""
         return self.page_base[table] + np.asarray(rows, np.int64) // self.rpp[table]
 
+    @_bookkeeping
     def gather(self, sparse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Bring a batch's rows into DRAM. ``sparse``: int indices of shape (tables, ...) (table t's
         indices in ``sparse[t]``). Returns ``(rows, inverse)``: the unique rows, float32 (U, dim),
@@ -265,6 +282,7 @@ class PagedEmbedding:
         self.counters.lookups += int(idx.size)
         return rows, inverse
 
+    @_bookkeeping
     def gather_tables(self, indices) -> list[tuple[np.ndarray, np.ndarray] | None]:
         """``gather`` for per-table index arrays: ``indices[t]`` holds table t's lookups (an int array
         of any shape and length, or None: table t is not in this step). Returns, per table, None or
@@ -325,6 +343,7 @@ class PagedEmbedding:
         self.counters.unique_rows += int(ukeys.size)
         return rows, inverse.reshape(-1)
 
+    @_bookkeeping
     def apply(self, grad: np.ndarray) -> None:
         """Apply the gradient of the rows last returned by ``gather`` (float32 (U, dim)) and mark
         their pages dirty."""
@@ -346,6 +365,7 @@ class PagedEmbedding:
         self._put(p, sel, self._rows, rows, states)
         self._dirtied(p.f, p.sf)
 
+    @_bookkeeping
     def apply_tables(self, grads, rule=None) -> None:
         """Apply per-table gradients of the rows last returned by ``gather_tables``: ``grads[t]``
         float32 (U_t, dims[t]) for every table in that step (None or anything for the others). Each
@@ -491,7 +511,7 @@ class PagedEmbedding:
         d.update(total_pages=self.total_pages, budget_pages=self.nframes, resident_pages=self.resident_pages,
                  page_size=self.page_size, rows_per_page=self.rows_per_page, dram_only=self.dram_only,
                  io_wall_s=self.io_wall_s, io_stall_s=self.io_stall_s, io_overlap_s=self.io_overlap_s,
-                 prefetch_wall_s=self.prefetch_wall_s)
+                 prefetch_wall_s=self.prefetch_wall_s, bookkeeping_wall_s=self.bookkeeping_wall_s)
         return d
 
     # -- update rules ------------------------------------------------------------------------

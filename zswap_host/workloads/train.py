@@ -27,8 +27,6 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .criteo import CriteoSynth, DataConfig, data_preset
-from .lookahead import Lookahead
-from .paged_embedding import PagedEmbedding
 from .trace import IDLE, OVERLAP
 
 
@@ -191,25 +189,34 @@ def footprint(model_cfg, data_cfg, budget=1.0, batch_size: int | None = None, se
 
 
 class Trainer:
-    """One DLRM training: the model, its optimizer and its paged embedding tables. ``step(batch)``
-    runs one iteration and returns its loss and timings; several trainers can be stepped in turn
-    (interleaved repeats, :func:`zswap_host.bench.compute.measure_compute`)."""
+    """One DLRM training: the dense model and its torch optimizer, and the embedding tables as a
+    ``zswap_host.torch.SwappedEmbeddingBagCollection`` (the module users train with: pooling, fused
+    optimizer in backward, lookahead). ``step(batch)`` runs one iteration and returns its loss and
+    timings; several trainers can be stepped in turn (interleaved repeats,
+    :func:`zswap_host.bench.compute.measure_compute`). ``emb``: the tables' page cache."""
 
     def __init__(self, model_cfg, data_cfg, backend, budget, seed: int, *, clock=None, trace=None,
                  discard_dirty: bool = False, lookahead: int = 0) -> None:
         import torch
 
+        from ..torch import SwappedEmbeddingBagCollection
         from .dlrm import DLRM
 
         self.mc, self.dc = _resolve(model_cfg, data_cfg)
         self.model = DLRM(self.mc, self.dc.num_tables, seed=seed)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=self.mc.lr)
-        self.emb = PagedEmbedding(self.dc.tables, self.mc.dim, backend=backend, budget=budget, seed=seed,
-                                  optimizer=self.mc.emb_optimizer, lr=self.mc.emb_lr, trace=trace, clock=clock,
-                                  discard_dirty=discard_dirty)
+        self.tables = SwappedEmbeddingBagCollection(
+            self.dc.tables, self.mc.dim, "sum", backend=backend, budget=budget, optimizer=self.mc.emb_optimizer,
+            lr=self.mc.emb_lr, seed=seed, clock=clock, discard_dirty=discard_dirty, trace=trace)
+        self.emb = self.tables.page_cache
+        self.keys = self.tables.keys
         self.trace = trace
-        self.lookahead = Lookahead(self.emb, lookahead) if lookahead and backend is not None else None
+        self.lookahead = int(lookahead) if backend is not None else 0
         self.overlap = None             # the last step's prefetch (``lookahead.Overlap``), or None
+
+    def _features(self, b) -> dict:
+        import torch
+        return {k: torch.from_numpy(b.sparse[t]) for t, k in enumerate(self.keys)}
 
     def step(self, b, ahead=()) -> tuple[float, float, float, float, float]:
         """One iteration on batch ``b``: returns (loss, compute wall s excluding backend calls, paging
@@ -218,32 +225,36 @@ class Trainer:
         lookahead; what that cost is left in ``self.overlap``."""
         import torch
 
-        from .dlrm import bce, embed
+        from .dlrm import bce
 
         emb = self.emb
-        w0, s0 = emb.io_wall_s, emb.io_stall_s
+        w0, s0, k0 = emb.io_wall_s, emb.io_stall_s, emb.bookkeeping_wall_s
         t0 = time.perf_counter()
-        rows, inv = emb.gather(b.sparse)
-        if self.lookahead is not None:
+        pooled = self.tables(self._features(b), concat=True).view(b.size, self.dc.num_tables, self.mc.dim)
+        if self.lookahead:
             if self.trace is not None:
                 self.trace.add(OVERLAP)
-            self.lookahead.start([a.sparse for a in ahead])
-        t1 = time.perf_counter()
-        W = torch.from_numpy(rows).requires_grad_(True)
-        pooled = embed(W, torch.from_numpy(inv), self.dc.num_tables, b.size, self.dc.hot)
+            self.tables.prefetch(*(self._features(a) for a in list(ahead)[:self.lookahead]))
         prob = self.model(torch.from_numpy(b.dense), pooled)
         loss = bce(prob, torch.from_numpy(b.labels))
         self.opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()                     # the tables' update (and the prefetch's wait) run in here
         self.opt.step()
-        self.overlap = self.lookahead.wait() if self.lookahead is not None else None
-        t2 = time.perf_counter()
-        emb.apply(W.grad.numpy())
-        t3 = time.perf_counter()
+        self.overlap = self.tables.wait_prefetch() if self.lookahead else None
+        t1 = time.perf_counter()
         iowall = emb.io_wall_s - w0
         blocked = self.overlap.blocked_s if self.overlap is not None else 0.0
-        return (float(loss.detach()), (t3 - t0) - iowall - blocked, (t1 - t0) + (t3 - t2) - iowall - blocked,
+        return (float(loss.detach()), (t1 - t0) - iowall - blocked, emb.bookkeeping_wall_s - k0,
                 emb.io_stall_s - s0, iowall)
+
+    def stop(self) -> None:
+        """Finish a prefetch left running by a step that failed (that step's error is the one to
+        report, so the prefetch's own is dropped)."""
+        if self.lookahead:
+            try:
+                self.tables.wait_prefetch()
+            except Exception:
+                pass
 
 
 def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int, seed: int,
@@ -297,7 +308,7 @@ def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int
     try:
         for i in range(n):
             t0 = time.perf_counter()
-            while len(queue) < 1 + (lookahead if tr.lookahead is not None else 0) and i + len(queue) < n:
+            while len(queue) < 1 + tr.lookahead and i + len(queue) < n:
                 queue.append(next(gen))
             b = queue.popleft()
             data_s[i] = time.perf_counter() - t0
@@ -324,8 +335,7 @@ def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int
             if progress is not None:
                 progress(i + 1, n)
     finally:
-        if tr.lookahead is not None:
-            tr.lookahead.close()
+        tr.stop()
     return TrainResult(
         model=asdict(mc), data={**asdict(dc), "tables": list(dc.tables)}, iterations=n,
         batch_size=batch_size, seed=int(seed),
