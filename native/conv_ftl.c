@@ -18,6 +18,17 @@
  * re-placed in the die's GC block (programs of full units: channel + t_prog), then the victim is
  * erased (t_erase).  All of that is die/channel time the host's programs queue behind.
  *
+ * FDP (NVMe Flexible Data Placement, conv_new_fdp): every write names a reclaim unit handle
+ * (RUH, conv_submit_h).  A reclaim unit (RU) is one erase block.  Each handle has its own open
+ * host block on every die and its own stripe pointer, so data written with different handles
+ * never shares an erase block; a block is tagged with the handle it was opened for (blk_ruh).
+ * GC stays greedy per die over all blocks; where a victim's valid units go depends on the
+ * isolation mode: persistently isolated handles relocate into a GC block of the victim's own
+ * handle (one GC frontier per handle per die), initially isolated ones into the die's single
+ * shared GC block, tagged MIXED (= n_ruh).  Per-handle counters (host, media, GC bytes; index
+ * n_ruh = MIXED) refine the device-wide ones, which are unchanged.  conv_new is one handle,
+ * persistent: exactly the FTL without FDP.
+ *
  * Idle-time GC (optional, conv_set_idle_gc): when the host is idle (conv_idle, the model's
  * advance()), each die cleans greedy victims, one per die per round, while it has fewer than
  * gc_bg free blocks and the die can start the next victim before the idle window ends (work
@@ -31,6 +42,8 @@
 #include <string.h>
 
 enum { B_FREE = 0, B_OPEN = 1, B_SEALED = 2, B_VICTIM = 3 };
+enum { RUH_HOST = 0, RUH_MEDIA = 1, RUH_GC = 2, RUH_NCNT = 3 }; /* per-handle counters */
+#define CONV_MAX_RUH 256        /* MIXED = n_ruh must fit blk_ruh's uint16 */
 
 struct conv_ftl {
     ssd_timing T;
@@ -49,10 +62,21 @@ struct conv_ftl {
     int32_t *bucket_head;       /* n_dies * (units_per_block + 1): sealed blocks by valid count */
     int32_t *min_valid;         /* per die: no sealed block has fewer valid units */
     int32_t *free_head, *free_cnt; /* per die: free block list, its length in blocks */
-    int32_t *host_blk, *host_wp_units; /* per die: open host block, units written into it */
-    int32_t *gc_blk, *gc_wp_units;     /* per die: open GC block, units written into it */
-    int64_t *gc_ready_ns;       /* per die: latest read feeding the GC program unit being filled */
-    int cur_die;                /* die of the host program unit being filled */
+    int32_t n_ruh;              /* reclaim unit handles (1 without FDP) */
+    int32_t persistent;         /* 1: GC keeps each handle's data apart (a GC frontier per handle) */
+    int32_t n_gcf;              /* GC frontier sets: n_ruh if persistent, else 1 (shared, MIXED) */
+    uint16_t *blk_ruh;          /* per block: handle it was opened for, or n_ruh (MIXED GC block) */
+    int32_t *host_blk, *host_wp_units; /* [h * n_dies + d]: open host block, units written into it */
+    int32_t *gc_blk, *gc_wp_units;     /* [g * n_dies + d]: open GC block, units written into it */
+    int64_t *gc_ready_ns;       /* [g * n_dies + d]: latest read feeding the GC unit being filled */
+    int cur_die;                /* die of handle cur_h's host program unit being filled */
+    int32_t cur_h;              /* handle the cur_* fields serve (the last one written) */
+    int32_t *cur_blk, *cur_wp_units; /* its rows of host_blk, host_wp_units */
+    int64_t *cur_cnt;           /* its row of ruh_cnt */
+    int32_t *ruh_die;           /* per handle: its cur_die while another handle is cur_h */
+    int64_t *ruh_cnt;           /* [h * 3 + k], h = 0..n_ruh: host, media, GC-out bytes (RUH_*) */
+    const uint16_t *handles;    /* conv_submit_h: the handle of each request (NULL: all 0) */
+    int64_t req_i;              /* conv_submit_h: index of the next request into handles */
     int32_t gc_low_blocks;      /* per die: foreground GC starts at or below this many free blocks */
     int32_t gc_high_blocks;     /* per die: foreground GC stops at this many */
     int32_t gc_bg_blocks;       /* per die: idle-time GC target (0 = no idle-time GC) */
@@ -107,7 +131,8 @@ static int32_t bucket_pop_min(conv_ftl *F, int d)
 
 /* ---------- blocks ---------- */
 
-static inline int32_t alloc_block(conv_ftl *F, int d)
+/* Open a free block of die d as a frontier of handle `tag` (n_ruh: the shared GC frontier). */
+static inline int32_t alloc_block(conv_ftl *F, int d, int32_t tag)
 {
     if (F->free_cnt[d] == 0)
         return -1;
@@ -116,6 +141,7 @@ static inline int32_t alloc_block(conv_ftl *F, int d)
     F->free_cnt[d]--;
     F->blk_next[b] = F->blk_prev[b] = -1;
     F->blk_state[b] = B_OPEN;
+    F->blk_ruh[b] = (uint16_t)tag;
     return b;
 }
 
@@ -136,7 +162,11 @@ static inline void seal_block(conv_ftl *F, int32_t b)
     bucket_insert(F, b);
 }
 
-static inline void invalidate(conv_ftl *F, uint32_t ppn)
+/* Always inline (as host_place, conv_req_h): the request path is compiled twice, with and without
+   handles, and must stay one function each, as it was with one copy. */
+#define CONV_HOT static inline __attribute__((always_inline))
+
+CONV_HOT void invalidate(conv_ftl *F, uint32_t ppn)
 {
     int32_t b = (int32_t)ssd_quot(F->by_units_per_block, ppn);
     F->p2l[ppn] = SSD_NONE;
@@ -150,15 +180,29 @@ static inline void invalidate(conv_ftl *F, uint32_t ppn)
     F->valid_units--;
 }
 
+/* GC frontier (index into gc_blk[]) that the valid units of a block tagged `tag` on die d go to. */
+static inline int32_t gc_frontier(const conv_ftl *F, int32_t tag, int d)
+{
+    return F->persistent ? tag * F->n_dies + d : d;
+}
+
+/* Units past the last programmed unit of an open block are still in the DRAM buffer.  A frontier
+   block carries its frontier's tag (conv_check), so the tag names the only frontiers that can
+   hold b: no loop over the handles. */
 static inline int in_buffer(const conv_ftl *F, uint32_t ppn)
 {
     int32_t b = (int32_t)ssd_quot(F->by_units_per_block, ppn);
     int d = (int)ssd_quot(F->by_blocks_per_die, (uint32_t)b);
     int32_t off = (int32_t)(ppn - (uint32_t)b * (uint32_t)F->units_per_block);
-    if (b == F->host_blk[d])
-        return off >= (F->host_wp_units[d] / F->units_per_prog) * F->units_per_prog;
-    if (b == F->gc_blk[d])
-        return off >= (F->gc_wp_units[d] / F->units_per_prog) * F->units_per_prog;
+    int32_t tag = F->blk_ruh[b];
+    if (tag < F->n_ruh) {
+        int32_t hf = tag * F->n_dies + d;
+        if (b == F->host_blk[hf])
+            return off >= (F->host_wp_units[hf] / F->units_per_prog) * F->units_per_prog;
+    }
+    int32_t gf = gc_frontier(F, tag, d);
+    if (b == F->gc_blk[gf])
+        return off >= (F->gc_wp_units[gf] / F->units_per_prog) * F->units_per_prog;
     return 0;
 }
 
@@ -182,25 +226,27 @@ static inline int place_units(conv_ftl *F, int32_t b, int32_t *wp_units, const u
     return ssd_rem(F->by_units_per_prog, (uint32_t)*wp_units) == 0;
 }
 
-/* Re-place the n valid units lpns[] of one victim page, read by `ready`, in die d's GC block. */
-static void gc_place(conv_ftl *F, int d, const uint32_t *lpns, int32_t n, int64_t ready)
+/* Re-place the n valid units lpns[] of one victim page, read by `ready`, in GC frontier gf of
+   die d, whose blocks are tagged `tag`. */
+static void gc_place(conv_ftl *F, int d, int32_t gf, int32_t tag, const uint32_t *lpns, int32_t n,
+                     int64_t ready)
 {
     F->T.cnt.gc_write_bytes += (int64_t)n * SSD_UNIT;
     while (n > 0) { /* in runs up to the next program-unit boundary (blocks end on one) */
-        if (F->gc_blk[d] < 0 || F->gc_wp_units[d] == F->units_per_block) {
-            if (F->gc_blk[d] >= 0)
-                seal_block(F, F->gc_blk[d]);
-            F->gc_blk[d] = alloc_block(F, d); /* caller guaranteed a free block */
-            F->gc_wp_units[d] = 0;
+        if (F->gc_blk[gf] < 0 || F->gc_wp_units[gf] == F->units_per_block) {
+            if (F->gc_blk[gf] >= 0)
+                seal_block(F, F->gc_blk[gf]);
+            F->gc_blk[gf] = alloc_block(F, d, tag); /* caller guaranteed a free block */
+            F->gc_wp_units[gf] = 0;
         }
-        if (ready > F->gc_ready_ns[d])
-            F->gc_ready_ns[d] = ready;
+        if (ready > F->gc_ready_ns[gf])
+            F->gc_ready_ns[gf] = ready;
         int32_t left = F->units_per_prog -
-                       (int32_t)ssd_rem(F->by_units_per_prog, (uint32_t)F->gc_wp_units[d]);
+                       (int32_t)ssd_rem(F->by_units_per_prog, (uint32_t)F->gc_wp_units[gf]);
         int32_t m = n < left ? n : left;
-        if (place_units(F, F->gc_blk[d], &F->gc_wp_units[d], lpns, m)) {
-            ssd_nand_prog(&F->T, d, F->gc_ready_ns[d], (int64_t)F->units_per_prog * SSD_UNIT);
-            F->gc_ready_ns[d] = 0;
+        if (place_units(F, F->gc_blk[gf], &F->gc_wp_units[gf], lpns, m)) {
+            ssd_nand_prog(&F->T, d, F->gc_ready_ns[gf], (int64_t)F->units_per_prog * SSD_UNIT);
+            F->gc_ready_ns[gf] = 0;
         }
         lpns += m;
         n -= m;
@@ -214,13 +260,19 @@ static int gc_victim(conv_ftl *F, int d, int64_t t)
     int32_t b = bucket_pop_min(F, d);
     if (b < 0)
         return 0;
-    int32_t room = (F->gc_blk[d] >= 0) ? F->units_per_block - F->gc_wp_units[d] : 0;
+    int32_t vtag = F->blk_ruh[b];
+    int32_t gf = gc_frontier(F, vtag, d);     /* where its valid units go */
+    int32_t gtag = F->persistent ? vtag : F->n_ruh;
+    int32_t room = (F->gc_blk[gf] >= 0) ? F->units_per_block - F->gc_wp_units[gf] : 0;
     if ((int32_t)F->valid_cnt[b] >= F->units_per_block || ((int32_t)F->valid_cnt[b] > room && F->free_cnt[d] == 0)) {
         bucket_insert(F, b); /* nothing to gain / nowhere to put it */
         return 0;
     }
     F->blk_state[b] = B_VICTIM;
     F->T.cnt.gc_runs++;
+    int64_t moved = (int64_t)F->valid_cnt[b] * SSD_UNIT; /* all of it, into frontier gf */
+    F->ruh_cnt[vtag * RUH_NCNT + RUH_GC] += moved;
+    F->ruh_cnt[gtag * RUH_NCNT + RUH_MEDIA] += moved;
     int64_t base = (int64_t)b * F->units_per_block;
     for (int32_t pg = 0; pg < F->pages_per_block && F->valid_cnt[b] > 0; pg++) {
         int64_t pb = base + (int64_t)pg * F->units_per_page;
@@ -242,7 +294,7 @@ static int gc_victim(conv_ftl *F, int d, int64_t t)
         F->valid_cnt[b] -= (uint32_t)c;
         F->valid_units -= c;
         int64_t ready = ssd_nand_read(&F->T, d, t, (int64_t)c * SSD_UNIT);
-        gc_place(F, d, lpns, c, ready);
+        gc_place(F, d, gf, gtag, lpns, c, ready);
     }
     ssd_nand_erase(&F->T, d, t);
     release_block(F, b);
@@ -276,22 +328,35 @@ static int next_die(const conv_ftl *F, int d)
     return best;
 }
 
-static int host_place(conv_ftl *F, uint32_t lpn, int64_t t)
+/* Make h the handle the host path writes with.  The hot path then reads its frontiers through
+   the cur_* fields as it would a single writer's: no per-unit indexing by handle. */
+static void select_ruh(conv_ftl *F, int32_t h)
+{
+    F->ruh_die[F->cur_h] = F->cur_die;
+    F->cur_h = h;
+    F->cur_die = F->ruh_die[h];
+    F->cur_blk = F->host_blk + (int64_t)h * F->n_dies;
+    F->cur_wp_units = F->host_wp_units + (int64_t)h * F->n_dies;
+    F->cur_cnt = F->ruh_cnt + (int64_t)h * RUH_NCNT;
+}
+
+/* Place one unit in the open block of handle cur_h on its current die. */
+CONV_HOT int host_place(conv_ftl *F, uint32_t lpn, int64_t t)
 {
     int d = F->cur_die;
     for (int tries = 0;; tries++) {
-        if (F->host_blk[d] >= 0 && F->host_wp_units[d] < F->units_per_block)
+        if (F->cur_blk[d] >= 0 && F->cur_wp_units[d] < F->units_per_block)
             break;
-        if (F->host_blk[d] >= 0) {
-            seal_block(F, F->host_blk[d]);
-            F->host_blk[d] = -1;
+        if (F->cur_blk[d] >= 0) {
+            seal_block(F, F->cur_blk[d]);
+            F->cur_blk[d] = -1;
         }
         if (F->free_cnt[d] <= F->gc_low_blocks)
             gc_die(F, d, t);
-        int32_t b = alloc_block(F, d);
+        int32_t b = alloc_block(F, d, F->cur_h);
         if (b >= 0) {
-            F->host_blk[d] = b;
-            F->host_wp_units[d] = 0;
+            F->cur_blk[d] = b;
+            F->cur_wp_units[d] = 0;
             break;
         }
         if (tries >= F->n_dies)
@@ -299,7 +364,7 @@ static int host_place(conv_ftl *F, uint32_t lpn, int64_t t)
         d = (d + 1) % F->n_dies;
         F->cur_die = d;
     }
-    if (place_units(F, F->host_blk[d], &F->host_wp_units[d], &lpn, 1)) {
+    if (place_units(F, F->cur_blk[d], &F->cur_wp_units[d], &lpn, 1)) {
         int64_t done = ssd_nand_prog(&F->T, d, t, (int64_t)F->units_per_prog * SSD_UNIT);
         ssd_wb_program(&F->T, d, done, F->units_per_prog);
         F->cur_die = next_die(F, d);
@@ -307,9 +372,10 @@ static int host_place(conv_ftl *F, uint32_t lpn, int64_t t)
     return 0;
 }
 
-static int64_t conv_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_issue)
+/* One request written with handle h (ignored by reads and trims).  Inlined into two request
+   functions, so the submit without handles pays nothing for them. */
+CONV_HOT int64_t conv_req_h(conv_ftl *F, int32_t h, int op, int64_t off, int64_t len, int64_t t_issue)
 {
-    conv_ftl *F = (conv_ftl *)ftl;
     ssd_timing *T = &F->T;
     if (off < 0 || len < 0 || (off % SSD_UNIT) || (len % SSD_UNIT) ||
         off + len > F->n_lpn * SSD_UNIT)
@@ -317,6 +383,11 @@ static int64_t conv_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_i
     int64_t lpn0 = off / SSD_UNIT, n = len / SSD_UNIT;
     int64_t t = t_issue + T->t_cmd_ns;
     if (op == SSD_OP_WRITE) {
+        if (h != F->cur_h) {
+            if (h >= F->n_ruh)
+                return -1;
+            select_ruh(F, h);
+        }
         t = ssd_wb_reserve(T, t, n);
         int64_t done = ssd_link_in(T, t, len);
         for (int64_t i = 0; i < n; i++) {
@@ -325,10 +396,13 @@ static int64_t conv_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_i
                 invalidate(F, F->l2p[lpn]);
             if (host_place(F, lpn, done) < 0) {
                 F->l2p[lpn] = SSD_NONE;
+                F->cur_cnt[RUH_MEDIA] += i * SSD_UNIT; /* the units placed before it */
                 return -2;
             }
         }
         T->cnt.host_write_bytes += len;
+        F->cur_cnt[RUH_HOST] += len;
+        F->cur_cnt[RUH_MEDIA] += len; /* host units go to blocks tagged h */
         return done;
     }
     if (op == SSD_OP_TRIM) {
@@ -381,12 +455,33 @@ static int64_t conv_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_i
     return end;
 }
 
+static int64_t conv_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_issue)
+{
+    return conv_req_h((conv_ftl *)ftl, 0, op, off, len, t_issue);
+}
+
+/* The issue loop calls the request function once per request, in order: req_i follows it. */
+static int64_t conv_req_handles(void *ftl, int op, int64_t off, int64_t len, int64_t t_issue)
+{
+    conv_ftl *F = (conv_ftl *)ftl;
+    return conv_req_h(F, F->handles[F->req_i++], op, off, len, t_issue);
+}
+
 /* ---------- API ---------- */
 
 conv_ftl *conv_new(const ssd_params *p, int64_t logical_units, int32_t blocks_per_die,
                    int32_t gc_low, int32_t gc_high)
 {
+    return conv_new_fdp(p, logical_units, blocks_per_die, gc_low, gc_high, 1, 1);
+}
+
+/* n_ruh reclaim unit handles (1..CONV_MAX_RUH); persistent: GC keeps the handles apart. */
+conv_ftl *conv_new_fdp(const ssd_params *p, int64_t logical_units, int32_t blocks_per_die,
+                       int32_t gc_low, int32_t gc_high, int32_t n_ruh, int32_t persistent)
+{
     if (p->page_size % SSD_UNIT || p->oneshot_pages < 1 || p->pages_per_block % p->oneshot_pages)
+        return NULL;
+    if (n_ruh < 1 || n_ruh > CONV_MAX_RUH)
         return NULL;
     conv_ftl *F = (conv_ftl *)calloc(1, sizeof(conv_ftl));
     if (!F)
@@ -396,6 +491,9 @@ conv_ftl *conv_new(const ssd_params *p, int64_t logical_units, int32_t blocks_pe
         return NULL;
     }
     F->n_dies = F->T.n_dies;
+    F->n_ruh = n_ruh;
+    F->persistent = persistent ? 1 : 0;
+    F->n_gcf = F->persistent ? n_ruh : 1;
     F->units_per_page = p->page_size / SSD_UNIT;
     F->units_per_prog = F->units_per_page * p->oneshot_pages;
     F->pages_per_block = p->pages_per_block;
@@ -428,15 +526,19 @@ conv_ftl *conv_new(const ssd_params *p, int64_t logical_units, int32_t blocks_pe
     F->min_valid = (int32_t *)malloc((size_t)F->n_dies * sizeof(int32_t));
     F->free_head = (int32_t *)malloc((size_t)F->n_dies * sizeof(int32_t));
     F->free_cnt = (int32_t *)calloc((size_t)F->n_dies, sizeof(int32_t));
-    F->host_blk = (int32_t *)malloc((size_t)F->n_dies * sizeof(int32_t));
-    F->host_wp_units = (int32_t *)calloc((size_t)F->n_dies, sizeof(int32_t));
-    F->gc_blk = (int32_t *)malloc((size_t)F->n_dies * sizeof(int32_t));
-    F->gc_wp_units = (int32_t *)calloc((size_t)F->n_dies, sizeof(int32_t));
-    F->gc_ready_ns = (int64_t *)calloc((size_t)F->n_dies, sizeof(int64_t));
+    size_t nhf = (size_t)F->n_ruh * F->n_dies, ngf = (size_t)F->n_gcf * F->n_dies;
+    F->blk_ruh = (uint16_t *)calloc((size_t)F->n_blocks, sizeof(uint16_t));
+    F->host_blk = (int32_t *)malloc(nhf * sizeof(int32_t));
+    F->host_wp_units = (int32_t *)calloc(nhf, sizeof(int32_t));
+    F->gc_blk = (int32_t *)malloc(ngf * sizeof(int32_t));
+    F->gc_wp_units = (int32_t *)calloc(ngf, sizeof(int32_t));
+    F->gc_ready_ns = (int64_t *)calloc(ngf, sizeof(int64_t));
+    F->ruh_die = (int32_t *)calloc((size_t)F->n_ruh, sizeof(int32_t));
+    F->ruh_cnt = (int64_t *)calloc((size_t)(F->n_ruh + 1) * RUH_NCNT, sizeof(int64_t));
     F->page_lpns = (uint32_t *)malloc((size_t)F->units_per_page * sizeof(uint32_t));
     if (!F->l2p || !F->p2l || !F->valid_cnt || !F->blk_next || !F->blk_prev || !F->blk_state || !F->bucket_head ||
-        !F->min_valid || !F->free_head || !F->free_cnt || !F->host_blk || !F->host_wp_units || !F->gc_blk ||
-        !F->gc_wp_units || !F->gc_ready_ns || !F->page_lpns) {
+        !F->min_valid || !F->free_head || !F->free_cnt || !F->blk_ruh || !F->host_blk || !F->host_wp_units ||
+        !F->gc_blk || !F->gc_wp_units || !F->gc_ready_ns || !F->ruh_die || !F->ruh_cnt || !F->page_lpns) {
         conv_free(F);
         return NULL;
     }
@@ -444,11 +546,17 @@ conv_ftl *conv_new(const ssd_params *p, int64_t logical_units, int32_t blocks_pe
     memset(F->p2l, 0xFF, (size_t)F->n_ppn * sizeof(uint32_t));
     for (int64_t i = 0; i < (int64_t)F->n_dies * (F->units_per_block + 1); i++)
         F->bucket_head[i] = -1;
+    for (size_t i = 0; i < nhf; i++)
+        F->host_blk[i] = -1;
+    F->cur_h = 0;
+    F->cur_blk = F->host_blk;
+    F->cur_wp_units = F->host_wp_units;
+    F->cur_cnt = F->ruh_cnt;
+    for (size_t i = 0; i < ngf; i++)
+        F->gc_blk[i] = -1;
     for (int d = 0; d < F->n_dies; d++) {
         F->min_valid[d] = F->units_per_block + 1;
         F->free_head[d] = -1;
-        F->host_blk[d] = -1;
-        F->gc_blk[d] = -1;
         for (int32_t k = F->blocks_per_die - 1; k >= 0; k--) {
             int32_t b = d * F->blocks_per_die + k;
             F->blk_next[b] = F->free_head[d];
@@ -475,11 +583,14 @@ void conv_free(conv_ftl *F)
     free(F->min_valid);
     free(F->free_head);
     free(F->free_cnt);
+    free(F->blk_ruh);
     free(F->host_blk);
     free(F->host_wp_units);
     free(F->gc_blk);
     free(F->gc_wp_units);
     free(F->gc_ready_ns);
+    free(F->ruh_die);
+    free(F->ruh_cnt);
     free(F->page_lpns);
     free(F);
 }
@@ -500,10 +611,33 @@ static void conv_prefetch(void *ftl, int stage, int op, int64_t off)
     }
 }
 
+/* handles[i]: the reclaim unit handle of request i (NULL: handle 0 for all); conv_req takes
+   them in issue order, which is request order. */
+int conv_submit_h(conv_ftl *F, int64_t n, const uint8_t *ops, const int64_t *offs,
+                  const int64_t *lens, const uint16_t *handles, int64_t qd, double *out)
+{
+    if (!handles)
+        return ssd_submit_loop_inline(&F->T, F, conv_req, conv_prefetch, n, ops, offs, lens, qd, out);
+    F->handles = handles;
+    F->req_i = 0;
+    int rc = ssd_submit_loop_inline(&F->T, F, conv_req_handles, conv_prefetch, n, ops, offs, lens, qd, out);
+    F->handles = NULL; /* the caller's array is not ours to keep */
+    return rc;
+}
+
 int conv_submit(conv_ftl *F, int64_t n, const uint8_t *ops, const int64_t *offs,
                 const int64_t *lens, int64_t qd, double *out)
 {
-    return ssd_submit_loop_inline(&F->T, F, conv_req, conv_prefetch, n, ops, offs, lens, qd, out);
+    return conv_submit_h(F, n, ops, offs, lens, NULL, qd, out);
+}
+
+int32_t conv_n_ruh(conv_ftl *F) { return F->n_ruh; }
+
+/* out = host, media, GC-out bytes of handle h (h = n_ruh: the MIXED GC blocks); zeros if out of range. */
+void conv_ruh_counters(conv_ftl *F, int32_t h, int64_t out[3])
+{
+    for (int k = 0; k < RUH_NCNT; k++)
+        out[k] = (h >= 0 && h <= F->n_ruh) ? F->ruh_cnt[(int64_t)h * RUH_NCNT + k] : 0;
 }
 
 ssd_timing *conv_timing(conv_ftl *F) { return &F->T; }
@@ -557,9 +691,44 @@ void conv_idle(conv_ftl *F, int64_t until)
     T->now = until;
 }
 
+/* Frontier invariants: an open frontier block lies on its die, is B_OPEN, carries its
+   frontier's tag (in_buffer relies on it) and no other frontier holds it (marks, zeroed by the
+   caller, count the frontiers per block).  Returns 0 or writes msg. */
+static int check_frontiers(const conv_ftl *F, const int32_t *blk, const int32_t *wp, int32_t sets,
+                           int host, uint32_t *marks, char *msg, int msglen)
+{
+#define FFAIL(...)                                          \
+    do {                                                    \
+        if (msg && msglen > 0)                              \
+            snprintf(msg, (size_t)msglen, __VA_ARGS__);     \
+        return -1;                                          \
+    } while (0)
+    const char *kind = host ? "host" : "GC";
+    for (int32_t g = 0; g < sets; g++) {
+        for (int d = 0; d < F->n_dies; d++) {
+            int32_t i = g * F->n_dies + d, b = blk[i];
+            int32_t tag = (host || F->persistent) ? g : F->n_ruh;
+            if (b < 0)
+                continue;
+            if (b / F->blocks_per_die != d || F->blk_state[b] != B_OPEN || F->blk_ruh[b] != tag)
+                FFAIL("%s frontier %d of die %d is block %d (die %d, state %d, tag %d; want tag %d)", kind, g,
+                      d, b, b / F->blocks_per_die, F->blk_state[b], F->blk_ruh[b], tag);
+            if (wp[i] < 0 || wp[i] > F->units_per_block || (int32_t)F->valid_cnt[b] > wp[i])
+                FFAIL("%s frontier %d of die %d: %d units written, %u valid", kind, g, d, wp[i],
+                      F->valid_cnt[b]);
+            if (marks[b]++)
+                FFAIL("block %d is the frontier of two writers", b);
+        }
+    }
+    return 0;
+#undef FFAIL
+}
+
 /* Mapping invariants: every mapped LPN points at a distinct in-range PPN whose reverse entry
    names it; every reverse entry is backed by the forward map; per-block valid counts match;
-   sealed blocks sit in the bucket of their count; free lists hold exactly the free blocks. */
+   sealed blocks sit in the bucket of their count; free lists hold exactly the free blocks.
+   FDP: every block's tag is a handle (or MIXED, shared GC frontiers only); exactly the open
+   blocks are frontiers, each of its own tag; the per-handle counters add up to the device's. */
 int conv_check(conv_ftl *F, char *msg, int msglen)
 {
 #define FAIL(...)                                \
@@ -630,6 +799,43 @@ int conv_check(conv_ftl *F, char *msg, int msglen)
         sealed += (F->blk_state[b] == B_SEALED);
     if (sealed != in_buckets)
         FAIL("%lld sealed blocks, %lld in buckets", (long long)sealed, (long long)in_buckets);
+    int32_t max_tag = F->persistent ? F->n_ruh - 1 : F->n_ruh;
+    int64_t open = 0;
+    for (int64_t b = 0; b < F->n_blocks; b++) {
+        if (F->blk_ruh[b] > max_tag)
+            FAIL("block %lld tagged %d (%d handles, %s)", (long long)b, F->blk_ruh[b], F->n_ruh,
+                 F->persistent ? "persistent" : "initial");
+        open += (F->blk_state[b] == B_OPEN);
+        cnt[b] = 0; /* now: frontiers holding the block */
+    }
+    if (check_frontiers(F, F->host_blk, F->host_wp_units, F->n_ruh, 1, cnt, msg, msglen) < 0 ||
+        check_frontiers(F, F->gc_blk, F->gc_wp_units, F->n_gcf, 0, cnt, msg, msglen) < 0) {
+        free(cnt);
+        return -1;
+    }
+    int64_t frontiers = 0;
+    for (int64_t b = 0; b < F->n_blocks; b++)
+        frontiers += cnt[b];
+    if (frontiers != open)
+        FAIL("%lld open blocks, %lld frontiers", (long long)open, (long long)frontiers);
+    if (F->cur_h < 0 || F->cur_h >= F->n_ruh || F->cur_die < 0 || F->cur_die >= F->n_dies ||
+        F->cur_blk != F->host_blk + (int64_t)F->cur_h * F->n_dies ||
+        F->cur_wp_units != F->host_wp_units + (int64_t)F->cur_h * F->n_dies ||
+        F->cur_cnt != F->ruh_cnt + (int64_t)F->cur_h * RUH_NCNT)
+        FAIL("writing handle %d (die %d) does not match its rows", F->cur_h, F->cur_die);
+    for (int32_t h = 0; h < F->n_ruh; h++)
+        if (F->ruh_die[h] < 0 || F->ruh_die[h] >= F->n_dies)
+            FAIL("handle %d stripe pointer at die %d", h, F->ruh_die[h]);
+    int64_t sum[RUH_NCNT] = {0, 0, 0};
+    for (int32_t h = 0; h <= F->n_ruh; h++)
+        for (int k = 0; k < RUH_NCNT; k++)
+            sum[k] += F->ruh_cnt[(int64_t)h * RUH_NCNT + k];
+    const ssd_counters *c = &F->T.cnt;
+    if (sum[RUH_HOST] != c->host_write_bytes || sum[RUH_MEDIA] != c->media_write_bytes ||
+        sum[RUH_GC] != c->gc_write_bytes)
+        FAIL("per-handle host/media/GC bytes add up to %lld/%lld/%lld, device %lld/%lld/%lld",
+             (long long)sum[0], (long long)sum[1], (long long)sum[2], (long long)c->host_write_bytes,
+             (long long)c->media_write_bytes, (long long)c->gc_write_bytes);
     free(cnt);
     return 0;
 #undef FAIL

@@ -7,7 +7,8 @@
  *              suspend for host reads.
  *   conv_ftl.c page-mapped conventional FTL (4 KiB mapping unit), hidden over-provisioning,
  *              TRIM, greedy per-die GC (bucket lists) triggered by a free-block low watermark,
- *              and (optional) background GC in host idle time.
+ *              (optional) background GC in host idle time, and (optional) NVMe Flexible Data
+ *              Placement: a write frontier per reclaim unit handle.
  *   zns_ftl.c  zoned mapping: a zone is a fixed set of erase blocks striped across dies,
  *              reset = erase (same cost per erased byte as the conventional FTL), no device GC.
  *
@@ -155,9 +156,22 @@ typedef struct {
 typedef struct conv_ftl conv_ftl;
 conv_ftl *conv_new(const ssd_params *p, int64_t logical_units, int32_t blocks_per_die,
                    int32_t gc_low, int32_t gc_high);
+/* FDP: n_ruh reclaim unit handles (1..256; an RU is one erase block); persistent = 1: GC
+   relocates into a GC block of the victim's own handle, 0: into one shared (MIXED) GC block per
+   die.  conv_new = conv_new_fdp(..., 1, 1).  NULL on bad parameters or no memory. */
+conv_ftl *conv_new_fdp(const ssd_params *p, int64_t logical_units, int32_t blocks_per_die,
+                       int32_t gc_low, int32_t gc_high, int32_t n_ruh, int32_t persistent);
 void conv_free(conv_ftl *F);
 int conv_submit(conv_ftl *F, int64_t n, const uint8_t *ops, const int64_t *offs,
                 const int64_t *lens, int64_t qd, double *out);
+/* conv_submit with a handle per request (NULL: handle 0); a write naming a handle >= n_ruh is
+   rejected (-(i+1)); reads and trims ignore their handle.  conv_submit = handles NULL. */
+int conv_submit_h(conv_ftl *F, int64_t n, const uint8_t *ops, const int64_t *offs,
+                  const int64_t *lens, const uint16_t *handles, int64_t qd, double *out);
+int32_t conv_n_ruh(conv_ftl *F);
+/* out = host_write_bytes, media_write_bytes (programmed into blocks tagged h), gc_write_bytes
+   (relocated out of blocks tagged h) of handle h; h = n_ruh: the MIXED GC blocks. */
+void conv_ruh_counters(conv_ftl *F, int32_t h, int64_t out[3]);
 ssd_timing *conv_timing(conv_ftl *F);
 int64_t conv_free_blocks(conv_ftl *F);
 int64_t conv_valid_units(conv_ftl *F);
@@ -277,8 +291,9 @@ static inline void ssd_heap_rebuild(ssd_heap *H)
 }
 
 /* ---- queue-depth issue loop ----
-   Inline so that an FTL calling it with its own request and prefetch functions gets them
-   inlined (ssd_submit_loop is the same loop out of line). */
+   Always inline, so that an FTL calling it with its own request and prefetch functions gets
+   them inlined, also where it calls it twice (conv_ftl.c: with and without FDP handles);
+   ssd_submit_loop is the same loop out of line. */
 
 /* Issue requests in order with at most qd outstanding: the first qd at T->now, each later one
    when the earliest outstanding request completes.  out[i] = completion (seconds).
@@ -286,9 +301,10 @@ static inline void ssd_heap_rebuild(ssd_heap *H)
 #define PF_FAR 16
 #define PF_NEAR 6
 
-static inline int ssd_submit_loop_inline(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf,
-                                         int64_t n, const uint8_t *ops, const int64_t *offs,
-                                         const int64_t *lens, int64_t qd, double *out)
+static inline __attribute__((always_inline)) int
+ssd_submit_loop_inline(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf, int64_t n,
+                       const uint8_t *ops, const int64_t *offs, const int64_t *lens, int64_t qd,
+                       double *out)
 {
     if (qd < 1)
         qd = 1;
@@ -337,6 +353,10 @@ static inline int ssd_submit_loop_inline(ssd_timing *T, void *ftl, ssd_req_fn fn
    the submit functions; returns 0, or -(i+1) if request i (of the whole array) failed. */
 int conv_submit_groups(conv_ftl *F, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
                        const uint8_t *ops, const int64_t *offs, const int64_t *lens, double *out);
+/* the same with a handle per request (conv_submit_h per group; handles may be NULL) */
+int conv_submit_groups_h(conv_ftl *F, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
+                         const uint8_t *ops, const int64_t *offs, const int64_t *lens,
+                         const uint16_t *handles, double *out);
 int zns_submit_groups(zns_ftl *Z, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
                       const uint8_t *ops, const int64_t *offs, const int64_t *lens, double *out);
 /* cffi:end */

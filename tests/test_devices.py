@@ -236,9 +236,13 @@ DEVICE_KINDS = {
     "file": lambda tmp: open_device(_file(tmp)),
     "view-of-emu-conv": lambda tmp: ZonedBlockView(open_device("emu-conv://?size=4MiB&preset=thesis-ssd"), 1 << 20),
     "view-of-file": lambda tmp: ZonedBlockView(open_device(_file(tmp, 2 << 20)), 1 << 20),
+    "fdp": lambda tmp: open_device("fdp://?size=1MiB&ruhs=4&preset=none"),
+    "fdp-file": lambda tmp: open_device(f"fdp://{tmp}/f.img?size=1MiB&ruhs=2&preset=none"),
+    "fdp-timed": lambda tmp: open_device("fdp://?size=4MiB&ruhs=4&preset=thesis-ssd&idle_gc=1"),
 }
 CLOCKS = {"emu": "none", "emu-timed": "modeled", "emu-file": "none", "emu-conv": "none",
-          "emu-conv-timed": "modeled", "file": "wall", "view-of-emu-conv": "modeled", "view-of-file": "wall"}
+          "emu-conv-timed": "modeled", "file": "wall", "view-of-emu-conv": "modeled", "view-of-file": "wall",
+          "fdp": "none", "fdp-file": "none", "fdp-timed": "modeled"}
 
 
 @pytest.fixture(params=sorted(DEVICE_KINDS))
@@ -313,7 +317,7 @@ def test_read_batch_checks_every_range_before_reading_any(anydev):
     assert dev.stats().device_read_bytes == before + 12288
 
 
-BLOCK_KINDS = sorted(k for k in DEVICE_KINDS if k.startswith(("emu-conv", "file")))
+BLOCK_KINDS = sorted(k for k in DEVICE_KINDS if k.startswith(("emu-conv", "file", "fdp")))
 
 
 @pytest.mark.parametrize("kind", BLOCK_KINDS)
@@ -362,7 +366,7 @@ def test_zoned_view_hands_idle_time_to_its_block_device():
 def test_unknown_scheme_lists_the_registered_ones():
     with pytest.raises(DeviceSpecError) as e:
         open_device("nope://x")
-    assert str(e.value) == "unknown device URL scheme 'nope' in 'nope://x'; use emu://, emu-conv:// or a path"
+    assert str(e.value) == "unknown device URL scheme 'nope' in 'nope://x'; use emu://, emu-conv://, fdp:// or a path"
     assert "\n" not in str(e.value)
     with pytest.raises(DeviceSpecError, match="malformed device URL"):
         open_device("emu://[x")
@@ -426,7 +430,7 @@ def test_a_registered_scheme_opens_and_parses_its_own_urls(mem_scheme):
         open_device("mem://?slow=2")
     with pytest.raises(NotZonedError):
         open_device("mem://", zoned=True)
-    with pytest.raises(DeviceSpecError, match="use emu://, emu-conv://, mem:// or a path"):
+    with pytest.raises(DeviceSpecError, match="use emu://, emu-conv://, fdp://, mem:// or a path"):
         open_device("other://x")
 
 

@@ -132,6 +132,9 @@ def info(device: str, as_json: bool) -> None:
             click.echo(f"size       {format_size(d['size'])} ({d['size']} B), block {d['block_size']} B")
             if d.get("op") is not None:
                 click.echo(f"over-prov  {d['op']:.1%} of raw flash hidden")
+            if d.get("ruhs"):
+                ru = f", reclaim unit {format_size(d['ru_bytes'])}" if d.get("ru_bytes") else ""
+                click.echo(f"placement  FDP, {d['ruhs']} reclaim unit handles, {d['isolation']} isolation{ru}")
         click.echo(f"clock      {d['clock']}")
         if d.get("io_engine"):
             e = d["io_engine"]
@@ -344,8 +347,8 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 
 
 @main.command()
-@click.option("--device", metavar="URL|PATH", help="ZNS device for the host-managed store "
-              "[default: emulated, built from the same thesis-ssd flash as the baseline].")
+@click.option("--device", metavar="URL|PATH", help="ZNS device for the host-managed store, or an FDP one "
+              "(fdp://…, seen as zones) [default: emulated, built from the same thesis-ssd flash as the baseline].")
 @click.option("--baseline-device", metavar="URL|PATH", help="Conventional device for the Linux-swap runs and "
               "the store-on-conventional run [default: emulated thesis-ssd sized for the run].")
 @click.option("--model", "preset", default=None, metavar="PRESET",

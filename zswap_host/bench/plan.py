@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..errors import SwapFullError, ZswapError
+from ..errors import NotZonedError, SwapFullError, ZswapError
 from ..units import format_size
 from .compute import ComputeBasis
 
@@ -257,7 +257,7 @@ def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple
         return b, dev
 
     def zns():
-        dev = open_device(pl.zns_url, zoned=True)
+        dev = open_zns(pl)
         try:
             b = SwapStore(dev, cfg)
         except SwapFullError as e:
@@ -270,6 +270,21 @@ def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple
              "linux-swap-lookahead": linux("batched"), "store-on-conventional": store_on_conventional,
              "zns-host-gc": zns}
     return {name: every[name] for name in spec_runs(spec)}
+
+
+def open_zns(pl: Plan):
+    """The ``--device`` of the store's own run: a zoned device, or an FDP SSD seen as zones of the
+    plan's size (the store then writes each stream, and GC, under a placement handle of its own)."""
+    from ..devices import ZonedBlockView, open_device
+
+    try:
+        return open_device(pl.zns_url, zoned=True)
+    except NotZonedError:
+        dev = open_device(pl.zns_url, zoned=False)
+        if not getattr(dev, "ruhs", 0):
+            dev.close()
+            raise
+        return ZonedBlockView(dev, pl.zone_size, pl.zone_capacity)
 
 
 def open_backends(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:
@@ -286,7 +301,7 @@ def open_backends(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:
 def in_memory(url: str) -> bool:
     """Whether ``url`` names an emulated device held in memory (a fresh one each time it is opened)."""
     scheme, sep, rest = url.partition("://")
-    return bool(sep) and scheme in ("emu", "emu-conv") and (rest == "" or rest.startswith("?"))
+    return bool(sep) and scheme in ("emu", "emu-conv", "fdp") and (rest == "" or rest.startswith("?"))
 
 
 def jobs_for(pl: Plan, spec: BenchSpec) -> int:

@@ -93,10 +93,12 @@ class ModelClock:
 
     model = None
 
-    def _charge(self, op: int, offset: int, length: int) -> None:
+    # ``handles``: FDP placement handles (an FdpSSD model only); None leaves them out of the call
+    def _charge(self, op: int, offset: int, length: int, handles=None) -> None:
         if self.model is not None:
+            kw = {} if handles is None else {"handles": handles}
             self.model.submit(np.array([op], np.uint8), np.array([offset], np.int64),
-                              np.array([length], np.int64), 1)
+                              np.array([length], np.int64), 1, **kw)
 
     def _charge_batch(self, op: int, offsets: np.ndarray, lengths: np.ndarray, qd: int) -> np.ndarray:
         if self.model is None or offsets.size == 0:
@@ -104,10 +106,12 @@ class ModelClock:
         return self.model.submit(np.full(offsets.size, op, np.uint8), offsets, lengths, qd)
 
     def _charge_groups(self, op: int, offsets: np.ndarray, lengths: np.ndarray, group_sizes: np.ndarray,
-                       group_qds: np.ndarray) -> np.ndarray:
+                       group_qds: np.ndarray, handles=None) -> np.ndarray:
         if self.model is None or offsets.size == 0:
             return np.zeros(offsets.size)
-        return self.model.submit_groups(np.full(offsets.size, op, np.uint8), offsets, lengths, group_sizes, group_qds)
+        kw = {} if handles is None else {"handles": handles}
+        return self.model.submit_groups(np.full(offsets.size, op, np.uint8), offsets, lengths, group_sizes,
+                                        group_qds, **kw)
 
     def now(self) -> float:
         """The device clock: modeled seconds (0 with the timing model off)."""

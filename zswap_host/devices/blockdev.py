@@ -41,8 +41,12 @@ class EmulatedBlockDevice(ModelClock):
         self._fail_writes = 0
         self._backing = Backing(size, path, readonly=readonly)   # read-only: the file is never written
         if path is not None and not readonly:
-            save_sidecar(path, {"kind": "conventional", "size": size, "block_size": block_size,
-                                "preset": preset, "op": op})
+            save_sidecar(path, self._sidecar())
+
+    def _sidecar(self) -> dict:
+        """What a reopen of the file-backed device must agree with (``PATH.json``)."""
+        return {"kind": "conventional", "size": self.size, "block_size": self.block_size, "preset": self.preset,
+                "op": self.op}
 
     def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
         """Read many ranges as one queue of requests (at most ``qd`` in flight). Returns the bytes
@@ -65,36 +69,53 @@ class EmulatedBlockDevice(ModelClock):
             self._io.read_many(lengths)
             return out, self._charge_groups(_READ, offsets, lengths, group_sizes, group_qds)
 
-    def write_batch(self, offsets: np.ndarray, data: np.ndarray, lengths: np.ndarray, qd: int = 32) -> np.ndarray:
+    def write_batch(self, offsets: np.ndarray, data: np.ndarray, lengths: np.ndarray, qd: int = 32, *,
+                    handle=None) -> np.ndarray:
         """Write many ranges (``data`` holds them back to back) as one queue of requests. Returns
-        completion times. An injected failure fails the whole batch before anything is written."""
-        return self.write_groups(offsets, data, lengths, np.array([np.size(offsets)]), np.array([qd]))
+        completion times. An injected failure fails the whole batch before anything is written.
+        ``handle``: placement handle(s), on devices that have them (``fdp://``; ValueError here)."""
+        return self.write_groups(offsets, data, lengths, np.array([np.size(offsets)]), np.array([qd]), handle=handle)
 
     def write_groups(self, offsets: np.ndarray, data: Buffer, lengths: np.ndarray, group_sizes: np.ndarray,
-                     group_qds: np.ndarray) -> np.ndarray:
+                     group_qds: np.ndarray, *, handle=None) -> np.ndarray:
         """Serial groups of writes in one call (see ``BlockDevice.write_groups``): one model call,
         timed exactly as one :meth:`write_batch` per group. An injected failure fails the first
         group, before anything is written."""
         offsets, lengths, view = check_write_batch(offsets, data, lengths, self.block_size, self.size)
         group_sizes = check_groups(group_sizes, group_qds, offsets.size, "write")
+        handles = self._placement(handle, lengths)
         with self._lock:
             if self._fail_writes:
                 self._fail_writes -= 1
                 raise DeviceIOError("injected write failure", offset=int(offsets[0]) if offsets.size else None)
             self._backing.scatter(offsets, lengths, view, self.block_size)
             self._io.wrote_many(lengths)
-            return self._charge_groups(_WRITE, offsets, lengths, group_sizes, group_qds)
+            self._placed(handles, lengths)
+            return self._charge_groups(_WRITE, offsets, lengths, group_sizes, group_qds, handles)
 
-    def write(self, offset: int, data: Buffer) -> None:
+    def write(self, offset: int, data: Buffer, *, handle=None) -> None:
+        """Write ``data`` at ``offset``; ``handle`` as in :meth:`write_batch`."""
         view = as_bytes_view(data)
         check_aligned(offset, view.size, self.block_size, self.size, "write")
+        handles = self._placement(handle, np.array([view.size], np.int64))
         with self._lock:
             if self._fail_writes:
                 self._fail_writes -= 1
                 raise DeviceIOError(f"injected write failure at {offset}", offset=offset)
             self._backing.write(offset, view)
             self._io.wrote(view.size)
-            self._charge(_WRITE, offset, view.size)
+            self._placed(handles, np.array([view.size], np.int64))
+            self._charge(_WRITE, offset, view.size, handles)
+
+    def _placement(self, handle, lengths: np.ndarray):
+        """The write's placement handles for the model (None: the device's default). A
+        conventional device has none."""
+        if handle is None:
+            return None
+        raise ValueError(f"{self.url}: this device has no placement handles (FDP devices do: fdp://)")
+
+    def _placed(self, handles, lengths: np.ndarray) -> None:
+        """Count a write's bytes per handle (devices with handles)."""
 
     def read(self, offset: int, length: int) -> np.ndarray:
         check_aligned(offset, length, self.block_size, self.size, "read")

@@ -10,6 +10,8 @@ Built in:
 - ``emu://PATH?zones=N&zone_size=16MiB&zone_capacity=…&max_open=…&max_active=…&max_append=…&preset=…``
   emulated ZNS device; PATH empty = in memory. ``preset=none`` turns the timing model off.
 - ``emu-conv://PATH?size=…&op=0.07&preset=…`` emulated conventional SSD.
+- ``fdp://PATH?size=…&ruhs=8&ru_size=…&isolation=persistent|initial&preset=…`` emulated NVMe FDP SSD:
+  ``emu-conv://`` with placement handles (``devices/fdp.py``).
 - timing-model options (0/1, default 0, docs/ssd-model.md): ``suspend=1`` on both (host reads
   suspend programs/erases), ``idle_gc=1`` on ``emu-conv://`` (background GC in idle time).
 - ``file``: a regular file, a conventional block device with real I/O.
@@ -17,7 +19,7 @@ Built in:
   ``LinuxZonedDevice``, not zoned → ``LinuxBlockDevice``, after the safety checks of
   ``devices/safety.py`` (mounted, swap, holders, partitions, signatures, O_EXCL) unless forced.
 
-More (``ocssd://``, ``fdp://``, io_uring paths) register with :func:`register_scheme`.
+More (``ocssd://``, io_uring paths) register with :func:`register_scheme`.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ _BUILD_HINT = "run `pip install -e .` (it builds the zswap_host._zoned extension
 known_schemes: dict[str, dict] = {
     "emu": {"class": "zswap_host.devices.schemes.emu:EmuScheme", "err": "", "path_test": None},
     "emu-conv": {"class": "zswap_host.devices.schemes.emu:EmuConvScheme", "err": "", "path_test": None},
+    "fdp": {"class": "zswap_host.devices.schemes.fdp:FdpScheme", "err": "", "path_test": None},
     "file": {"class": "zswap_host.devices.schemes.file:FileScheme", "err": "", "path_test": stat.S_ISREG},
     "block": {"class": "zswap_host.devices.schemes.block:BlockScheme", "err": _BUILD_HINT,
               "path_test": stat.S_ISBLK},

@@ -33,9 +33,22 @@ class ZonedBlockView(EmulatedZonedDevice):
         super().__init__(geometry, path=None, model=None, preset=block.describe().get("preset"),
                          url=f"zoned-view:{block.url}")
         self._backing.close()          # the block device holds the data
+        self.ruhs = int(getattr(block, "ruhs", 0))          # FDP placement handles (0: none)
+        self._handle = np.zeros(nr, np.int64)
+
+    def place_zone(self, z: int, stream: int, gc: bool) -> None:
+        """Say who writes zone ``z`` from now on (the store calls this when it opens a zone for a
+        writer). On an FDP block device the zone's writes then carry a handle of their own: GC's
+        relocations the last one, user stream ``s`` handle ``s % (ruhs - 1)`` — so data GC has
+        kept alive, and each stream's, fill reclaim units of their own. Elsewhere a no-op."""
+        if self.ruhs > 1:
+            self._handle[self._zone_index(z)] = self.ruhs - 1 if gc else int(stream) % (self.ruhs - 1)
 
     def _media_write(self, start: int, view: np.ndarray) -> None:
-        self.block.write(start, view)
+        if self.ruhs:
+            self.block.write(start, view, handle=int(self._handle[start // self.geometry.zone_size]))
+        else:
+            self.block.write(start, view)
 
     def _media_read(self, offset: int, length: int) -> np.ndarray:
         return self.block.read(offset, length)
@@ -64,6 +77,8 @@ class ZonedBlockView(EmulatedZonedDevice):
     def describe(self) -> dict:
         d = super().describe()
         d.update(kind=self.kind, clock=self.block.stats().clock, block=self.block.describe())
+        if self.ruhs:
+            d["zone_handles"] = self._handle.tolist()
         return d
 
     def flush(self) -> None:

@@ -6,6 +6,7 @@ Time is modeled device time in seconds (``now``); every device starts at 0.
 from __future__ import annotations
 
 import math
+from typing import Sequence, Union
 
 import numpy as np
 
@@ -91,9 +92,7 @@ class _Model:
                              ffi.from_buffer("int64_t[]", offsets), ffi.from_buffer("int64_t[]", lengths),
                              max(1, int(qd)), ffi.from_buffer("double[]", out, require_writable=True))
         if rc != 0:
-            i = -rc - 1
-            raise ValueError(f"the model rejected request {i} (op {int(ops[i])}, offset {int(offsets[i])}, "
-                             f"length {int(lengths[i])}){self._reject_hint()}")
+            self._rejected(rc, ops, offsets, lengths)
         return out
 
     def submit_groups(self, ops, offsets, lengths, group_sizes, group_qds) -> np.ndarray:
@@ -102,11 +101,7 @@ class _Model:
         issued when its last request completes — exactly one :meth:`submit` per group (a thread's
         page faults, one after the other). Returns the completion times of all the requests."""
         ops, offsets, lengths = self._arrays(ops, offsets, lengths)
-        gn = np.ascontiguousarray(group_sizes, dtype=np.int64).reshape(-1)
-        gq = np.maximum(np.ascontiguousarray(group_qds, dtype=np.int64).reshape(-1), 1)
-        if gn.size != gq.size or (gn < 0).any() or int(gn.sum()) != offsets.size:
-            raise ValueError(f"{gn.size} group sizes (adding up to {int(gn.sum())}) and {gq.size} queue depths "
-                             f"for {offsets.size} requests")
+        gn, gq = self._groups(group_sizes, group_qds, offsets.size)
         out = np.empty(offsets.size, np.float64)
         if offsets.size == 0:
             return out
@@ -115,10 +110,24 @@ class _Model:
             ffi.from_buffer("uint8_t[]", ops), ffi.from_buffer("int64_t[]", offsets),
             ffi.from_buffer("int64_t[]", lengths), ffi.from_buffer("double[]", out, require_writable=True))
         if rc != 0:
-            i = -rc - 1
-            raise ValueError(f"the model rejected request {i} (op {int(ops[i])}, offset {int(offsets[i])}, "
-                             f"length {int(lengths[i])}){self._reject_hint()}")
+            self._rejected(rc, ops, offsets, lengths)
         return out
+
+    @staticmethod
+    def _groups(group_sizes, group_qds, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Group sizes and queue depths as C arrays; ValueError unless the sizes cover the n requests."""
+        gn = np.ascontiguousarray(group_sizes, dtype=np.int64).reshape(-1)
+        gq = np.maximum(np.ascontiguousarray(group_qds, dtype=np.int64).reshape(-1), 1)
+        if gn.size != gq.size or (gn < 0).any() or int(gn.sum()) != n:
+            raise ValueError(f"{gn.size} group sizes (adding up to {int(gn.sum())}) and {gq.size} queue depths "
+                             f"for {n} requests")
+        return gn, gq
+
+    def _rejected(self, rc: int, ops, offsets, lengths):
+        """Raise the ValueError for the request a C submit function rejected (its rc = -(i + 1))."""
+        i = -rc - 1
+        raise ValueError(f"the model rejected request {i} (op {int(ops[i])}, offset {int(offsets[i])}, "
+                         f"length {int(lengths[i])}){self._reject_hint()}")
 
     def _reject_hint(self) -> str:
         return ""
@@ -189,6 +198,12 @@ class ConvSSD(_Model):
 
     def __init__(self, preset: NandPreset, logical_bytes: int, op: float | None = None,
                  idle_gc: bool = False, suspend: bool = False):
+        self._build(preset, logical_bytes, op, idle_gc, suspend)
+
+    def _build(self, preset: NandPreset, logical_bytes: int, op: float | None, idle_gc: bool,
+               suspend: bool, ruhs: int = 1, persistent: bool = True, block_pages: int | None = None):
+        """Size the flash and build the C model: ``ruhs`` reclaim unit handles (FDP; 1 = none),
+        ``block_pages`` an erase block chosen by the caller (None: the scaling rule above)."""
         logical_bytes = int(logical_bytes)
         if logical_bytes <= 0 or logical_bytes % UNIT:
             raise ValueError(f"logical size {logical_bytes} is not a positive multiple of {UNIT}")
@@ -203,19 +218,21 @@ class ConvSSD(_Model):
         logical_units = logical_bytes // UNIT
         raw_units = math.ceil(logical_units / (1.0 - op))
         per_die = math.ceil(raw_units / n_dies)
-        ppb = preset.pages_per_block
-        if per_die < preset.min_blocks_per_die * ppb * upp:
+        ppb = block_pages or preset.pages_per_block
+        if block_pages is None and per_die < preset.min_blocks_per_die * ppb * upp:
             units = per_die // preset.min_blocks_per_die
             ppb = max(preset.oneshot_pages, (units // upp) // preset.oneshot_pages * preset.oneshot_pages)
         upb = ppb * upp
         bpd = math.ceil(per_die / upb)
-        # GC needs room: an open host block, an open GC block and the watermark on every die
-        bpd = max(bpd, math.ceil(logical_units / n_dies / upb) + preset.gc_high_blocks + 2)
+        # GC needs room: the open host blocks (one per handle), the open GC blocks (one per handle if
+        # GC keeps them apart, else one) and the watermark on every die
+        frontiers = ruhs + (ruhs if persistent else 1)
+        bpd = max(bpd, math.ceil(logical_units / n_dies / upb) + preset.gc_high_blocks + frontiers)
         self.pages_per_block = ppb
         self.blocks_per_die = bpd
         self.raw_bytes = bpd * n_dies * upb * UNIT
-        h = lib.conv_new(_params(preset, ppb, suspend), logical_units, bpd, preset.gc_low_blocks,
-                         preset.gc_high_blocks)
+        h = lib.conv_new_fdp(_params(preset, ppb, suspend), logical_units, bpd, preset.gc_low_blocks,
+                             preset.gc_high_blocks, ruhs, int(bool(persistent)))
         if h == ffi.NULL:
             raise MemoryError(f"cannot build a {logical_bytes}-byte conventional SSD model")
         self._h = ffi.gc(h, lib.conv_free)
@@ -260,6 +277,138 @@ class ConvSSD(_Model):
 
     def __repr__(self) -> str:
         return (f"ConvSSD({self.preset.name}, logical={self.logical_bytes}, op={self.op:.3f}, "
+                f"blocks/die={self.blocks_per_die} x {self.pages_per_block} pages, now={self.now:.6f}s)")
+
+
+ISOLATIONS = ("persistent", "initial")
+MAX_RUHS = 256
+# FDP handles of a submit: None (handle 0), one int for every request, or one int per request
+Handles = Union[int, Sequence[int], np.ndarray, None]
+
+
+class FdpSSD(ConvSSD):
+    """Conventional SSD with NVMe Flexible Data Placement (TP4146): every write names a reclaim
+    unit handle (RUH), and the FTL keeps an open reclaim unit (RU = one erase block) per handle on
+    every die, so data written with different handles never shares an erase block.  Device GC
+    still runs, greedy per die over all blocks, as in ``ConvSSD``.
+
+    ``ruhs``: handles 0..ruhs-1 (1..256).  ``isolation``: ``"persistent"`` (persistently isolated:
+    GC relocates a victim's valid data into an RU of the victim's own handle) or ``"initial"``
+    (initially isolated: GC relocates into one shared RU per die, whose blocks are counted as
+    ``"mixed"``).  ``ru_bytes``: the erase block = RU size, a positive multiple of the program unit
+    (``preset.program_unit_bytes``); None keeps ``ConvSSD``'s sizing (the erase block scaled down
+    on small devices).  The raw flash leaves room for every open RU (one host RU per handle per
+    die, plus the GC RUs) besides the over-provisioning.  ``op``, ``idle_gc``, ``suspend`` as for
+    ``ConvSSD``; with ``ruhs=1`` the device is exactly a ``ConvSSD``.
+
+    Raises ValueError for ``ruhs`` outside 1..256, an unknown ``isolation`` or a bad ``ru_bytes``
+    (and for what ``ConvSSD`` rejects)."""
+
+    def __init__(self, preset: NandPreset, logical_bytes: int, op: float | None = None, ruhs: int = 8,
+                 ru_bytes: int | None = None, isolation: str = "persistent", idle_gc: bool = False,
+                 suspend: bool = False):
+        if isinstance(ruhs, bool) or not isinstance(ruhs, (int, np.integer)) or not 1 <= ruhs <= MAX_RUHS:
+            raise ValueError(f"ruhs {ruhs!r}: an FDP device has 1..{MAX_RUHS} reclaim unit handles")
+        if isolation not in ISOLATIONS:
+            raise ValueError(f"isolation {isolation!r} is not one of {', '.join(map(repr, ISOLATIONS))}")
+        block_pages = None
+        if ru_bytes is not None:
+            pu = preset.program_unit_bytes
+            if isinstance(ru_bytes, bool) or not isinstance(ru_bytes, (int, np.integer)) or ru_bytes <= 0 \
+                    or ru_bytes % pu:
+                raise ValueError(f"ru_bytes {ru_bytes!r} is not a positive multiple of the {pu}-byte program "
+                                 f"unit ({preset.oneshot_pages} pages of {preset.page_size})")
+            block_pages = int(ru_bytes) // preset.page_size
+        self.ruhs, self.isolation = int(ruhs), isolation
+        self._build(preset, logical_bytes, op, idle_gc, suspend, ruhs=self.ruhs,
+                    persistent=isolation == "persistent", block_pages=block_pages)
+        self.ru_bytes = self.pages_per_block * preset.page_size
+
+    def _handles(self, handles: Handles, ops: np.ndarray):
+        """C handle array for the requests ``ops`` (ffi.NULL: handle 0 for all).  ValueError naming
+        the first write whose handle is not 0..ruhs-1; reads and trims ignore their handles."""
+        if handles is None:
+            return ffi.NULL
+        h = np.asarray(handles)
+        if h.dtype.kind not in "iub":
+            raise ValueError(f"handles must be integers, not {h.dtype}")
+        if h.ndim == 0:
+            h = np.full(ops.size, h.item(), np.int64)
+        h = h.reshape(-1)
+        if h.size != ops.size:
+            raise ValueError(f"{h.size} handles for {ops.size} requests")
+        writes = ops == WRITE
+        bad = writes & ((h < 0) | (h >= self.ruhs))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"request {i}: handle {int(h[i])} is outside 0..{self.ruhs - 1} "
+                             f"(the device has {self.ruhs} reclaim unit handles)")
+        h = np.ascontiguousarray(np.where(writes, h, 0), dtype=np.uint16)
+        return ffi.from_buffer("uint16_t[]", h) if h.any() else ffi.NULL
+
+    def submit(self, ops, offsets, lengths, qd: int = 1, handles: Handles = None) -> np.ndarray:
+        """``ConvSSD.submit`` with a reclaim unit handle per request: ``handles`` is None (handle 0),
+        one int for all requests, or one int per request.  ValueError (nothing submitted) for a
+        write whose handle is not 0..ruhs-1; reads and trims ignore their handles."""
+        ops, offsets, lengths = self._arrays(ops, offsets, lengths)
+        hp = self._handles(handles, ops)
+        out = np.empty(offsets.size, np.float64)
+        if offsets.size == 0:
+            return out
+        rc = lib.conv_submit_h(self._h, offsets.size, ffi.from_buffer("uint8_t[]", ops),
+                               ffi.from_buffer("int64_t[]", offsets), ffi.from_buffer("int64_t[]", lengths),
+                               hp, max(1, int(qd)), ffi.from_buffer("double[]", out, require_writable=True))
+        if rc != 0:
+            self._rejected(rc, ops, offsets, lengths)
+        return out
+
+    def submit_groups(self, ops, offsets, lengths, group_sizes, group_qds, handles: Handles = None) -> np.ndarray:
+        """``ConvSSD.submit_groups`` with ``handles`` as for :meth:`submit` (one per request)."""
+        ops, offsets, lengths = self._arrays(ops, offsets, lengths)
+        gn, gq = self._groups(group_sizes, group_qds, offsets.size)
+        hp = self._handles(handles, ops)
+        out = np.empty(offsets.size, np.float64)
+        if offsets.size == 0:
+            return out
+        rc = lib.conv_submit_groups_h(
+            self._h, gn.size, ffi.from_buffer("int64_t[]", gn), ffi.from_buffer("int64_t[]", gq),
+            ffi.from_buffer("uint8_t[]", ops), ffi.from_buffer("int64_t[]", offsets),
+            ffi.from_buffer("int64_t[]", lengths), hp, ffi.from_buffer("double[]", out, require_writable=True))
+        if rc != 0:
+            self._rejected(rc, ops, offsets, lengths)
+        return out
+
+    def ruh_counters(self) -> list[dict]:
+        """Per handle: ``host_write_bytes`` (written with it), ``media_write_bytes`` (programmed into
+        its RUs: host data and GC relocations), ``gc_write_bytes`` (relocated by GC out of its RUs),
+        ``write_amplification`` (media / host, 0.0 before any host write).  With
+        ``isolation="initial"`` a last entry, ``handle: "mixed"``, counts the shared GC RUs (no host
+        writes).  The entries add up to the device's ``counters()``."""
+        out = ffi.new("int64_t[3]")
+        rows = []
+        for h in range(self.ruhs + (self.isolation == "initial")):
+            lib.conv_ruh_counters(self._h, h, out)
+            host, media, gc = int(out[0]), int(out[1]), int(out[2])
+            rows.append({"handle": h if h < self.ruhs else "mixed", "host_write_bytes": host,
+                         "media_write_bytes": media, "gc_write_bytes": gc,
+                         "write_amplification": media / host if host else 0.0})
+        return rows
+
+    def fdp_stats(self) -> dict:
+        """The FDP statistics log page (NVMe log 0x22): host bytes written, media bytes written and
+        media bytes erased (the model has no metadata: "with metadata" = data)."""
+        c = self._T.cnt
+        return {"host_bytes_with_metadata_written": int(c.host_write_bytes),
+                "media_bytes_with_metadata_written": int(c.media_write_bytes),
+                "media_bytes_erased": int(c.erase_bytes)}
+
+    @property
+    def options(self) -> dict:
+        return {**super().options, "ruhs": self.ruhs, "isolation": self.isolation}
+
+    def __repr__(self) -> str:
+        return (f"FdpSSD({self.preset.name}, logical={self.logical_bytes}, op={self.op:.3f}, ruhs={self.ruhs}, "
+                f"isolation={self.isolation}, RU={self.ru_bytes} bytes, "
                 f"blocks/die={self.blocks_per_die} x {self.pages_per_block} pages, now={self.now:.6f}s)")
 
 

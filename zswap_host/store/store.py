@@ -63,6 +63,9 @@ class SwapStore:
     def __init__(self, device, config: StoreConfig | None = None) -> None:
         self.config = cfg = config or StoreConfig()
         self.device = device
+        # optional: a device that places data by writer (a zoned view of an FDP SSD) is told who
+        # writes each zone the store opens
+        self._place_zone = getattr(device, "place_zone", None)
         g = device.geometry
         ps = self.page_size = cfg.page_size
         self._zones = zones = ZoneAllocator(device, ps, reserve=1)   # ValueError: page size
@@ -707,7 +710,10 @@ class SwapStore:
             if z is not None:
                 return z
             if zones.can_take(for_gc):
-                return zones.take(group)
+                z = zones.take(group)
+                if self._place_zone is not None:
+                    self._place_zone(z, group, for_gc)
+                return z
             if self._collector.reclaim_empty():
                 continue
             if for_gc:

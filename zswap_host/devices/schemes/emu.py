@@ -76,12 +76,15 @@ class EmuConvScheme(DeviceScheme):
     params = {"size": "size", "op": "fraction", "preset": "name", "block_size": "size", "suspend": "flag",
               "idle_gc": "flag"}
 
+    kind = "conventional"           # the sidecar's kind
+
     def open(self, url: str, *, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
         path, p = self.parse(url)
         saved = _saved(path, readonly)
         if saved is not None:
-            if saved.get("kind") != "conventional":
-                raise DeviceSpecError(f"{path} holds an emulated {saved.get('kind')!r} device, not a conventional one")
+            if saved.get("kind") != self.kind:
+                raise DeviceSpecError(f"{path} holds an emulated {saved.get('kind')!r} device, not a {self.kind} one")
+            self._reopen(path, saved, p)
             sidecar_field(saved, "size", path)
             sidecar_field(saved, "op", path, float, optional=True)
             _check_preset(saved, path)
@@ -100,13 +103,21 @@ class EmuConvScheme(DeviceScheme):
         model = None
         op = p.get("op")
         if preset is not None:
-            from ...ssdsim import ConvSSD
-
             op = preset.conv_op if op is None else op
-            model = _model(lambda: ConvSSD(preset, size, op, idle_gc=p.get("idle_gc", False),
-                                           suspend=p.get("suspend", False)), size, url)
-        return EmulatedBlockDevice(size, path=path, model=model, preset=preset.name if preset else None,
-                                   op=op, block_size=block_size, url=url, readonly=readonly)
+            model = _model(lambda: self._build_model(preset, size, op, p), size, url)
+        return self._device(size, path=path, model=model, preset=preset.name if preset else None,
+                            op=op, block_size=block_size, url=url, readonly=readonly, p=p)
+
+    def _reopen(self, path: str, saved: dict, p: dict) -> None:
+        """Check the URL's own parameters against the sidecar and fill them in (subclasses)."""
+
+    def _build_model(self, preset, size: int, op: float, p: dict):
+        from ...ssdsim import ConvSSD
+
+        return ConvSSD(preset, size, op, idle_gc=p.get("idle_gc", False), suspend=p.get("suspend", False))
+
+    def _device(self, size: int, *, p: dict, **kw):
+        return EmulatedBlockDevice(size, **kw)
 
 
 def preset_by_name(name: str | None):
