@@ -84,31 +84,43 @@ class _Model:
         """Issue requests in order with at most ``qd`` outstanding: the first ``qd`` at ``now``, each
         later one when the earliest outstanding request completes. Returns float64 completion times
         (modeled seconds) and advances ``now`` to the last completion."""
-        ops, offsets, lengths = self._arrays(ops, offsets, lengths)
-        out = np.empty(offsets.size, np.float64)
-        if offsets.size == 0:
-            return out
-        rc = self._submit_fn(self._h, offsets.size, ffi.from_buffer("uint8_t[]", ops),
-                             ffi.from_buffer("int64_t[]", offsets), ffi.from_buffer("int64_t[]", lengths),
-                             max(1, int(qd)), ffi.from_buffer("double[]", out, require_writable=True))
-        if rc != 0:
-            self._rejected(rc, ops, offsets, lengths)
-        return out
+        return self._submit(ops, offsets, lengths, qd)
 
     def submit_groups(self, ops, offsets, lengths, group_sizes, group_qds) -> np.ndarray:
         """Serial groups of requests in one call: group ``g`` (the next ``group_sizes[g]``
         requests) is one queue of depth ``group_qds[g]`` issued at ``now``, and the next group is
         issued when its last request completes — exactly one :meth:`submit` per group (a thread's
         page faults, one after the other). Returns the completion times of all the requests."""
+        return self._submit_groups(ops, offsets, lengths, group_sizes, group_qds)
+
+    def _extra(self, ops: np.ndarray, handles) -> tuple:
+        """Arguments the C submit functions take after the lengths (FDP: the handles)."""
+        return ()
+
+    def _submit(self, ops, offsets, lengths, qd: int, handles=None) -> np.ndarray:
+        ops, offsets, lengths = self._arrays(ops, offsets, lengths)
+        extra = self._extra(ops, handles)
+        out = np.empty(offsets.size, np.float64)
+        if offsets.size == 0:
+            return out
+        rc = self._submit_fn(self._h, offsets.size, ffi.from_buffer("uint8_t[]", ops),
+                             ffi.from_buffer("int64_t[]", offsets), ffi.from_buffer("int64_t[]", lengths),
+                             *extra, max(1, int(qd)), ffi.from_buffer("double[]", out, require_writable=True))
+        if rc != 0:
+            self._rejected(rc, ops, offsets, lengths)
+        return out
+
+    def _submit_groups(self, ops, offsets, lengths, group_sizes, group_qds, handles=None) -> np.ndarray:
         ops, offsets, lengths = self._arrays(ops, offsets, lengths)
         gn, gq = self._groups(group_sizes, group_qds, offsets.size)
+        extra = self._extra(ops, handles)
         out = np.empty(offsets.size, np.float64)
         if offsets.size == 0:
             return out
         rc = self._submit_groups_fn(
             self._h, gn.size, ffi.from_buffer("int64_t[]", gn), ffi.from_buffer("int64_t[]", gq),
             ffi.from_buffer("uint8_t[]", ops), ffi.from_buffer("int64_t[]", offsets),
-            ffi.from_buffer("int64_t[]", lengths), ffi.from_buffer("double[]", out, require_writable=True))
+            ffi.from_buffer("int64_t[]", lengths), *extra, ffi.from_buffer("double[]", out, require_writable=True))
         if rc != 0:
             self._rejected(rc, ops, offsets, lengths)
         return out
@@ -323,6 +335,7 @@ class FdpSSD(ConvSSD):
         self._build(preset, logical_bytes, op, idle_gc, suspend, ruhs=self.ruhs,
                     persistent=isolation == "persistent", block_pages=block_pages)
         self.ru_bytes = self.pages_per_block * preset.page_size
+        self._submit_fn, self._submit_groups_fn = lib.conv_submit_h, lib.conv_submit_groups_h
 
     def _handles(self, handles: Handles, ops: np.ndarray):
         """C handle array for the requests ``ops`` (ffi.NULL: handle 0 for all).  ValueError naming
@@ -350,33 +363,14 @@ class FdpSSD(ConvSSD):
         """``ConvSSD.submit`` with a reclaim unit handle per request: ``handles`` is None (handle 0),
         one int for all requests, or one int per request.  ValueError (nothing submitted) for a
         write whose handle is not 0..ruhs-1; reads and trims ignore their handles."""
-        ops, offsets, lengths = self._arrays(ops, offsets, lengths)
-        hp = self._handles(handles, ops)
-        out = np.empty(offsets.size, np.float64)
-        if offsets.size == 0:
-            return out
-        rc = lib.conv_submit_h(self._h, offsets.size, ffi.from_buffer("uint8_t[]", ops),
-                               ffi.from_buffer("int64_t[]", offsets), ffi.from_buffer("int64_t[]", lengths),
-                               hp, max(1, int(qd)), ffi.from_buffer("double[]", out, require_writable=True))
-        if rc != 0:
-            self._rejected(rc, ops, offsets, lengths)
-        return out
+        return self._submit(ops, offsets, lengths, qd, handles)
 
     def submit_groups(self, ops, offsets, lengths, group_sizes, group_qds, handles: Handles = None) -> np.ndarray:
         """``ConvSSD.submit_groups`` with ``handles`` as for :meth:`submit` (one per request)."""
-        ops, offsets, lengths = self._arrays(ops, offsets, lengths)
-        gn, gq = self._groups(group_sizes, group_qds, offsets.size)
-        hp = self._handles(handles, ops)
-        out = np.empty(offsets.size, np.float64)
-        if offsets.size == 0:
-            return out
-        rc = lib.conv_submit_groups_h(
-            self._h, gn.size, ffi.from_buffer("int64_t[]", gn), ffi.from_buffer("int64_t[]", gq),
-            ffi.from_buffer("uint8_t[]", ops), ffi.from_buffer("int64_t[]", offsets),
-            ffi.from_buffer("int64_t[]", lengths), hp, ffi.from_buffer("double[]", out, require_writable=True))
-        if rc != 0:
-            self._rejected(rc, ops, offsets, lengths)
-        return out
+        return self._submit_groups(ops, offsets, lengths, group_sizes, group_qds, handles)
+
+    def _extra(self, ops: np.ndarray, handles) -> tuple:
+        return (self._handles(handles, ops),)
 
     def ruh_counters(self) -> list[dict]:
         """Per handle: ``host_write_bytes`` (written with it), ``media_write_bytes`` (programmed into
