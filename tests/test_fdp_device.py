@@ -164,7 +164,7 @@ def test_the_store_on_fdp_writes_each_stream_and_gc_under_its_own_handle():
 
 def test_bench_runs_the_store_on_an_fdp_device(tmp_path):
     out = tmp_path / "b.json"
-    url = "fdp://?size=64MiB&ruhs=4&preset=thesis-ssd"
+    url = f"fdp://{tmp_path / 'f.img'}?size=64MiB&ruhs=4&preset=thesis-ssd"        # file-backed: reopened per run
     r = CliRunner().invoke(main, ["bench", "--model", "tiny", "--iterations", "8", "--lookahead", "0",
                                   "--runs", "zns-host-gc", "--device", url, "--json", str(out)])
     assert r.exit_code == 0, r.output

@@ -114,7 +114,8 @@ def model_twin(pl: Plan, spec: BenchSpec) -> Twin | None:
     for role in ("baseline", "zns"):
         if role not in used or in_memory(urls[role]):
             continue
-        dev = open_device(urls[role], zoned=role == "zns", readonly=True)
+        # the store's device may be an FDP SSD seen as zones (plan.open_zns): not zoned itself
+        dev = open_device(urls[role], zoned=None if role == "zns" else False, readonly=True)
         try:
             if dev.stats().clock != "wall":
                 continue
