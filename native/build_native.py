@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 # ---------------------------------------------------------------- SSD timing model + FTLs
-SSDSIM_SOURCES = ["ssd.c", "conv_ftl.c", "zns_ftl.c", "ssd_groups.c"]
+SSDSIM_SOURCES = ["ssd.c", "conv_ftl.c", "zns_ftl.c", "ocssd.c", "ssd_groups.c"]
 SSDSIM_HEADERS = ["ssd.h"]
 
 

@@ -11,6 +11,8 @@
  *              Placement: a write frontier per reclaim unit handle.
  *   zns_ftl.c  zoned mapping: a zone is a fixed set of erase blocks striped across dies,
  *              reset = erase (same cost per erased byte as the conventional FTL), no device GC.
+ *   ocssd.c    Open-Channel SSD 2.0: the host addresses groups (channels), parallel units
+ *              (dies), chunks (erase blocks) and sectors directly; no mapping, no device GC.
  *
  * All times are int64 nanoseconds of modeled device time (fields named *_ns), sizes are bytes
  * (*_bytes) or 4 KiB mapping units (*_units).  Nothing here allocates per request.
@@ -190,6 +192,25 @@ void zns_finish(zns_ftl *Z, int64_t zone);
 ssd_timing *zns_timing(zns_ftl *Z);
 int32_t zns_dies_per_zone(zns_ftl *Z);
 int64_t zns_zone_wp(zns_ftl *Z, int64_t zone);
+
+/* ---- Open-Channel SSD 2.0 (ocssd.c) ----
+   groups must be p->channels and pus_per_group p->dies_per_channel (a group is a channel, a PU
+   a die), sectors_per_chunk a multiple of the program unit in 4 KiB sectors; NULL otherwise or
+   on no memory.  Requests: offsets and lengths in bytes of linear sector addresses (ppa * 4096);
+   op 2 resets (erases) the one whole chunk it names; a write must start at its chunk's write
+   pointer and stay in the chunk. */
+typedef struct ocssd ocssd;
+ocssd *ocssd_new(const ssd_params *p, int32_t groups, int32_t pus_per_group, int32_t chunks_per_pu,
+                 int32_t sectors_per_chunk);
+void ocssd_free(ocssd *O);
+int ocssd_submit(ocssd *O, int64_t n, const uint8_t *ops, const int64_t *offs,
+                 const int64_t *lens, int64_t qd, double *out);
+ssd_timing *ocssd_timing(ocssd *O);
+int64_t ocssd_nr_chunks(ocssd *O);
+int32_t ocssd_chunk_die(ocssd *O, int64_t chunk);          /* -1: no such chunk */
+int64_t ocssd_chunk_wp(ocssd *O, int64_t chunk);           /* sectors written; -1: no such chunk */
+int ocssd_set_wp(ocssd *O, int64_t chunk, int64_t sectors); /* reopen: sectors already on flash */
+void ocssd_erase_counts(ocssd *O, int64_t *out);           /* per chunk, nr_chunks entries */
 /* cffi:end */
 
 /* ---- timing model (ssd.c), used by the FTLs ----
@@ -359,6 +380,8 @@ int conv_submit_groups_h(conv_ftl *F, int64_t ngroups, const int64_t *group_n, c
                          const uint16_t *handles, double *out);
 int zns_submit_groups(zns_ftl *Z, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
                       const uint8_t *ops, const int64_t *offs, const int64_t *lens, double *out);
+int ocssd_submit_groups(ocssd *O, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
+                        const uint8_t *ops, const int64_t *offs, const int64_t *lens, double *out);
 /* cffi:end */
 
 #endif

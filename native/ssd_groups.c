@@ -5,8 +5,8 @@
  * issued only when the previous one's last request has completed.  Charging them as one call
  * per group from Python cost more than the model itself, so the loop is here.  It only chains
  * the FTLs' public submit functions, so it is exactly a sequence of conv_submit(_h) /
- * zns_submit calls (each starts at the model's clock, which the previous one advanced to its last
- * completion).  FDP handles, if any, are sliced per group like the requests.
+ * zns_submit / ocssd_submit calls (each starts at the model's clock, which the previous one
+ * advanced to its last completion).  FDP handles, if any, are sliced per group like the requests.
  */
 #include "ssd.h"
 
@@ -24,6 +24,13 @@ static int zns_fn(void *h, int64_t n, const uint8_t *ops, const int64_t *offs,
 {
     (void)handles; /* zoned: placement is the zone */
     return zns_submit((zns_ftl *)h, n, ops, offs, lens, qd, out);
+}
+
+static int ocssd_fn(void *h, int64_t n, const uint8_t *ops, const int64_t *offs,
+                    const int64_t *lens, const uint16_t *handles, int64_t qd, double *out)
+{
+    (void)handles; /* open-channel: placement is the address */
+    return ocssd_submit((ocssd *)h, n, ops, offs, lens, qd, out);
 }
 
 static int submit_groups(submit_fn fn, void *h, int64_t ngroups, const int64_t *group_n,
@@ -63,4 +70,10 @@ int zns_submit_groups(zns_ftl *Z, int64_t ngroups, const int64_t *group_n, const
                       const uint8_t *ops, const int64_t *offs, const int64_t *lens, double *out)
 {
     return submit_groups(zns_fn, Z, ngroups, group_n, group_qd, ops, offs, lens, NULL, out);
+}
+
+int ocssd_submit_groups(ocssd *O, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
+                        const uint8_t *ops, const int64_t *offs, const int64_t *lens, double *out)
+{
+    return submit_groups(ocssd_fn, O, ngroups, group_n, group_qd, ops, offs, lens, NULL, out);
 }

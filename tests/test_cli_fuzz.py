@@ -43,6 +43,8 @@ BAD_URLS += [f"emu://?zones=2&zone_size={s}&preset=none" for s in BAD_SIZES]
 BAD_URLS += [f"emu://?zones={c}&zone_size=1MiB&preset=none" for c in BAD_COUNTS]
 BAD_URLS += [f"emu-conv://?size={s}&preset=none" for s in BAD_SIZES]
 BAD_URLS += [f"emu://?zones=2&zone_size=1MiB&max_open={c}&preset=none" for c in BAD_COUNTS[:5]]
+BAD_URLS += ["ocssd://?groups=0&preset=none", "ocssd://?ws_min=5&preset=none", "ocssd://?groups=3",
+             "ocssd://?mw_cunits=99999&preset=none", "ocssd://?chunks=1&chunks=2", "ocssd://?zones=4"]
 
 
 def url_cases():
@@ -70,6 +72,8 @@ OPTION_CASES = [
     ["info", "emu://?zones=4&preset=none", "extra"],
     ["zones", "emu://?zones=4&preset=none", "--jsn"],
     ["zones", "emu-conv://?size=1MiB&preset=none"],
+    ["zones", "ocssd://?chunks=1&preset=none"],
+    ["reset", "ocssd://?chunks=1&preset=none", "--all", "--yes"],
     ["characterize", "--device", "emu://?zones=4&preset=none"],
     ["characterize", "--device", "emu-conv://?size=1MiB&preset=none"],
     ["characterize", "--bogus"],

@@ -366,7 +366,8 @@ def test_zoned_view_hands_idle_time_to_its_block_device():
 def test_unknown_scheme_lists_the_registered_ones():
     with pytest.raises(DeviceSpecError) as e:
         open_device("nope://x")
-    assert str(e.value) == "unknown device URL scheme 'nope' in 'nope://x'; use emu://, emu-conv://, fdp:// or a path"
+    assert str(e.value) == ("unknown device URL scheme 'nope' in 'nope://x'; use emu://, emu-conv://, fdp://, "
+                            "ocssd:// or a path")
     assert "\n" not in str(e.value)
     with pytest.raises(DeviceSpecError, match="malformed device URL"):
         open_device("emu://[x")
@@ -374,7 +375,7 @@ def test_unknown_scheme_lists_the_registered_ones():
 
 def test_the_built_in_schemes_are_listed():
     got = {s["name"]: s for s in schemes()}
-    assert {"emu", "emu-conv", "file", "block"} <= set(got)
+    assert {"emu", "emu-conv", "fdp", "ocssd", "file", "block"} <= set(got)
     assert got["emu"]["form"] == "emu://" and got["file"]["form"] == got["block"]["form"] == "PATH"
     assert got["emu"]["available"] and got["emu"]["summary"]
 
@@ -430,7 +431,7 @@ def test_a_registered_scheme_opens_and_parses_its_own_urls(mem_scheme):
         open_device("mem://?slow=2")
     with pytest.raises(NotZonedError):
         open_device("mem://", zoned=True)
-    with pytest.raises(DeviceSpecError, match="use emu://, emu-conv://, fdp://, mem:// or a path"):
+    with pytest.raises(DeviceSpecError, match="use emu://, emu-conv://, fdp://, ocssd://, mem:// or a path"):
         open_device("other://x")
 
 
@@ -446,16 +447,16 @@ def test_registering_twice_or_a_bad_name_is_refused(mem_scheme):
 
 
 def test_a_scheme_whose_import_fails_shows_its_install_hint():
-    register_scheme("ocssd", "zswap_host.no_such_module:OcssdScheme", install_hint="pip install 'zswap-host[ocssd]'")
+    register_scheme("spdk", "zswap_host.no_such_module:SpdkScheme", install_hint="pip install 'zswap-host[spdk]'")
     try:
         with pytest.raises(DeviceSpecError) as e:
-            open_device("ocssd://nvme0")
-        assert "'ocssd' is not available" in str(e.value) and "pip install 'zswap-host[ocssd]'" in str(e.value)
+            open_device("spdk://nvme0")
+        assert "'spdk' is not available" in str(e.value) and "pip install 'zswap-host[spdk]'" in str(e.value)
         assert "\n" not in str(e.value)
-        listed = {s["name"]: s for s in schemes()}["ocssd"]
-        assert not listed["available"] and listed["install_hint"] == "pip install 'zswap-host[ocssd]'"
+        listed = {s["name"]: s for s in schemes()}["spdk"]
+        assert not listed["available"] and listed["install_hint"] == "pip install 'zswap-host[spdk]'"
     finally:
-        url_registry.unregister_scheme("ocssd")
+        url_registry.unregister_scheme("spdk")
 
 
 def test_block_paths_need_the_zoned_extension_and_say_how_to_build_it(monkeypatch):

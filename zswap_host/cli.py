@@ -120,7 +120,9 @@ def info(device: str, as_json: bool) -> None:
             click.echo(json.dumps(d, indent=2))
             return
         click.echo(f"device     {d['url']}  ({d['kind']})")
-        if d["zoned"]:
+        if d.get("open_channel"):
+            _echo_ocssd(d)
+        elif d["zoned"]:
             g = d["geometry"]
             click.echo(f"zones      {g['nr_zones']} x {format_size(g['zone_size'])} "
                        f"(capacity {format_size(g['zone_capacity'])} each, {format_size(g['nr_zones'] * g['zone_capacity'])} writable)")
@@ -151,6 +153,17 @@ def info(device: str, as_json: bool) -> None:
             click.echo(f"source     {m['source']}")
     finally:
         dev.close()
+
+
+def _echo_ocssd(d: dict) -> None:
+    """``info``'s lines for an Open-Channel SSD: geometry, write rules, chunk states."""
+    g, n = d["geometry"], d["chunk_states"]
+    click.echo(f"geometry   {g['groups']} groups x {g['pus']} PUs x {g['chunks']} chunks x {g['sectors']} sectors "
+               f"of {g['sector_size']} B ({format_size(g['sectors'] * g['sector_size'])} chunks, "
+               f"{format_size(d['size'])})")
+    click.echo(f"writes     ws_min {g['ws_min']}, ws_opt {g['ws_opt']} sectors; a sector reads back once "
+               f"{g['mw_cunits']} more are written (mw_cunits) or its chunk is closed")
+    click.echo(f"chunks     {n['FREE']} free, {n['OPEN']} open, {n['CLOSED']} closed, {n['OFFLINE']} offline")
 
 
 @main.command()

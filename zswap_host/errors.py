@@ -29,7 +29,9 @@ class StoreInvariantError(ZswapError):
 class ZoneStateError(ZswapError):
     """A zone operation broke the zone rules: a write away from the write pointer, past capacity,
     an illegal state change, or the open/active limits.  `errno_name` names the error a Linux
-    zoned block device returns for the same mistake (EIO, EOVERFLOW, ETOOMANYREFS, EINVAL)."""
+    zoned block device returns for the same mistake (EIO, EOVERFLOW, ETOOMANYREFS, EINVAL).
+    Open-Channel SSDs raise it for their chunk rules (write pointer, ws_min, chunk state, a read
+    not yet readable); `zone` is then the chunk's linear index."""
 
     def __init__(self, message: str, zone: int | None = None, errno_name: str = "EIO") -> None:
         super().__init__(message)

@@ -1,14 +1,17 @@
-"""Zoned and conventional devices behind two small protocols, opened by URL."""
+"""Zoned, conventional and Open-Channel devices behind small protocols, opened by URL."""
 
-from .base import BlockDevice, DeviceStats, ZonedDevice
+from .base import BlockDevice, DeviceStats, OpenChannelDevice, ZonedDevice
 from .blockdev import EmulatedBlockDevice, FileBlockDevice
+from .chunk import ChunkInfo, ChunkState, OcssdGeometry
 from .emulated import EmulatedZonedDevice
+from .ocssd import EmulatedOcssdDevice
 from .schemes.base import DeviceScheme
 from .url import open_device, register_scheme, schemes
 from .zone import Zone, ZoneCond, ZoneGeometry
 from .zoned_view import ZonedBlockView
 
 __all__ = [
-    "BlockDevice", "DeviceScheme", "DeviceStats", "EmulatedBlockDevice", "EmulatedZonedDevice", "FileBlockDevice",
-    "Zone", "ZoneCond", "ZoneGeometry", "ZonedBlockView", "ZonedDevice", "open_device", "register_scheme", "schemes",
+    "BlockDevice", "ChunkInfo", "ChunkState", "DeviceScheme", "DeviceStats", "EmulatedBlockDevice",
+    "EmulatedOcssdDevice", "EmulatedZonedDevice", "FileBlockDevice", "OcssdGeometry", "OpenChannelDevice", "Zone",
+    "ZoneCond", "ZoneGeometry", "ZonedBlockView", "ZonedDevice", "open_device", "register_scheme", "schemes",
 ]

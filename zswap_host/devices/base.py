@@ -1,4 +1,5 @@
-"""The two device protocols every backend implements, and the statistics they report.
+"""The device protocols every backend implements (zoned, conventional block, Open-Channel), and the
+statistics they report.
 
 ``read`` returns a ``numpy.ndarray`` of ``uint8`` (the store works on numpy page batches);
 ``write``/``append`` take any buffer (bytes, bytearray, memoryview, numpy array).
@@ -14,6 +15,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from ..errors import DeviceIOError, InvalidIOError, ZoneStateError
+from .chunk import ChunkInfo, OcssdGeometry
 from .zone import Zone, ZoneGeometry
 
 Buffer = bytes | bytearray | memoryview | np.ndarray
@@ -350,6 +352,51 @@ class BlockDevice(Protocol):
         """A JSON-able description: ``url``, ``kind``, ``zoned``, ``size``, ``block_size``, ``clock``, ..."""
     def close(self) -> None:
         """Release the device; closing twice is allowed."""
+
+
+@runtime_checkable
+class OpenChannelDevice(Protocol):
+    """An Open-Channel SSD 2.0: the host writes, reads and resets chunks of parallel units by linear
+    sector address (``ppa``, see ``devices/chunk.py``); the device keeps no mapping and does no GC.
+
+    Vectored calls take numpy arrays of addresses and check all of them before doing anything:
+    ``InvalidIOError`` for an address outside the device or data that does not match the vector;
+    ``ZoneStateError`` (``.zone`` = the chunk's linear index) for a broken chunk rule: a write away
+    from its chunk's write pointer, a count per chunk that is not a multiple of ``ws_min``, a write
+    to a CLOSED chunk, a read of a sector not yet readable, a reset of an OPEN chunk;
+    ``DeviceIOError`` for an OFFLINE chunk, a failed reset, or a device opened read-only.
+    """
+
+    kind: str
+    zoned: bool          # False: not a zoned block device
+    open_channel: bool   # True: lets ``open_device`` tell this protocol apart
+    url: str
+    geometry: OcssdGeometry
+
+    def chunk_info(self, chunks=None) -> list[ChunkInfo]:
+        """The chunk information log page: one ``ChunkInfo`` (state, type, wear index, slba, cnlb,
+        write pointer) per chunk, or per linear chunk index in ``chunks``."""
+    def write(self, ppas, data: Buffer) -> None:
+        """Vectored write: sector ``ppas[i]`` gets ``data``'s i-th sector. Per chunk touched, the
+        addresses (in vector order) run on from its write pointer and number a multiple of
+        ``ws_min``. A FREE chunk becomes OPEN, a chunk written to its end CLOSED."""
+    def read(self, ppas) -> np.ndarray:
+        """Vectored read: the sectors at ``ppas`` back to back. A sector is readable when its chunk
+        is CLOSED or at least ``mw_cunits`` sectors were written after it."""
+    def reset(self, chunks) -> None:
+        """Vectored chunk reset (erase): FREE or CLOSED chunks become FREE, write pointer 0, wear + 1."""
+    def now(self) -> float:
+        """As :meth:`ZonedDevice.now`."""
+    def advance(self, seconds: float) -> None:
+        """As :meth:`ZonedDevice.advance`."""
+    def flush(self) -> None:
+        """Make everything written so far durable (data and chunk states)."""
+    def stats(self) -> DeviceStats:
+        """What the device saw since it was opened."""
+    def describe(self) -> dict:
+        """A JSON-able description: ``url``, ``kind``, ``zoned``, ``open_channel``, ``geometry``, ``clock``, ..."""
+    def close(self) -> None:
+        """Flush and release the device; closing twice is allowed."""
 
 
 def as_bytes_view(data: Buffer) -> np.ndarray:

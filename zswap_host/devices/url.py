@@ -12,14 +12,17 @@ Built in:
 - ``emu-conv://PATH?size=…&op=0.07&preset=…`` emulated conventional SSD.
 - ``fdp://PATH?size=…&ruhs=8&ru_size=…&isolation=persistent|initial&preset=…`` emulated NVMe FDP SSD:
   ``emu-conv://`` with placement handles (``devices/fdp.py``).
-- timing-model options (0/1, default 0, docs/ssd-model.md): ``suspend=1`` on both (host reads
-  suspend programs/erases), ``idle_gc=1`` on ``emu-conv://`` (background GC in idle time).
+- ``ocssd://PATH?groups=&pus=&chunks=&sectors=&ws_min=&ws_opt=&mw_cunits=&preset=…`` emulated
+  Open-Channel SSD 2.0 (``devices/ocssd.py``): neither zoned nor a block device, its own protocol
+  (``OpenChannelDevice``); asked for either kind (``zoned=True``/``False``) it is refused.
+- timing-model options (0/1, default 0, docs/ssd-model.md): ``suspend=1`` on every emulated SSD
+  (host reads suspend programs/erases), ``idle_gc=1`` on ``emu-conv://`` (background GC in idle time).
 - ``file``: a regular file, a conventional block device with real I/O.
 - ``block``: a block device (``/dev/nvme0n2``, ``/dev/sdb``, a loop device): zoned →
   ``LinuxZonedDevice``, not zoned → ``LinuxBlockDevice``, after the safety checks of
   ``devices/safety.py`` (mounted, swap, holders, partitions, signatures, O_EXCL) unless forced.
 
-More (``ocssd://``, io_uring paths) register with :func:`register_scheme`.
+More (io_uring paths, ...) register with :func:`register_scheme`.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Callable
 from urllib.parse import urlsplit
 
 from ..errors import DeviceSpecError, NotZonedError
-from .base import BlockDevice, ZonedDevice
+from .base import BlockDevice, OpenChannelDevice, ZonedDevice
 from .schemes.base import DeviceScheme
 
 _BUILD_HINT = "run `pip install -e .` (it builds the zswap_host._zoned extension)"
@@ -43,6 +46,7 @@ known_schemes: dict[str, dict] = {
     "emu": {"class": "zswap_host.devices.schemes.emu:EmuScheme", "err": "", "path_test": None},
     "emu-conv": {"class": "zswap_host.devices.schemes.emu:EmuConvScheme", "err": "", "path_test": None},
     "fdp": {"class": "zswap_host.devices.schemes.fdp:FdpScheme", "err": "", "path_test": None},
+    "ocssd": {"class": "zswap_host.devices.schemes.ocssd:OcssdScheme", "err": "", "path_test": None},
     "file": {"class": "zswap_host.devices.schemes.file:FileScheme", "err": "", "path_test": stat.S_ISREG},
     "block": {"class": "zswap_host.devices.schemes.block:BlockScheme", "err": _BUILD_HINT,
               "path_test": stat.S_ISBLK},
@@ -137,9 +141,9 @@ def _scheme_for(url: str) -> tuple[str, str]:
 
 def open_device(url: str, zoned: bool | None = None, force: bool | None = None, readonly: bool = False,
                 io_engine: str | None = None):
-    """Open a device by URL or path: a ``ZonedDevice`` or a ``BlockDevice``. ``zoned=True`` demands a
-    zoned device (``NotZonedError`` otherwise), ``zoned=False`` a conventional one
-    (``DeviceSpecError``); None takes what the URL names. ``force`` skips the safety checks on real
+    """Open a device by URL or path: a ``ZonedDevice``, a ``BlockDevice`` or an ``OpenChannelDevice``.
+    ``zoned=True`` demands a zoned device (``NotZonedError`` otherwise), ``zoned=False`` a conventional
+    one (``DeviceSpecError``); None takes what the URL names. ``force`` skips the safety checks on real
     devices (None: whatever ``safety.forced()`` set, default off). ``readonly`` opens a file or real
     device read-only, without the safety checks and without claiming it (for inspection: geometry,
     zone reports); writes and zone changes then fail. ``io_engine`` (``uring`` or ``sync``; None: the
@@ -154,10 +158,18 @@ def open_device(url: str, zoned: bool | None = None, force: bool | None = None, 
     else:
         with engine_default(io_engine):
             dev = scheme_class(name)().open(target, zoned=zoned, force=force, readonly=readonly)
-    if not isinstance(dev, ZonedDevice if dev.zoned else BlockDevice):
+    open_channel = bool(getattr(dev, "open_channel", False))
+    proto = OpenChannelDevice if open_channel else ZonedDevice if dev.zoned else BlockDevice
+    if not isinstance(dev, proto):
         dev.close()
         raise TypeError(f"device URL scheme {name!r} opened a {type(dev).__name__}, which does not implement "
-                        f"the {'ZonedDevice' if dev.zoned else 'BlockDevice'} protocol")
+                        f"the {proto.__name__} protocol")
+    if open_channel and zoned is not None:
+        dev.close()
+        if zoned:
+            raise NotZonedError(f"{url} is an Open-Channel SSD, not a zoned device; give a ZNS device "
+                                f"(e.g. /dev/nvme0n2 or emu://?zones=64)")
+        raise DeviceSpecError(f"{url} is an Open-Channel SSD; a conventional block device is needed here")
     if zoned is True and not dev.zoned:
         dev.close()
         raise NotZonedError(

@@ -1,0 +1,351 @@
+"""Emulated Open-Channel SSD 2.0 (``ocssd://``): the host addresses groups, parallel units (PUs),
+chunks and sectors directly and the device enforces the spec's chunk rules:
+
+- a write to a chunk starts at its write pointer and runs on sequentially, a multiple of ``ws_min``
+  sectors per chunk per command; a FREE chunk becomes OPEN on its first write, CLOSED when written
+  to its end; a CLOSED chunk takes no writes until reset;
+- a sector is readable once its chunk is CLOSED or ``mw_cunits`` more sectors were written after it
+  (before that it is in the device's write cache: "not yet readable");
+- a reset (erase) makes a FREE or CLOSED chunk FREE and adds one to its wear index; an OPEN chunk
+  cannot be reset (the spec's early-reset capability is not offered); an OFFLINE chunk (a failed
+  reset, or ``set_offline``) refuses everything.
+
+Data lives in memory or a sparse file (``Backing``), with the chunk states beside it
+(``PATH.chunks``) and the geometry in ``PATH.json``; timing is ``ssdsim.OcssdSSD`` or none.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
+from .backing import Backing, save_sidecar
+from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view
+from .chunk import CHUNK_TYPE_SEQUENTIAL, ChunkInfo, ChunkState, OcssdGeometry
+
+_READ, _WRITE, _RESET = 0, 1, 2
+_STATE, _WP, _WEAR = 0, 1, 2          # columns of the chunk table
+_STATES = tuple(int(s) for s in ChunkState)
+
+
+def check_chunk_file(cpath: str, g: OcssdGeometry) -> None:
+    """Refuse a ``PATH.chunks`` this device could not have written: wrong size, unknown states,
+    write pointers that do not fit the state, negative wear."""
+    want = g.nr_chunks * 3 * 8
+    have = os.path.getsize(cpath)
+    if have != want:
+        raise DeviceSpecError(f"{cpath} is corrupt: {have} bytes, a {g.nr_chunks}-chunk device keeps {want}")
+    t = np.fromfile(cpath, dtype="<i8").reshape(g.nr_chunks, 3)
+    st, wp, wear = t[:, _STATE], t[:, _WP], t[:, _WEAR]
+    bad = ~np.isin(st, _STATES) | (wp < 0) | (wp > g.sectors) | (wear < 0) | \
+        ((st == ChunkState.FREE) & (wp != 0)) | ((st == ChunkState.CLOSED) & (wp != g.sectors)) | \
+        ((st == ChunkState.OPEN) & ((wp == 0) | (wp >= g.sectors) | (wp % g.ws_min != 0)))
+    if bad.any():
+        c = int(np.flatnonzero(bad)[0])
+        raise DeviceSpecError(f"{cpath} is corrupt: chunk {c} has state {int(st[c])}, write pointer {int(wp[c])} "
+                              f"and wear {int(wear[c])} ({g.sectors} sectors, ws_min {g.ws_min})")
+
+
+def _runs(ppas: np.ndarray, chunk: np.ndarray, cut: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The vector as requests: maximal runs (in vector order) of consecutive addresses in one chunk,
+    also starting wherever ``cut`` is True. Returns (first ppa, sectors) per run."""
+    start = np.ones(ppas.size, bool)
+    start[1:] = (ppas[1:] != ppas[:-1] + 1) | (chunk[1:] != chunk[:-1])
+    if cut is not None:
+        start |= cut
+    first = np.flatnonzero(start)
+    return ppas[first], np.diff(np.append(first, ppas.size))
+
+
+class EmulatedOcssdDevice(ModelClock):
+    """An Open-Channel SSD 2.0 in memory (``path=None``) or in a sparse file with its chunk table
+    beside it (``PATH.chunks``: state, write pointer and wear per chunk) and its description in
+    ``PATH.json``. ``model``: a ``zswap_host.ssdsim.OcssdSSD`` of the same geometry, or None
+    (timing off). Thread-safe: one lock serialises the device.
+
+    Reopening a file checks ``PATH.chunks`` against the geometry and refuses a corrupt one with
+    ``DeviceSpecError``; OPEN chunks stay OPEN with their data (the write cache is flushed at power
+    off). ``readonly=True`` never writes or creates a file; writes and resets then raise
+    ``DeviceIOError``. Errors: see ``devices.base.OpenChannelDevice``."""
+
+    kind = "emulated-ocssd"
+    zoned = False
+    open_channel = True
+    overlapped_io = False      # the timing model sees one request stream, in order
+
+    def __init__(self, geometry: OcssdGeometry, path: str | None = None, model=None,
+                 preset: str | None = None, url: str | None = None, readonly: bool = False) -> None:
+        self.geometry = g = geometry
+        self.path = path
+        self.model = model
+        self.preset = preset
+        self.url = url or f"ocssd://{path or ''}"
+        self._lock = threading.RLock()
+        self._io = IoCounters()
+        self._resets = 0
+        self._fail_resets = 0
+        self.readonly = readonly = bool(readonly and path is not None)
+        if model is not None and (model.nr_chunks, model.sectors) != (g.nr_chunks, g.sectors):
+            raise DeviceSpecError(f"the timing model has {model.nr_chunks} chunks of {model.sectors} sectors, the "
+                                  f"device {g.nr_chunks} of {g.sectors}")
+        fresh = self._check_files(path, readonly)
+        self._backing = Backing(g.size, path, readonly=readonly)
+        self._table = self._open_table(path, fresh, readonly)
+        self._state = self._table[:, _STATE]
+        self._wp = self._table[:, _WP]
+        self._wear = self._table[:, _WEAR]
+        if fresh:
+            self._state[:] = ChunkState.FREE
+        elif model is not None:
+            for c in np.flatnonzero(self._wp > 0).tolist():      # per chunk, at open only
+                model.restore(c, int(self._wp[c]))
+
+    # -- opening -----------------------------------------------------------------------------------
+    def _check_files(self, path: str | None, readonly: bool) -> bool:
+        """Whether the device is new; a half-present file device is a DeviceSpecError."""
+        if path is None:
+            return True
+        cpath = path + ".chunks"
+        fresh = not os.path.exists(cpath)
+        if fresh == os.path.exists(path):
+            raise DeviceSpecError(f"{path}: incomplete emulated device ({cpath if fresh else path} is missing); "
+                                  f"restore it or remove {path}*")
+        if fresh and readonly:
+            raise DeviceSpecError(f"{path}: no such emulated device ({cpath} is missing; a read-only open "
+                                  f"creates nothing)")
+        if not fresh:
+            check_chunk_file(cpath, self.geometry)
+        return fresh
+
+    def _open_table(self, path: str | None, fresh: bool, readonly: bool) -> np.ndarray:
+        shape = (self.geometry.nr_chunks, 3)
+        if path is None:
+            return np.zeros(shape, np.int64)
+        cpath = path + ".chunks"
+        if readonly:
+            return np.array(np.memmap(cpath, dtype=np.int64, mode="r", shape=shape))
+        table = np.memmap(cpath, dtype=np.int64, mode="w+" if fresh else "r+", shape=shape)
+        save_sidecar(path, {"kind": "ocssd", **self.geometry.as_dict(), "preset": self.preset})
+        return table
+
+    # -- checks ------------------------------------------------------------------------------------
+    def _writable(self) -> None:
+        if self.readonly:
+            raise DeviceIOError(f"{self.path} is open read-only")
+
+    def _where(self, ppa: int) -> str:
+        g, p, c, s = self.geometry.address(ppa)
+        return f"ppa {ppa} (group {g}, PU {p}, chunk {c}, sector {s})"
+
+    def _ppas(self, ppas) -> np.ndarray:
+        """A vector of sector addresses as int64, each inside the device (InvalidIOError)."""
+        a = np.asarray(ppas)
+        if a.dtype.kind not in "iu" or a.ndim > 1:
+            raise InvalidIOError(f"sector addresses must be a 1-D array of integers, not {a.dtype} {a.shape}")
+        a = a.astype(np.int64).reshape(-1)
+        if a.size == 0:
+            raise InvalidIOError("an empty vector of sector addresses")
+        n = self.geometry.total_sectors
+        if int(a.min()) < 0 or int(a.max()) >= n:
+            bad = int(a[np.flatnonzero((a < 0) | (a >= n))[0]])
+            raise InvalidIOError(f"ppa {bad} is outside the device (sectors 0..{n - 1})")
+        return a
+
+    def _offline(self, chunks: np.ndarray, ppas: np.ndarray | None, what: str) -> None:
+        off = self._state[chunks] == ChunkState.OFFLINE
+        if off.any():
+            i = int(np.flatnonzero(off)[0])
+            c = int(chunks[i])
+            where = self._where(int(ppas[i])) if ppas is not None else f"chunk {c}"
+            raise DeviceIOError(f"{what} of {where}: chunk {c} is offline",
+                                offset=(int(ppas[i]) if ppas is not None else c * self.geometry.sectors) * 4096)
+
+    def _check_write(self, ppas: np.ndarray, chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The chunks a vector write touches and its sectors per chunk, after the chunk rules."""
+        g = self.geometry
+        self._offline(chunk, ppas, "write")
+        closed = self._state[chunk] == ChunkState.CLOSED
+        if closed.any():
+            i = int(np.flatnonzero(closed)[0])
+            raise ZoneStateError(f"write of {self._where(int(ppas[i]))}: chunk {int(chunk[i])} is CLOSED (reset it "
+                                 f"before writing it again)", zone=int(chunk[i]))
+        order = np.argsort(chunk, kind="stable")
+        cs = chunk[order]
+        first = np.flatnonzero(np.append(True, cs[1:] != cs[:-1]))
+        counts = np.diff(np.append(first, cs.size))
+        rank = np.arange(cs.size) - np.repeat(first, counts)
+        want = cs * g.sectors + self._wp[cs] + rank          # where each sector must go
+        bad = ppas[order] != want
+        if bad.any():
+            k = int(order[np.flatnonzero(bad)].min())        # the first offender in vector order
+            j = int(np.flatnonzero(order == k)[0])
+            raise ZoneStateError(f"write of {self._where(int(ppas[k]))}: chunk {int(chunk[k])} takes sector "
+                                 f"{int(want[j]) - int(chunk[k]) * g.sectors} next (writes run on from the write "
+                                 f"pointer, in vector order)", zone=int(chunk[k]))
+        uniq = cs[first]
+        short = counts % g.ws_min != 0
+        if short.any():
+            i = int(np.flatnonzero(short)[0])
+            raise ZoneStateError(f"write of {self._where(int(ppas[order[first[i]]]))}: {int(counts[i])} sectors to "
+                                 f"chunk {int(uniq[i])} is not a multiple of ws_min={g.ws_min}", zone=int(uniq[i]))
+        return uniq, counts
+
+    def _check_read(self, ppas: np.ndarray, chunk: np.ndarray) -> None:
+        g = self.geometry
+        self._offline(chunk, ppas, "read")
+        rel = ppas - chunk * g.sectors
+        ok = (self._state[chunk] == ChunkState.CLOSED) | (rel < self._wp[chunk] - g.mw_cunits)
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            c = int(chunk[i])
+            raise ZoneStateError(f"read of {self._where(int(ppas[i]))}: not yet readable (chunk {c} is "
+                                 f"{ChunkState(int(self._state[c])).name}, write pointer at sector {int(self._wp[c])}, "
+                                 f"mw_cunits={g.mw_cunits})", zone=c)
+
+    def _chunks(self, chunks) -> np.ndarray:
+        a = np.asarray(chunks)
+        if a.dtype.kind not in "iu" or a.ndim > 1:
+            raise InvalidIOError(f"chunks must be a 1-D array of integers, not {a.dtype} {a.shape}")
+        a = a.astype(np.int64).reshape(-1)
+        n = self.geometry.nr_chunks
+        if a.size and (int(a.min()) < 0 or int(a.max()) >= n):
+            bad = int(a[np.flatnonzero((a < 0) | (a >= n))[0]])
+            raise InvalidIOError(f"chunk {bad} does not exist (the device has {n} chunks)")
+        return a
+
+    # -- commands ----------------------------------------------------------------------------------
+    def write(self, ppas, data: Buffer) -> None:
+        """See ``OpenChannelDevice.write``. Nothing is written when it raises."""
+        g = self.geometry
+        with self._lock:
+            self._writable()
+            ppas = self._ppas(ppas)
+            view = as_bytes_view(data)
+            if view.size != ppas.size * g.sector_size:
+                raise InvalidIOError(f"write of {ppas.size} sectors with {view.size} bytes of data "
+                                     f"({ppas.size * g.sector_size} needed)")
+            chunk = ppas // g.sectors
+            uniq, counts = self._check_write(ppas, chunk)
+            self._backing.scatter(ppas * g.sector_size, np.full(ppas.size, g.sector_size, np.int64), view,
+                                  g.sector_size)
+            self._wp[uniq] += counts
+            self._state[uniq] = np.where(self._wp[uniq] == g.sectors, ChunkState.CLOSED, ChunkState.OPEN)
+            self._io.wrote(view.size)
+            if self.model is not None:  # one request per run, cut at ws_opt: the vector in flight at once
+                first, n = _runs(ppas, chunk, (ppas % g.sectors) % g.ws_opt == 0)
+                self.model.submit(_WRITE, first, n, qd=first.size)
+
+    def read(self, ppas) -> np.ndarray:
+        """See ``OpenChannelDevice.read``."""
+        g = self.geometry
+        with self._lock:
+            ppas = self._ppas(ppas)
+            chunk = ppas // g.sectors
+            self._check_read(ppas, chunk)
+            out = self._backing.gather(ppas * g.sector_size, np.full(ppas.size, g.sector_size, np.int64),
+                                       g.sector_size)
+            self._io.read(out.size)
+            if self.model is not None:
+                first, n = _runs(ppas, chunk)
+                self.model.submit(_READ, first, n, qd=first.size)
+            return out
+
+    def reset(self, chunks) -> None:
+        """See ``OpenChannelDevice.reset``. Every chunk is checked before any is reset. A reset that
+        fails (``inject_reset_failures``) takes its chunk OFFLINE; the vector's other chunks are
+        reset, then ``DeviceIOError`` names the failed ones."""
+        g = self.geometry
+        with self._lock:
+            self._writable()
+            cs = self._chunks(chunks)
+            if np.unique(cs).size != cs.size:
+                raise InvalidIOError("a chunk is named twice in one reset")
+            self._offline(cs, None, "reset")
+            busy = self._state[cs] == ChunkState.OPEN
+            if busy.any():
+                c = int(cs[np.flatnonzero(busy)[0]])
+                raise ZoneStateError(f"reset of chunk {c}: it is OPEN (write it to its end first; the device does "
+                                     f"not reset open chunks)", zone=c)
+            failed, cs = cs[:self._fail_resets], cs[self._fail_resets:]
+            self._fail_resets -= failed.size
+            for c in cs.tolist():                              # per chunk, not per sector
+                if self._wp[c]:
+                    self._backing.zero(c * g.chunk_bytes, int(self._wp[c]) * g.sector_size)
+            self._state[cs] = ChunkState.FREE
+            self._wp[cs] = 0
+            self._wear[cs] += 1
+            self._state[failed] = ChunkState.OFFLINE
+            self._resets += cs.size
+            if self.model is not None and cs.size:
+                self.model.submit(_RESET, cs * g.sectors, np.full(cs.size, g.sectors), qd=cs.size)
+            if failed.size:
+                raise DeviceIOError(f"reset of chunk(s) {', '.join(map(str, failed.tolist()))} failed: now offline",
+                                    offset=int(failed[0]) * g.chunk_bytes)
+
+    def chunk_info(self, chunks=None) -> list[ChunkInfo]:
+        """See ``OpenChannelDevice.chunk_info``."""
+        g = self.geometry
+        with self._lock:
+            cs = np.arange(g.nr_chunks) if chunks is None else self._chunks(chunks)
+            rows = self._table[cs].tolist()
+        return [ChunkInfo(c, ChunkState(st), CHUNK_TYPE_SEQUENTIAL, wear, c * g.sectors, g.sectors, wp)
+                for c, (st, wp, wear) in zip(cs.tolist(), rows)]
+
+    # -- failure injection (tests) -----------------------------------------------------------------
+    def set_offline(self, chunk: int) -> None:
+        """Retire a chunk, as a drive does with a bad block: it becomes OFFLINE for good (its data is
+        unreadable, writes and resets fail)."""
+        with self._lock:
+            self._writable()
+            self._state[self._chunks([chunk])] = ChunkState.OFFLINE
+
+    def inject_reset_failures(self, n: int) -> None:
+        """Fail the next ``n`` chunk resets (erase failures): each takes its chunk OFFLINE."""
+        with self._lock:
+            self._fail_resets = int(n)
+
+    # -- misc --------------------------------------------------------------------------------------
+    def state_counts(self) -> dict[str, int]:
+        """How many chunks are in each state (FREE, OPEN, CLOSED, OFFLINE)."""
+        with self._lock:
+            n = np.bincount(self._state, minlength=max(_STATES) + 1)
+        return {s.name: int(n[s]) for s in (ChunkState.FREE, ChunkState.OPEN, ChunkState.CLOSED, ChunkState.OFFLINE)}
+
+    def stats(self) -> DeviceStats:
+        with self._lock:
+            if self.model is None:
+                s = DeviceStats(clock="none", media_write_bytes=self._io.write_bytes, erase_count=self._resets)
+            else:
+                m = self.model
+                s = DeviceStats(clock="modeled", device_time_s=float(m.now), media_write_bytes=int(m.media_write_bytes),
+                                erase_count=int(m.erase_count))
+            return self._io.fill(s)
+
+    def describe(self) -> dict:
+        g = self.geometry
+        return {"url": self.url, "kind": self.kind, "zoned": False, "open_channel": True, "path": self.path,
+                "geometry": g.as_dict(), "size": g.size, "preset": self.preset,
+                "clock": "modeled" if self.model is not None else "none", "chunk_states": self.state_counts(),
+                **self.timing_options()}
+
+    def flush(self) -> None:
+        with self._lock:
+            if self.readonly:
+                return
+            self._backing.flush()
+            if isinstance(self._table, np.memmap):
+                self._table.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self.flush()
+            self._backing.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
