@@ -175,3 +175,21 @@ def test_bench_runs_the_store_on_an_fdp_device(tmp_path):
     r = CliRunner().invoke(main, ["bench", "--model", "tiny", "--iterations", "8", "--runs", "zns-host-gc",
                                   "--device", "emu-conv://?size=64MiB&preset=none"])
     assert r.exit_code == 2 and "not a zoned device" in r.output
+
+
+def test_linux_swap_can_write_each_stream_under_its_own_handle():
+    from zswap_host.baseline import ConventionalSwap
+
+    with pytest.raises(ValueError, match="needs a device with placement handles"):
+        ConventionalSwap(open_device("emu-conv://?size=8MiB&preset=none"), handles="stream")
+    with pytest.raises(ValueError, match="handles must be None or 'stream'"):
+        ConventionalSwap(open_device("fdp://?size=8MiB&preset=none"), handles="table")
+    for handles, want in ((None, [12, 0, 0]), ("stream", [4, 4, 4])):
+        dev = open_device("fdp://?size=8MiB&ruhs=3&preset=none")
+        swap = ConventionalSwap(dev, handles=handles)
+        for s in range(6):                              # streams 0..5: handles 0, 1, 2, 0, 1, 2
+            ids = np.arange(2) + 2 * s
+            swap.swap_out(ids, np.zeros((2, 4096), np.uint8) + s, stream=s)
+        assert [st["host_write_bytes"] // 4096 for st in dev.ruh_stats()] == want
+        assert np.array_equal(swap.swap_in(np.array([11]))[0], np.full(4096, 5, np.uint8))
+        swap.close()

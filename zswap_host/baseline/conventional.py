@@ -107,14 +107,18 @@ class ConventionalSwap:
     when it reaches the inactive LRU's tail: about half the DRAM of the swapping process; None =
     only the ``swap_cache_pages`` bound), ``close_device`` (close the device in :meth:`close`),
     ``faults`` (``"serial"``: one fault at a time; ``"batched"``: the asked pages announced first and
-    read as one queue, see the module doc), ``batch_qd`` (queue depth of a batched read)."""
+    read as one queue, see the module doc), ``batch_qd`` (queue depth of a batched read),
+    ``handles`` (on an FDP device: None — no placement hints, as Linux 6.1 writes swap; ``"stream"``
+    — a swap-out of stream ``s`` is written under handle ``s % ruhs``, a hypothetical FDP-aware swap
+    that keeps each stream's pages in reclaim units of their own)."""
 
     page_size = PAGE_SIZE
 
     def __init__(self, device, page_cluster: int = 3, discard: bool | str = False, cpus: int = 1, *,
                  cluster_slots: int = 256, swap_cache_pages: int = 4096, vma_pages: int | None = None,
                  seed: int = 0, in_place: bool = True, ra_lifetime: int | None = None,
-                 close_device: bool = False, faults: str = "serial", batch_qd: int = 32) -> None:
+                 close_device: bool = False, faults: str = "serial", batch_qd: int = 32,
+                 handles: str | None = None) -> None:
         if PAGE_SIZE % device.block_size:
             raise ValueError(f"device block size {device.block_size} does not divide the {PAGE_SIZE}-byte page")
         if discard not in _DISCARD_MODES:
@@ -123,6 +127,12 @@ class ConventionalSwap:
             raise ValueError(f"faults must be one of {', '.join(FAULT_MODES)}; not {faults!r}")
         if int(batch_qd) < 1:
             raise ValueError(f"batch_qd must be >= 1, not {batch_qd}")
+        if handles not in (None, "stream"):
+            raise ValueError(f"handles must be None or 'stream', not {handles!r}")
+        if handles and not getattr(device, "ruhs", 0):
+            raise ValueError(f"handles={handles!r} needs a device with placement handles (fdp://), not {device.url}")
+        self._ruhs = int(getattr(device, "ruhs", 0)) if handles else 0
+        self._handle: int | None = None         # the handle of the swap-out being written
         self.faults = faults
         self.batch_qd = int(batch_qd)
         self._dev = device
@@ -243,7 +253,7 @@ class ConventionalSwap:
         first, cnt = np.concatenate(firsts), np.concatenate(cnts)
         data = np.ascontiguousarray(np.concatenate(datas) if len(datas) > 1 else datas[0])
         self._dev.write_groups(first * PAGE_SIZE, data, cnt * PAGE_SIZE, np.array(sizes, np.int64),
-                               np.array(sizes, np.int64))
+                               np.array(sizes, np.int64), **({} if self._handle is None else {"handle": self._handle}))
         self._w_reqs += int(first.size)
 
     def _keep_orphans(self, h: np.ndarray, pages: np.ndarray) -> None:
@@ -322,6 +332,7 @@ class ConventionalSwap:
                 raise SwapFullError(f"swap area full: {self._live} pages stored, {new} more asked, "
                                     f"{self._capacity} slots")
             cpu = int(stream) % self.cpus
+            self._handle = int(stream) % self._ruhs if self._ruhs else None
             keep = self._keep[hx] & (old >= 0)        # dirty swap-cache pages: rewritten in place
             if self._alloc.nfree >= int((~keep).sum()):
                 self._swap_out_batch(ids, hx, pages, old, keep, cpu)

@@ -59,7 +59,9 @@ class BenchSpec:
     ``lookahead``: upcoming batches whose pages the ``LOOKAHEAD_RUNS`` fault in while a step computes
     (``linux-swap-lookahead`` is Linux-swap-batched announcing the next batches with
     ``MADV_WILLNEED``); 0: none, and ``linux-swap-lookahead`` is left out. ``runs``: None = every run
-    that applies."""
+    that applies. ``linux_handles``: on an FDP ``baseline_device``, ``"stream"`` writes the Linux
+    runs' swap-outs under a handle per stream (``ConventionalSwap(handles=)``: a hypothetical
+    FDP-aware swap; Linux passes no hints)."""
 
     preset: str = "default"
     device: str | None = None           # ZNS device URL or path (default: emulated, same flash as the baseline)
@@ -87,6 +89,7 @@ class BenchSpec:
     cat_mapping: str = "hash"           # hash (value % rows) or dict (first-seen ids)
     skip_bad_lines: bool = False        # drop and count malformed lines instead of failing
     lookahead: int = 1                  # batches prefetched ahead by LOOKAHEAD_RUNS (0: none)
+    linux_handles: str | None = None    # FDP baseline device: None (Linux: no hints) or "stream"
 
 
 @dataclass
@@ -243,7 +246,7 @@ def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple
             # the configuration validated against the 6.1 kernel (docs/baseline.md): THP-swap clusters,
             # in-place rewrite of swap-cache pages, readahead pages aged out within the DRAM budget
             b = ConventionalSwap(dev, cluster_slots=512, in_place=True, ra_lifetime=max(1, pl.budget_pages // 2),
-                                 faults=faults, batch_qd=READ_QD)
+                                 faults=faults, batch_qd=READ_QD, handles=spec.linux_handles)
             if b.capacity_pages < pl.table_pages:
                 raise _too_small("swap area", pl.baseline_url, b.capacity_pages, pl.table_pages)
             return b, dev

@@ -153,6 +153,7 @@ def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None 
               "batch_size": pl.batch_size, "seed": spec.seed, "table_bytes": pl.table_bytes,
               "budget_bytes": pl.budget_bytes, "placement": spec.placement, "victim": spec.victim,
               "verify": spec.verify, "idle_gc": spec.idle_gc, "lookahead": spec.lookahead, "compute": basis.as_dict(),
+              **({"linux_handles": spec.linux_handles} if spec.linux_handles else {}),
               "sizing": pl.devices, "devices": {"baseline": pl.baseline_url, "zns": pl.zns_url},
               "runs": runs}
     if pl.source is not None:
