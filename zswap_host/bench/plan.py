@@ -276,15 +276,19 @@ def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple
 
 
 def open_zns(pl: Plan):
-    """The ``--device`` of the store's own run: a zoned device, or an FDP SSD seen as zones of the
-    plan's size (the store then writes each stream, and GC, under a placement handle of its own)."""
-    from ..devices import ZonedBlockView, open_device
+    """The ``--device`` of the store's own run: a zoned device, an FDP SSD seen as zones of the
+    plan's size (the store then writes each stream, and GC, under a placement handle of its own), or
+    an Open-Channel SSD seen as zones striped over all its parallel units (``OcssdZonedView``: a
+    zone is one chunk per PU, whatever the plan's zone size)."""
+    from ..devices import OcssdZonedView, ZonedBlockView, open_device
 
     try:
         return open_device(pl.zns_url, zoned=True)
     except NotZonedError:
-        dev = open_device(pl.zns_url, zoned=False)
-        if not getattr(dev, "ruhs", 0):
+        dev = open_device(pl.zns_url, zoned=None)       # None: an Open-Channel SSD is refused otherwise
+        if getattr(dev, "open_channel", False):
+            return OcssdZonedView(dev)
+        if dev.zoned or not getattr(dev, "ruhs", 0):
             dev.close()
             raise
         return ZonedBlockView(dev, pl.zone_size, pl.zone_capacity)
@@ -304,7 +308,7 @@ def open_backends(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:
 def in_memory(url: str) -> bool:
     """Whether ``url`` names an emulated device held in memory (a fresh one each time it is opened)."""
     scheme, sep, rest = url.partition("://")
-    return bool(sep) and scheme in ("emu", "emu-conv", "fdp") and (rest == "" or rest.startswith("?"))
+    return bool(sep) and scheme in ("emu", "emu-conv", "fdp", "ocssd") and (rest == "" or rest.startswith("?"))
 
 
 def jobs_for(pl: Plan, spec: BenchSpec) -> int:

@@ -5,6 +5,7 @@ from .blockdev import EmulatedBlockDevice, FileBlockDevice
 from .chunk import ChunkInfo, ChunkState, OcssdGeometry
 from .emulated import EmulatedZonedDevice
 from .ocssd import EmulatedOcssdDevice
+from .ocssd_view import OcssdZonedView
 from .schemes.base import DeviceScheme
 from .url import open_device, register_scheme, schemes
 from .zone import Zone, ZoneCond, ZoneGeometry
@@ -12,6 +13,6 @@ from .zoned_view import ZonedBlockView
 
 __all__ = [
     "BlockDevice", "ChunkInfo", "ChunkState", "DeviceScheme", "DeviceStats", "EmulatedBlockDevice",
-    "EmulatedOcssdDevice", "EmulatedZonedDevice", "FileBlockDevice", "OcssdGeometry", "OpenChannelDevice", "Zone",
+    "EmulatedOcssdDevice", "EmulatedZonedDevice", "FileBlockDevice", "OcssdGeometry", "OcssdZonedView", "OpenChannelDevice", "Zone",
     "ZoneCond", "ZoneGeometry", "ZonedBlockView", "ZonedDevice", "open_device", "register_scheme", "schemes",
 ]

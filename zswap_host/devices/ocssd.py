@@ -240,6 +240,11 @@ class EmulatedOcssdDevice(ModelClock):
 
     def read(self, ppas) -> np.ndarray:
         """See ``OpenChannelDevice.read``."""
+        return self.read_timed(ppas)[0]
+
+    def read_timed(self, ppas, qd: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``read`` that also returns each sector's completion time on ``now()``'s clock (zeros
+        with timing off). ``qd``: runs in flight at once (None: the whole vector). Errors as ``read``."""
         g = self.geometry
         with self._lock:
             ppas = self._ppas(ppas)
@@ -248,10 +253,11 @@ class EmulatedOcssdDevice(ModelClock):
             out = self._backing.gather(ppas * g.sector_size, np.full(ppas.size, g.sector_size, np.int64),
                                        g.sector_size)
             self._io.read(out.size)
-            if self.model is not None:
-                first, n = _runs(ppas, chunk)
-                self.model.submit(_READ, first, n, qd=first.size)
-            return out
+            if self.model is None:
+                return out, np.zeros(ppas.size)
+            first, n = _runs(ppas, chunk)
+            done = self.model.submit(_READ, first, n, qd=first.size if qd is None else max(1, min(qd, first.size)))
+            return out, np.repeat(np.asarray(done, np.float64), n)
 
     def reset(self, chunks) -> None:
         """See ``OpenChannelDevice.reset``. Every chunk is checked before any is reset. A reset that

@@ -1,0 +1,370 @@
+"""Zones over an Open-Channel SSD 2.0: the host-side FTL duty pblk did, presented as ZNS zones so the
+same ``SwapStore`` runs on the chunk interface.
+
+- A zone is a stripe of ``width`` chunks, one per parallel unit (PU) of a PU set; consecutive
+  stripe units (``ws_opt`` sectors; ``ws_min`` when ``ws_opt`` does not divide a chunk) of the zone
+  go round-robin over its chunks (RAID-0), so one large append keeps ``width`` dies busy.
+  ``layout="stripe"``: one set, every PU; ``layout="isolate"``: one set per group (its PUs), and
+  ``place_zone`` puts user streams and GC on different sets.
+- Chunks are bound to a zone when it is opened (its first write): per PU, the FREE chunk with the
+  lowest wear; a zone reset resets those chunks (one vectored reset) and unbinds them.
+- The device takes a multiple of ``ws_min`` sectors per chunk per write and cannot read the last
+  ``mw_cunits`` sectors of an open chunk: per open zone the view keeps each chunk's last
+  ``ws_min + mw_cunits`` sectors in host memory, commits whole ``ws_min`` runs as they complete,
+  and serves the not-yet-readable sectors from that copy. Finishing (or resetting) a partly written
+  zone pads its chunks with zeros to their end so they close.
+- A chunk whose reset fails goes OFFLINE on the device and is never bound again; the zone goes
+  OFFLINE (``DeviceIOError``) when the chunks left cannot back every zone, as it does when a write
+  or read meets an OFFLINE chunk, or when a zone cannot find a free chunk on every PU at open.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DeviceIOError, DeviceSpecError
+from .base import DeviceStats
+from .chunk import SECTOR, ChunkState
+from .emulated import EmulatedZonedDevice
+from .zone import ZoneCond, ZoneGeometry
+
+LAYOUTS = ("stripe", "isolate")
+
+
+def pu_sets(groups: int, pus: int, layout: str) -> np.ndarray:
+    """The PU sets zones are striped over, as a (sets, width) array of linear PU indices."""
+    every = np.arange(groups * pus, dtype=np.int64)
+    if layout == "stripe":
+        return every.reshape(1, -1)
+    if layout == "isolate":
+        return every.reshape(groups, pus)
+    raise DeviceSpecError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
+
+
+def stripe_position(r: np.ndarray, width: int, unit: int) -> tuple[np.ndarray, np.ndarray]:
+    """(chunk slot, sector within the chunk) of zone-relative sectors ``r``."""
+    k, o = np.divmod(r, unit)
+    row, slot = np.divmod(k, width)
+    return slot, row * unit + o
+
+
+def per_chunk(n: int, width: int, unit: int) -> np.ndarray:
+    """Sectors each chunk slot holds once the zone holds its first ``n`` sectors."""
+    full, rem = divmod(int(n), width * unit)
+    return full * unit + np.clip(rem - np.arange(width, dtype=np.int64) * unit, 0, unit)
+
+
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``starts[i] .. starts[i] + counts[i] - 1`` for every i, concatenated."""
+    starts = np.asarray(starts, np.int64)
+    counts = np.asarray(counts, np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    before = np.cumsum(counts) - counts
+    return np.repeat(starts - before, counts) + np.arange(total, dtype=np.int64)
+
+
+class OcssdZonedView(EmulatedZonedDevice):
+    """ZNS rules (the emulated device's state machine) over ``ocssd``'s chunks (an
+    ``OpenChannelDevice``). Zone capacity = ``width`` chunks, zone size the same or ``zone_size``
+    (larger: an address gap after each zone, as ZNS drives have); one zone per ``width`` chunks;
+    ``max_append`` (None: 512 KiB or one full stripe row, whichever is larger)
+    (``nr_zones * width`` = all chunks, so an opening zone finds a free chunk on every PU while no
+    chunk is offline). Zone state and the zone -> chunks map live in memory: at construction the
+    view takes the device over (open chunks padded, written ones reset).
+
+    Errors: ``DeviceSpecError`` for an unknown layout or a zone size below the capacity; at run time
+    the ZNS errors of ``EmulatedZonedDevice``, and ``DeviceIOError`` (the zone then OFFLINE) when
+    the device fails a chunk as described in the module docstring."""
+
+    kind = "ocssd-view"
+
+    def __init__(self, ocssd, layout: str = "stripe", zone_size: int | None = None, max_open: int = 14,
+                 max_active: int = 14, max_append: int | None = None) -> None:
+        g = ocssd.geometry
+        self.ocssd = ocssd
+        self.layout = layout
+        self._sets = pu_sets(g.groups, g.pus, layout)
+        self.width = width = self._sets.shape[1]
+        self.unit = g.ws_opt if g.sectors % g.ws_opt == 0 else g.ws_min   # stripe unit, in sectors
+        nr = g.nr_chunks // width
+        cap = width * g.chunk_bytes
+        if zone_size is None:
+            zone_size = cap
+        elif zone_size < cap or zone_size % SECTOR:
+            raise DeviceSpecError(f"zone size {zone_size} is not a multiple of {SECTOR} of at least the "
+                                  f"{cap} bytes of {width} chunks")
+        if max_append is None:          # a full stripe row at least: one append can reach every PU
+            max_append = min(cap, max(512 << 10, width * self.unit * SECTOR))
+        geometry = ZoneGeometry(nr_zones=nr, zone_size=zone_size, zone_capacity=cap, block_size=SECTOR,
+                                max_open=max_open, max_active=max_active, max_append=max_append)
+        super().__init__(geometry, path=None, model=None, preset=ocssd.describe().get("preset"),
+                         url=f"ocssd-view:{ocssd.url}")
+        self._backing.close()          # the Open-Channel device holds the data
+        self._zs = zone_size // SECTOR                       # sectors per zone (capacity: width chunks)
+        self._ring = g.ws_min + g.mw_cunits                  # host copy per chunk, in sectors
+        self._chunk = np.full((nr, width), -1, np.int64)     # zone -> chunk per slot (-1: unbound)
+        self._dwp = np.zeros((nr, width), np.int64)          # sectors committed per slot
+        self._hw = np.zeros(nr, np.int64)                    # zone sectors written (host view)
+        self._owner = np.full(g.nr_chunks, -1, np.int64)     # chunk -> zone
+        self._pref = np.arange(nr, dtype=np.int64) % self._sets.shape[0]   # PU set a zone opens on
+        self._writer: dict[int, str] = {}                    # zone -> who writes it (place_zone)
+        self._tail: dict[int, np.ndarray] = {}               # zone -> (width, ring, SECTOR) host copy
+        self.retired_chunks = 0
+        self._take_over()
+
+    # -- chunks ------------------------------------------------------------------------------------
+    def _states(self, chunks=None) -> tuple[np.ndarray, np.ndarray]:
+        """(state, wear) of the chunks from the device's chunk log."""
+        info = self.ocssd.chunk_info(chunks)
+        return (np.array([c.state for c in info], np.int64), np.array([c.wear_index for c in info], np.int64))
+
+    def _take_over(self) -> None:
+        """Leave every usable chunk FREE: pad OPEN chunks to their end, reset the written ones."""
+        if getattr(self.ocssd, "readonly", False):
+            return
+        g = self.ocssd.geometry
+        state, _ = self._states()
+        info = self.ocssd.chunk_info(np.flatnonzero(state == ChunkState.OPEN))
+        if info:
+            wp = np.array([c.wp for c in info], np.int64)
+            cs = np.array([c.chunk for c in info], np.int64)
+            self.ocssd.write(ranges(cs * g.sectors + wp, g.sectors - wp),
+                             np.zeros(int((g.sectors - wp).sum()) * SECTOR, np.uint8))
+        dirty = np.flatnonzero((state == ChunkState.OPEN) | (state == ChunkState.CLOSED))
+        if dirty.size:
+            try:
+                self.ocssd.reset(dirty)
+            except DeviceIOError:             # the failed chunks are OFFLINE now: never bound
+                self.retired_chunks += int((self._states(dirty)[0] == ChunkState.OFFLINE).sum())
+
+    def _pick(self, s: int) -> np.ndarray | None:
+        """Per PU of set ``s``, its unbound FREE chunk of lowest wear; None if a PU has none."""
+        g = self.ocssd.geometry
+        cands = self._sets[s][:, None] * g.chunks + np.arange(g.chunks)     # (width, chunks)
+        state, wear = self._states(cands.reshape(-1))
+        ok = (state == ChunkState.FREE) & (self._owner[cands.reshape(-1)] < 0)
+        if not ok.reshape(cands.shape).any(axis=1).all():
+            return None
+        score = np.where(ok, wear, np.iinfo(np.int64).max).reshape(cands.shape)
+        return cands[np.arange(cands.shape[0]), np.argmin(score, axis=1)]
+
+    def _set_order(self, z: int) -> list[int]:
+        """The PU sets zone z may open on, best first: its own, then the next ones round, the GC set
+        (the last) last for a user zone (so GC's data and users' meet only when all else is full)."""
+        n, first = self._sets.shape[0], int(self._pref[z])
+        order = [(first + i) % n for i in range(n)]
+        if n > 1 and self._writer.get(z, "gc") != "gc":
+            order.remove(n - 1)
+            order.append(n - 1)
+        return order
+
+    def _bind(self, z: int) -> None:
+        """Open zone z on chunks: its preferred PU set first (``_set_order``)."""
+        for s in self._set_order(z):
+            chunks = self._pick(s)
+            if chunks is not None:
+                self._chunk[z] = chunks
+                self._owner[chunks] = z
+                self._dwp[z] = 0
+                self._tail[z] = np.zeros((self.width, self._ring, SECTOR), np.uint8)
+                return
+        self._lose(z)
+        raise DeviceIOError(f"zone {z}: no free chunk left on some parallel unit; the zone is offline",
+                            offset=self.geometry.zone_start(z))
+
+    def _unbind(self, z: int) -> None:
+        chunks = self._chunk[z]
+        self._owner[chunks[chunks >= 0]] = -1
+        self._chunk[z] = -1
+        self._dwp[z] = 0
+        self._hw[z] = 0
+        self._tail.pop(z, None)
+
+    def _lose(self, z: int) -> None:
+        """Zone z goes OFFLINE (its chunks stay bound: open ones cannot be reset)."""
+        self._set(z, ZoneCond.OFFLINE)
+        self._tail.pop(z, None)
+
+    def _backable(self) -> bool:
+        """Whether the chunks not offline (free, or bound to a live zone) can back every live zone."""
+        state, _ = self._states()
+        live = self._cond != ZoneCond.OFFLINE
+        owner = self._owner
+        usable = (state != ChunkState.OFFLINE) & ((owner < 0) | live[np.maximum(owner, 0)])
+        per_pu = usable.reshape(-1, self.ocssd.geometry.chunks).sum(axis=1)
+        return int(per_pu[self._sets].min(axis=1).sum()) >= int(live.sum())
+
+    def zone_chunks(self, z: int) -> list[int]:
+        """The chunks (linear indices, one per slot) zone ``z`` is bound to; [] when unbound."""
+        c = self._chunk[self._zone_index(z)]
+        return c.tolist() if c[0] >= 0 else []
+
+    def place_zone(self, z: int, stream: int, gc: bool) -> None:
+        """Say who writes zone ``z`` from now on (the store calls this when it opens a zone). With
+        ``layout="isolate"`` the zone's chunks then come from a PU set of that writer: GC's
+        relocations the last set, user stream ``s`` set ``s % (sets - 1)`` (another set when that
+        one has no free chunk on every PU). With one set (``stripe``) only recorded."""
+        with self._lock:
+            z = self._zone_index(z)
+            n = self._sets.shape[0]
+            self._writer[z] = "gc" if gc else f"stream {int(stream)}"
+            if n > 1:
+                self._pref[z] = n - 1 if gc else int(stream) % (n - 1)
+
+    # -- the medium --------------------------------------------------------------------------------
+    def _write_chunks(self, z: int, slots: np.ndarray, secs: np.ndarray, data: np.ndarray) -> None:
+        """One vectored device write of (slot, sector) pairs, per chunk in sector order."""
+        if slots.size == 0:
+            return
+        order = np.lexsort((secs, slots))
+        ppas = self._chunk[z, slots[order]] * self.ocssd.geometry.sectors + secs[order]
+        try:
+            self.ocssd.write(ppas, np.ascontiguousarray(data[order]))
+        except DeviceIOError:
+            self._lose(z)
+            raise
+
+    def _media_write(self, start: int, view: np.ndarray) -> None:
+        g = self.ocssd.geometry
+        z, r0 = divmod(start // SECTOR, self._zs)
+        if self._chunk[z, 0] < 0:
+            self._bind(z)
+        n = view.size // SECTOR
+        rows = view.reshape(n, SECTOR)
+        h_old = per_chunk(r0, self.width, self.unit)
+        h_new = per_chunk(r0 + n, self.width, self.unit)
+        c_old = self._dwp[z]
+        c_new = h_new // g.ws_min * g.ws_min
+        slot, sec = stripe_position(r0 + np.arange(n, dtype=np.int64), self.width, self.unit)
+        tail = self._tail[z]
+        # commit whole ws_min runs: the held tail (c_old..h_old) from host memory, then the new sectors
+        held = np.maximum(np.minimum(h_old, c_new) - c_old, 0)
+        t_slot = np.repeat(np.arange(self.width, dtype=np.int64), held)
+        t_sec = ranges(c_old, held)
+        new = sec < c_new[slot]
+        self._write_chunks(z, np.concatenate([t_slot, slot[new]]), np.concatenate([t_sec, sec[new]]),
+                           np.concatenate([tail[t_slot, t_sec % self._ring], rows[new]]))
+        keep = sec >= h_new[slot] - self._ring          # the last `ring` sectors of each chunk
+        tail[slot[keep], sec[keep] % self._ring] = rows[keep]
+        self._dwp[z] = c_new
+        self._hw[z] = r0 + n
+        if (c_new == g.sectors).all():
+            self._tail.pop(z, None)                     # every chunk closed: all readable
+
+    def _pad(self, z: int) -> None:
+        """Write every open chunk of zone z to its end (held tail, then zeros) so it closes."""
+        g = self.ocssd.geometry
+        if self._chunk[z, 0] < 0:
+            return
+        h = per_chunk(self._hw[z], self.width, self.unit)
+        d = self._dwp[z]
+        todo = (d > 0) | (h > 0)
+        todo &= d < g.sectors
+        if not todo.any():
+            return
+        slots = np.repeat(np.arange(self.width, dtype=np.int64)[todo], (g.sectors - d)[todo])
+        secs = ranges(d[todo], (g.sectors - d)[todo])
+        data = np.zeros((secs.size, SECTOR), np.uint8)
+        held = secs < h[slots]
+        data[held] = self._tail[z][slots[held], secs[held] % self._ring]
+        self._write_chunks(z, slots, secs, data)
+        self._dwp[z] = np.where(todo, g.sectors, d)
+        self._tail.pop(z, None)
+
+    def _media_finish(self, z: int) -> None:
+        self._pad(z)
+
+    def _media_reset(self, z: int, written: int) -> None:
+        if self._chunk[z, 0] < 0:
+            return
+        self._pad(z)
+        dirty = self._chunk[z][self._dwp[z] > 0]
+        self._unbind(z)
+        if not dirty.size:
+            return
+        try:
+            self.ocssd.reset(dirty)
+        except DeviceIOError as e:
+            # the failed chunks are OFFLINE on the device, so never bound again
+            self.retired_chunks += int((self._states(dirty)[0] == ChunkState.OFFLINE).sum())
+            if not self._backable():
+                self._lose(z)
+                raise DeviceIOError(f"zone {z}: {e}; too few chunks left to back it, the zone is offline",
+                                    offset=self.geometry.zone_start(z)) from None
+
+    def _media_read(self, offset: int, length: int) -> np.ndarray:
+        return self._media_read_batch(np.array([offset], np.int64), np.array([length], np.int64), 1)[0]
+
+    def _media_read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int) -> tuple[np.ndarray, np.ndarray]:
+        g = self.ocssd.geometry
+        counts = lengths // SECTOR
+        z, r = np.divmod(ranges(offsets // SECTOR, counts), self._zs)
+        slot, sec = stripe_position(r, self.width, self.unit)
+        chunk, dwp = self._chunk[z, slot], self._dwp[z, slot]
+        written = (r < self._hw[z]) & (chunk >= 0)     # beyond: never written, or finish's zeros
+        on_dev = written & ((dwp == g.sectors) | (sec < dwp - g.mw_cunits))
+        held = written & ~on_dev                        # in an open chunk's not-yet-readable tail
+        out = np.zeros((r.size, SECTOR), np.uint8)
+        t = np.full(r.size, self.ocssd.now())
+        if on_dev.any():
+            ppa = chunk[on_dev] * g.sectors + sec[on_dev]
+            try:
+                data, done = self.ocssd.read_timed(ppa, self._run_qd(qd, ppa, np.repeat(np.arange(counts.size),
+                                                                                    counts)[on_dev]))
+            except DeviceIOError:
+                self._lose_broken(np.unique(z[on_dev]))
+                raise
+            out[on_dev] = data.reshape(-1, SECTOR)
+            t[on_dev] = done
+        for zz in np.unique(z[held]).tolist():          # open zones only
+            m = held & (z == zz)
+            out[m] = self._tail[zz][slot[m], sec[m] % self._ring]
+        done = np.maximum.reduceat(t, np.cumsum(counts) - counts) if counts.size else np.zeros(0)
+        return out.reshape(-1), done
+
+    @staticmethod
+    def _run_qd(qd: int, ppa: np.ndarray, req: np.ndarray) -> int:
+        """The device-run depth that keeps ``qd`` of the caller's requests in flight: a request that
+        crosses stripe units becomes one run per chunk piece, all of them in flight together (as a
+        ZNS device reads one request's dies in parallel), so depth = qd x runs per request. Page
+        reads (one run each) keep ``qd``: no deeper queue than the other devices get."""
+        new = np.ones(ppa.size, bool)
+        new[1:] = (req[1:] != req[:-1]) | (ppa[1:] != ppa[:-1] + 1)
+        runs, reqs = int(new.sum()), int(np.unique(req).size)
+        return max(1, int(round(qd * runs / reqs)))
+
+    def _lose_broken(self, zones: np.ndarray) -> None:
+        """Zones with an OFFLINE chunk go OFFLINE."""
+        for z in zones.tolist():
+            state, _ = self._states(self._chunk[z][self._chunk[z] >= 0])
+            if (state == ChunkState.OFFLINE).any():
+                self._lose(z)
+
+    # -- the device's own --------------------------------------------------------------------------
+    def now(self) -> float:
+        """The Open-Channel device's clock."""
+        return self.ocssd.now()
+
+    def advance(self, seconds: float) -> None:
+        self.ocssd.advance(seconds)
+
+    def stats(self) -> DeviceStats:
+        """The device's clock, media writes (padding included) and erases; requests as the host
+        made them (appends and reads of zones, not the chunk vectors)."""
+        with self._lock:
+            return self._io.fill(self.ocssd.stats())
+
+    def describe(self) -> dict:
+        d = super().describe()
+        d.update(kind=self.kind, clock=self.ocssd.stats().clock, layout=self.layout, width=self.width,
+                 stripe_unit_sectors=self.unit, bound_zones=int((self._chunk[:, 0] >= 0).sum()),
+                 retired_chunks=self.retired_chunks, zone_writers=dict(self._writer), ocssd=self.ocssd.describe())
+        return d
+
+    def flush(self) -> None:
+        self.ocssd.flush()
+
+    def close(self) -> None:
+        self.ocssd.close()
