@@ -92,6 +92,22 @@ def test_file_backed_zns_persists_zone_state(tmp_path):
     again.close()
 
 
+def test_reopen_leaves_zones_without_data_empty(tmp_path):
+    """A power cycle closes open zones that hold data and empties those that do not, as QEMU's
+    namespace does (hw/nvme/ns.c, nvme_clear_zone): a process killed between opening a zone and its
+    first write must not leave a CLOSED zone with nothing in it (tests/test_store_crash.py met one)."""
+    path = tmp_path / "z.img"
+    dev = open_device(f"emu://{path}?{SMALL}&preset=none")
+    dev.open_zone(0)                                   # explicitly open, never written
+    dev.open_zone(1)
+    dev.close_zone(1)                                  # closed, never written
+    dev.write(2 << 20, np.ones(4096, np.uint8))        # implicitly open, holds data
+    dev.close()
+    report = open_device(f"emu://{path}").report_zones()
+    assert [z.cond for z in report[:3]] == [ZoneCond.EMPTY, ZoneCond.EMPTY, ZoneCond.CLOSED]
+    assert [z.written for z in report[:3]] == [0, 0, 4096]
+
+
 def test_reopen_with_other_geometry_is_refused(tmp_path):
     path = tmp_path / "z.img"
     open_device(f"emu://{path}?{SMALL}&preset=none").close()

@@ -115,9 +115,11 @@ class EmulatedZonedDevice(ModelClock, SerialAppends):
 
     # -- resource accounting -------------------------------------------------------------------
     def _power_cycle(self) -> None:
-        """Reopening a file-backed device is a controller reset: open zones become CLOSED."""
-        open_ = np.isin(self._cond, (ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN))
-        self._cond[open_] = ZoneCond.CLOSED
+        """Reopening a file-backed device is a controller reset: open zones become CLOSED, and open
+        or closed zones holding no data EMPTY (as QEMU's namespace does at power-on)."""
+        live = np.isin(self._cond, (ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN, ZoneCond.CLOSED))
+        self._cond[live & (self._wp != 0)] = ZoneCond.CLOSED
+        self._cond[live & (self._wp == 0)] = ZoneCond.EMPTY
 
     def _recount(self) -> None:
         c = self._cond
