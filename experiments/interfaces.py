@@ -9,8 +9,9 @@ Software on each interface:
 - fdp: Linux swap batched with no hints (Linux 6.1 passes none); the same with a handle per stream
   (a hypothetical FDP-aware swap, ``ConventionalSwap(handles="stream")``); the store through a zoned
   view writing each stream, and its GC, under a handle of its own;
-- zns: the store (host GC, zone resets).
-Open-Channel 2.0 is not in it yet (issue 14: the store on OCSSD is not written).
+- zns: the store (host GC, zone resets);
+- ocssd (Open-Channel 2.0): the store through ``OcssdZonedView`` (zones striped over one chunk per
+  parallel unit, chunks bound by wear), chunks sized so a zone holds the ZNS zone's capacity.
 
     python experiments/interfaces.py [--preset default] [--utilisations 0.75 0.9 0.95] [--ruhs 8]
         [--isolation persistent] [--out DIR]
@@ -34,17 +35,33 @@ GROUPS = (
     ("fdp", {}, {"linux-swap-batched": ("fdp", "linux-swap-batched"), "store-on-conventional": ("fdp", "store")}),
     ("fdp", {"linux_handles": "stream"},
      {"linux-swap-batched": ("fdp", "linux-swap-batched + stream handles")}),
+    ("ocssd", {}, {"zns-host-gc": ("ocssd", "store")}),
 )
 CONFIGS = [label for _, _, runs in GROUPS for label in runs.values()]
 STYLE = {("conventional", "linux-swap-batched"): ("#9467bd", "o-"), ("conventional", "store"): ("#ff7f0e", "o-"),
          ("fdp", "linux-swap-batched"): ("#9467bd", "s--"),
          ("fdp", "linux-swap-batched + stream handles"): ("#8c564b", "s--"),
-         ("fdp", "store"): ("#ff7f0e", "s--"), ("zns", "store"): ("#2ca02c", "^-")}
+         ("fdp", "store"): ("#ff7f0e", "s--"), ("zns", "store"): ("#2ca02c", "^-"),
+         ("ocssd", "store"): ("#17becf", "v:")}
 
 
 def fdp_url(conventional_url: str, ruhs: int, isolation: str) -> str:
     """The FDP twin of the bench's emulated conventional SSD: the same size, OP and flash."""
     return conventional_url.replace("emu-conv://", "fdp://", 1) + f"&ruhs={ruhs}&isolation={isolation}"
+
+
+def ocssd_url(zns_url: str) -> str:
+    """An Open-Channel SSD of the ZNS device's flash: a group per channel, a PU per die, a chunk per
+    die's share of a zone's capacity, as many chunks per PU as the ZNS device has zones."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from zswap_host.ssdsim import get_preset
+
+    q = {k: v[0] for k, v in parse_qs(urlsplit(zns_url).query).items()}
+    p = get_preset(q["preset"])
+    sectors = int(q["zone_capacity"]) // (p.channels * p.dies_per_channel * 4096)
+    return (f"ocssd://?groups={p.channels}&pus={p.dies_per_channel}&chunks={q['zones']}&sectors={sectors}"
+            f"&preset={p.name}")
 
 
 def raw_flash(url: str) -> int:
@@ -73,20 +90,20 @@ def main() -> None:
         t = time.monotonic()
         base = BenchSpec(preset=a.preset, utilisation=u, lookahead=0)
         pl = plan(base)
-        urls = {"conventional": pl.baseline_url, "fdp": fdp_url(pl.baseline_url, a.ruhs, a.isolation)}
-        flash[u] = {"conventional": raw_flash(urls["conventional"]), "fdp": raw_flash(urls["fdp"]),
-                    "zns": raw_flash(pl.zns_url)}
+        urls = {"conventional": pl.baseline_url, "fdp": fdp_url(pl.baseline_url, a.ruhs, a.isolation),
+                "zns": pl.zns_url, "ocssd": ocssd_url(pl.zns_url)}
+        flash[u] = {k: raw_flash(v) for k, v in urls.items()}
         losses = []
         for device, extra, runs in GROUPS:
-            spec = BenchSpec(preset=a.preset, utilisation=u, lookahead=0, runs=tuple(runs),
-                             **({"baseline_device": urls[device]} if device == "fdp" else {}), **extra)
+            where = {"fdp": {"baseline_device": urls["fdp"]}, "ocssd": {"device": urls["ocssd"]}}.get(device, {})
+            spec = BenchSpec(preset=a.preset, utilisation=u, lookahead=0, runs=tuple(runs), **where, **extra)
             rep = run_bench(spec)
             for r in rep["runs"][1:]:
                 iface, soft = runs[r["name"]]
                 losses.append(r["loss"])
                 rows.append({
                     "utilisation": u, "interface": iface, "software": soft,
-                    "tables_over_usable": round(pl.devices["tables_over_zns_usable"] if iface == "zns"
+                    "tables_over_usable": round(pl.devices["tables_over_zns_usable"] if iface in ("zns", "ocssd")
                                                 else pl.devices["tables_over_conventional_usable"], 4),
                     "raw_flash_mib": round(flash[u][iface] / 2**20, 1),
                     "stall_s": round(r["io_stall_time_s"], 4),
