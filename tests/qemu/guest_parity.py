@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -229,6 +230,14 @@ def set_hugepages(n: int) -> int:
         return 0
 
 
+def reordered_write(error: str, zone_size: int) -> bool:
+    """Whether fio's error is only EIO on writes inside a zone (not at its start): what a write that
+    overtook the one before it in the same zone gets from a zoned namespace."""
+    offs = [int(m) for m in re.findall(r"Input/output error: write offset=(\d+)", error)]
+    lines = [ln for ln in error.splitlines() if ln.strip()]
+    return bool(offs) and len(offs) == len(lines) and all(o % zone_size for o in offs)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -265,16 +274,20 @@ def main(argv=None) -> int:
               f"{ {k: v for k, v in r.items() if k in ('mib_s', 'iops', 'error', 'bytes')} }", flush=True)
         return r
 
-    def fio_write(name, job, args):
-        # fio's zoned io_uring writes at QD4 failed with EIO now and then on 6.1 (a write reordered
-        # past the zone lock): one retry from reset zones, the first failure kept in the record
-        reset_all()
-        r = phase(name, run_fio, a.out, job, args)
-        if "error" in r:
-            first = r["error"]
+    def fio_write(name, job, args, attempts=3):
+        # fio's zoned io_uring writes at QD4 fail with EIO now and then on 6.1, sometimes on every
+        # attempt of a boot (a write reordered past mq-deadline's zone lock reaches the zone ahead
+        # of the one before it): retried from reset zones, every failure kept in the record
+        errors = []
+        for k in range(attempts):
             reset_all()
-            r = phase(name + "_retry", run_fio, a.out, job, args)
-            r["first_attempt_error"] = first
+            r = phase(name if k == 0 else f"{name}_retry{k}", run_fio, a.out, job, args)
+            if "error" not in r:
+                break
+            errors.append(r["error"])
+        if errors:
+            r["attempt_errors"] = errors
+            r["zone_write_reordered"] = all(reordered_write(e, g["zone_size"]) for e in errors)
         return r
 
     fio["write_psync_qd1"] = fio_write("fio_write_psync", "write_psync_qd1", seq + ["--ioengine=psync"])
@@ -337,7 +350,10 @@ def main(argv=None) -> int:
     with open(os.path.join(a.out, "parity.json"), "w") as f:
         json.dump(res, f, indent=1, default=str)
     print("PARITY ratios " + json.dumps(res["ratios"]), flush=True)
-    bad = [k for k, v in list(fio.items()) + list(store.items()) if "error" in v and k != "write_io_uring_cmd_qd1"]
+    # fio's own io_uring zoned write may be unavailable in a boot (the kernel reordered its writes):
+    # a missing reference, recorded, not a failure of the store or of the guest
+    bad = [k for k, v in list(fio.items()) + list(store.items()) if "error" in v and k != "write_io_uring_cmd_qd1"
+           and not (k == "write_io_uring_qd4" and v.get("zone_write_reordered"))]
     return 1 if bad else 0
 
 

