@@ -360,8 +360,9 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 
 
 @main.command()
-@click.option("--device", metavar="URL|PATH", help="ZNS device for the host-managed store, or an FDP one "
-              "(fdp://…, seen as zones) [default: emulated, built from the same thesis-ssd flash as the baseline].")
+@click.option("--device", metavar="URL|PATH", help="ZNS device for the host-managed store, or an FDP or "
+              "Open-Channel one (fdp://…, ocssd://…: seen as zones) [default: emulated, built from the same "
+              "thesis-ssd flash as the baseline].")
 @click.option("--baseline-device", metavar="URL|PATH", help="Conventional device for the Linux-swap runs and "
               "the store-on-conventional run [default: emulated thesis-ssd sized for the run].")
 @click.option("--model", "preset", default=None, metavar="PRESET",

@@ -13,6 +13,7 @@ from .zoned_view import ZonedBlockView
 
 __all__ = [
     "BlockDevice", "ChunkInfo", "ChunkState", "DeviceScheme", "DeviceStats", "EmulatedBlockDevice",
-    "EmulatedOcssdDevice", "EmulatedZonedDevice", "FileBlockDevice", "OcssdGeometry", "OcssdZonedView", "OpenChannelDevice", "Zone",
-    "ZoneCond", "ZoneGeometry", "ZonedBlockView", "ZonedDevice", "open_device", "register_scheme", "schemes",
+    "EmulatedOcssdDevice", "EmulatedZonedDevice", "FileBlockDevice", "OcssdGeometry", "OcssdZonedView",
+    "OpenChannelDevice", "Zone", "ZoneCond", "ZoneGeometry", "ZonedBlockView", "ZonedDevice", "open_device",
+    "register_scheme", "schemes",
 ]
