@@ -184,3 +184,32 @@ def save_sidecar(path: str, meta: dict) -> None:
     with open(tmp, "w") as f:
         json.dump(meta, f, indent=1)
     os.replace(tmp, sidecar_path(path))
+
+
+class PersistedState:
+    """Flush, close and the context manager of an emulated device whose data is a ``Backing``
+    (``self._backing``) and whose per-zone or per-chunk state is a numpy table (``_persisted``),
+    memory-mapped beside a file-backed device's data. Needs ``self._lock`` and ``self.readonly``."""
+
+    _persisted: np.ndarray
+
+    def flush(self) -> None:
+        """Make the data and the state table durable (nothing to do read-only)."""
+        with self._lock:
+            if self.readonly:
+                return
+            self._backing.flush()
+            if isinstance(self._persisted, np.memmap):
+                self._persisted.flush()
+
+    def close(self) -> None:
+        """Flush and release the data."""
+        with self._lock:
+            self.flush()
+            self._backing.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -15,7 +15,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
-from .backing import Backing, save_sidecar
+from .backing import Backing, PersistedState, save_sidecar
 from .base import Buffer, DeviceStats, IoCounters, ModelClock, SerialAppends, as_bytes_view, check_aligned, check_append, check_batch, check_zone_write
 from .zone import Zone, ZoneCond, ZoneGeometry
 
@@ -52,7 +52,7 @@ def check_zone_file(zpath: str, g: ZoneGeometry) -> None:
         raise DeviceSpecError(f"{zpath} is corrupt: {active} active zones, the device allows {g.max_active}")
 
 
-class EmulatedZonedDevice(ModelClock, SerialAppends):
+class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends):
     """A ZNS namespace in memory (``path=None``) or in a sparse file with its zone states beside it
     (``PATH.zones``) and its description in ``PATH.json``.
 
@@ -392,21 +392,4 @@ class EmulatedZonedDevice(ModelClock, SerialAppends):
              "open_zones": self._nr_open, "active_zones": self._nr_active, **self.timing_options()}
         return d
 
-    def flush(self) -> None:
-        with self._lock:
-            if self.readonly:
-                return
-            self._backing.flush()
-            if isinstance(self._state, np.memmap):
-                self._state.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            self.flush()
-            self._backing.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+    _persisted = property(lambda self: self._state)      # PersistedState's table

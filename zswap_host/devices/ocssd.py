@@ -22,7 +22,7 @@ import threading
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
-from .backing import Backing, save_sidecar
+from .backing import Backing, PersistedState, save_sidecar
 from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view
 from .chunk import CHUNK_TYPE_SEQUENTIAL, ChunkInfo, ChunkState, OcssdGeometry
 
@@ -60,7 +60,7 @@ def _runs(ppas: np.ndarray, chunk: np.ndarray, cut: np.ndarray | None = None) ->
     return ppas[first], np.diff(np.append(first, ppas.size))
 
 
-class EmulatedOcssdDevice(ModelClock):
+class EmulatedOcssdDevice(PersistedState, ModelClock):
     """An Open-Channel SSD 2.0 in memory (``path=None``) or in a sparse file with its chunk table
     beside it (``PATH.chunks``: state, write pointer and wear per chunk) and its description in
     ``PATH.json``. ``model``: a ``zswap_host.ssdsim.OcssdSSD`` of the same geometry, or None
@@ -337,21 +337,4 @@ class EmulatedOcssdDevice(ModelClock):
                 "clock": "modeled" if self.model is not None else "none", "chunk_states": self.state_counts(),
                 **self.timing_options()}
 
-    def flush(self) -> None:
-        with self._lock:
-            if self.readonly:
-                return
-            self._backing.flush()
-            if isinstance(self._table, np.memmap):
-                self._table.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            self.flush()
-            self._backing.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+    _persisted = property(lambda self: self._table)      # PersistedState's table
