@@ -9,6 +9,7 @@ import pytest
 
 from click.testing import CliRunner
 
+from bench_cli import STORE_RUN, bench_store_run
 from zswap_host.cli import main
 from zswap_host.devices import open_device
 from zswap_host.errors import DeviceSpecError
@@ -163,17 +164,9 @@ def test_the_store_on_fdp_writes_each_stream_and_gc_under_its_own_handle():
 
 
 def test_bench_runs_the_store_on_an_fdp_device(tmp_path):
-    out = tmp_path / "b.json"
-    url = f"fdp://{tmp_path / 'f.img'}?size=64MiB&ruhs=4&preset=thesis-ssd"        # file-backed: reopened per run
-    r = CliRunner().invoke(main, ["bench", "--model", "tiny", "--iterations", "8", "--lookahead", "0",
-                                  "--runs", "zns-host-gc", "--device", url, "--json", str(out)])
-    assert r.exit_code == 0, r.output
-    rep = json.loads(out.read_text())
-    assert rep["devices"]["zns"] == url
-    (run,) = [x for x in rep["runs"] if x["name"] == "zns-host-gc"]
-    assert run["swap_out_bytes"] > 0 and run["loss"] == rep["runs"][0]["loss"]
-    r = CliRunner().invoke(main, ["bench", "--model", "tiny", "--iterations", "8", "--runs", "zns-host-gc",
-                                  "--device", "emu-conv://?size=64MiB&preset=none"])
+    bench_store_run(f"fdp://{tmp_path / 'f.img'}?size=64MiB&ruhs=4&preset=thesis-ssd",   # file-backed: reopened
+                    tmp_path / "b.json")
+    r = CliRunner().invoke(main, [*STORE_RUN, "--device", "emu-conv://?size=64MiB&preset=none"])
     assert r.exit_code == 2 and "not a zoned device" in r.output
 
 

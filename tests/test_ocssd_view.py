@@ -4,12 +4,11 @@ held in host memory, failed chunk resets, the PU-isolating layout, the swap stor
 ``bench --device ocssd://``. The ZNS rules themselves: tests/test_conformance.py. Modeled time only."""
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from bench_cli import STORE_RUN, bench_store_run
 from zswap_host.cli import main
 from zswap_host.devices import ChunkState, OcssdZonedView, ZoneCond, open_device
 from zswap_host.errors import DeviceIOError, DeviceSpecError
@@ -209,15 +208,7 @@ def test_isolate_layout_puts_gc_and_user_streams_on_different_groups():
 
 
 def test_bench_runs_the_store_on_an_ocssd_device(tmp_path):
-    out = tmp_path / "b.json"
-    url = f"ocssd://{tmp_path / 'oc.img'}?chunks=16&sectors=96&preset=thesis-ssd"   # file-backed: reopened
-    r = CliRunner().invoke(main, ["bench", "--model", "tiny", "--iterations", "8", "--lookahead", "0",
-                                  "--runs", "zns-host-gc", "--device", url, "--json", str(out)])
-    assert r.exit_code == 0, r.output
-    rep = json.loads(out.read_text())
-    assert rep["devices"]["zns"] == url
-    (run,) = [x for x in rep["runs"] if x["name"] == "zns-host-gc"]
-    assert run["swap_out_bytes"] > 0 and run["loss"] == rep["runs"][0]["loss"]
-    r = CliRunner().invoke(main, ["bench", "--model", "tiny", "--iterations", "8", "--lookahead", "0",
-                                  "--runs", "zns-host-gc", "--device", "ocssd://?chunks=16&sectors=96&preset=none"])
+    bench_store_run(f"ocssd://{tmp_path / 'oc.img'}?chunks=16&sectors=96&preset=thesis-ssd",   # file-backed
+                    tmp_path / "b.json")
+    r = CliRunner().invoke(main, [*STORE_RUN, "--device", "ocssd://?chunks=16&sectors=96&preset=none"])
     assert r.exit_code == 0, r.output
