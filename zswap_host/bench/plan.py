@@ -235,7 +235,7 @@ def _too_small(what: str, url: str, holds: int, need: int) -> BenchError:
 def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:
     """One factory per swap run, returning (backend, device) on fresh devices, in ``RUNS`` order."""
     from ..baseline import ConventionalSwap
-    from ..devices import ZonedBlockView, open_device
+    from ..devices import open_device, placement_units
     from ..store import StoreConfig, SwapStore
 
     cfg = StoreConfig(placement=spec.placement, victim=spec.victim, read_qd=READ_QD)
@@ -253,7 +253,7 @@ def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple
         return make
 
     def store_on_conventional():
-        dev = ZonedBlockView(open_device(pl.baseline_url, zoned=False), pl.zone_size, pl.zone_capacity)
+        dev = placement_units(open_device(pl.baseline_url, zoned=False), pl.zone_size, pl.zone_capacity)
         b = SwapStore(dev, cfg)
         if b.capacity_pages < pl.table_pages:
             raise _too_small("zoned view", pl.baseline_url, b.capacity_pages, pl.table_pages)
@@ -276,22 +276,25 @@ def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple
 
 
 def open_zns(pl: Plan):
-    """The ``--device`` of the store's own run: a zoned device, an FDP SSD seen as zones of the
-    plan's size (the store then writes each stream, and GC, under a placement handle of its own), or
-    an Open-Channel SSD seen as zones striped over all its parallel units (``OcssdZonedView``: a
-    zone is one chunk per PU, whatever the plan's zone size)."""
-    from ..devices import OcssdZonedView, ZonedBlockView, open_device
+    """The ``--device`` of the store's own run as placement units (``devices/units.py``): a zoned
+    device's zones; an FDP SSD's LBA ranges of the plan's zone size (each stream, and GC, written
+    under a placement handle of its own); an Open-Channel SSD's chunk stripes (one chunk per parallel
+    unit, whatever the plan's zone size). A conventional SSD, which takes no placement hint, is
+    refused with ``NotZonedError``: it is the baseline's device (``store-on-conventional`` runs there)."""
+    from ..devices import open_device, placement_units
 
+    dev = open_device(pl.zns_url, zoned=None)
     try:
-        return open_device(pl.zns_url, zoned=True)
-    except NotZonedError:
-        dev = open_device(pl.zns_url, zoned=None)       # None: an Open-Channel SSD is refused otherwise
-        if getattr(dev, "open_channel", False):
-            return OcssdZonedView(dev)
-        if dev.zoned or not getattr(dev, "ruhs", 0):
-            dev.close()
-            raise
-        return ZonedBlockView(dev, pl.zone_size, pl.zone_capacity)
+        units = placement_units(dev, pl.zone_size, pl.zone_capacity)
+    except BaseException:
+        dev.close()
+        raise
+    traits = units.unit_traits()
+    if traits.collector != "host" and not traits.handles:
+        units.close()
+        raise NotZonedError(f"{pl.zns_url} is not a zoned device; give a ZNS device (e.g. /dev/nvme0n2 or "
+                            f"emu://?zones=64) or use it as the conventional baseline (--baseline-device)")
+    return units
 
 
 def open_backends(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:

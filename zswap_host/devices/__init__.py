@@ -7,6 +7,7 @@ from .emulated import EmulatedZonedDevice
 from .ocssd import EmulatedOcssdDevice
 from .ocssd_view import OcssdZonedView
 from .schemes.base import DeviceScheme
+from .units import UnitTraits, interfaces, placement_units, register_interface
 from .url import open_device, register_scheme, schemes
 from .zone import Zone, ZoneCond, ZoneGeometry
 from .zoned_view import ZonedBlockView
@@ -14,6 +15,6 @@ from .zoned_view import ZonedBlockView
 __all__ = [
     "BlockDevice", "ChunkInfo", "ChunkState", "DeviceScheme", "DeviceStats", "EmulatedBlockDevice",
     "EmulatedOcssdDevice", "EmulatedZonedDevice", "FileBlockDevice", "OcssdGeometry", "OcssdZonedView",
-    "OpenChannelDevice", "Zone", "ZoneCond", "ZoneGeometry", "ZonedBlockView", "ZonedDevice", "open_device",
-    "register_scheme", "schemes",
+    "OpenChannelDevice", "UnitTraits", "Zone", "ZoneCond", "ZoneGeometry", "ZonedBlockView", "ZonedDevice",
+    "interfaces", "open_device", "placement_units", "register_interface", "register_scheme", "schemes",
 ]

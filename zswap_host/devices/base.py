@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import DeviceIOError, InvalidIOError, ZoneStateError
 from .chunk import ChunkInfo, OcssdGeometry
+from .units import UnitTraits
 from .zone import Zone, ZoneGeometry
 
 Buffer = bytes | bytearray | memoryview | np.ndarray
@@ -227,6 +228,7 @@ class ZonedDevice(Protocol):
 
     kind: str          # what ``describe()["kind"]`` says, e.g. "emulated-zns", "linux-zoned"
     zoned: bool        # True: lets ``open_device`` tell the protocols apart without probing
+    interface: str     # the SSD interface underneath: "zns", or a view's ("conventional", "fdp", "ocssd")
     url: str           # what it was opened as
     geometry: ZoneGeometry
     # True when a ``read_batch`` and an ``append_batch`` from two threads run at once (separate
@@ -234,6 +236,13 @@ class ZonedDevice(Protocol):
     # devices: their clock models one stream of requests in the order they come.
     overlapped_io: bool
 
+    def unit_traits(self) -> UnitTraits:
+        """What a zone is here as a placement unit (``devices/units.py``): sequential-only, who
+        collects garbage, what a reset does, usable bytes, open/active limits, placement handles."""
+    def place_zone(self, z: int, stream: int, gc: bool) -> None:
+        """Say who writes zone ``z`` from now on (the store's user ``stream``, or GC when ``gc``),
+        before its first write: a view that can place by writer (FDP handles, Open-Channel PU sets)
+        does; a ZNS zone carries no hint and ignores it."""
     def report_zones(self) -> list[Zone]:
         """Every zone's start, size, capacity, write pointer and condition, in zone order (zbd_report_zones)."""
     def reset_zone(self, z: int) -> None:
@@ -306,6 +315,7 @@ class BlockDevice(Protocol):
 
     kind: str
     zoned: bool        # False
+    interface: str     # "conventional", or "fdp" (``write`` then takes a placement ``handle=``)
     url: str
     size: int          # bytes, a multiple of block_size
     block_size: int    # bytes: every offset and length is a multiple of it
@@ -370,6 +380,7 @@ class OpenChannelDevice(Protocol):
     kind: str
     zoned: bool          # False: not a zoned block device
     open_channel: bool   # True: lets ``open_device`` tell this protocol apart
+    interface: str       # "ocssd"
     url: str
     geometry: OcssdGeometry
 

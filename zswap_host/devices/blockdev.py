@@ -23,6 +23,7 @@ class EmulatedBlockDevice(ModelClock):
 
     kind = "emulated-conventional"
     zoned = False
+    interface = "conventional"
 
     def __init__(self, size: int, path: str | None = None, model=None, preset: str | None = None,
                  op: float | None = None, block_size: int = 4096, url: str | None = None,
@@ -175,6 +176,7 @@ class FileBlockDevice(WallClock, SerialGroups):
 
     kind = "file"
     zoned = False
+    interface = "conventional"
 
     def __init__(self, path: str, block_size: int = 4096, readonly: bool = False) -> None:
         if not os.path.isfile(path):

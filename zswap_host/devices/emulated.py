@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
 from .backing import Backing, PersistedState, save_sidecar
 from .base import Buffer, DeviceStats, IoCounters, ModelClock, SerialAppends, as_bytes_view, check_aligned, check_append, check_batch, check_zone_write
+from .units import ZoneUnits
 from .zone import Zone, ZoneCond, ZoneGeometry
 
 _READ, _WRITE = 0, 1
@@ -52,7 +53,7 @@ def check_zone_file(zpath: str, g: ZoneGeometry) -> None:
         raise DeviceSpecError(f"{zpath} is corrupt: {active} active zones, the device allows {g.max_active}")
 
 
-class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends):
+class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
     """A ZNS namespace in memory (``path=None``) or in a sparse file with its zone states beside it
     (``PATH.zones``) and its description in ``PATH.json``.
 
@@ -69,6 +70,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends):
 
     kind = "emulated-zns"
     zoned = True
+    interface = "zns"
 
     def __init__(self, geometry: ZoneGeometry, path: str | None = None, model=None,
                  preset: str | None = None, url: str | None = None, readonly: bool = False) -> None:
@@ -389,7 +391,8 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends):
         d = {"url": self.url, "kind": self.kind, "zoned": True, "path": self.path,
              "geometry": self.geometry.as_dict(), "preset": self.preset,
              "clock": "modeled" if self.model is not None else "none",
-             "open_zones": self._nr_open, "active_zones": self._nr_active, **self.timing_options()}
+             "open_zones": self._nr_open, "active_zones": self._nr_active, **self.timing_options(),
+             "units": self.unit_traits().as_dict()}
         return d
 
     _persisted = property(lambda self: self._state)      # PersistedState's table

@@ -21,6 +21,7 @@ class EmulatedFdpDevice(EmulatedBlockDevice):
     nothing is placed)."""
 
     kind = "emulated-fdp"
+    interface = "fdp"
 
     def __init__(self, size: int, ruhs: int, isolation: str = "persistent", ru_bytes: int | None = None,
                  path: str | None = None, model=None, preset: str | None = None, op: float | None = None,

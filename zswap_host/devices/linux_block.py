@@ -27,6 +27,7 @@ class LinuxBlockDevice(DirectIO, SerialGroups):
 
     kind = "linux-block"
     zoned = False
+    interface = "conventional"
 
     def __init__(self, path: str, exclusive: bool = True, readonly: bool = False,
                  io_engine: str | None = None, io_depth: int = DEFAULT_DEPTH) -> None:

@@ -38,6 +38,7 @@ from .blkzoned import ZONE_OPS, errname, report_fd, zoned_lib
 from .direct_io import DirectIO, aligned_copy, gathered, open_direct
 from .io_engine import DEFAULT_DEPTH, UringEngine
 from .sysfs import SECTOR, generic_char_device, is_nvme_namespace, max_transfer_bytes, queue_dir, queue_zone_limits, read_sysfs, sysfs_dir, zoned_model
+from .units import ZoneUnits
 from .zone import Zone, ZoneCond, ZoneGeometry
 
 # NVMe status codes (SCT 1 = command specific, ZNS set) -> (errno name a block I/O would give, kind)
@@ -53,11 +54,12 @@ _NVME_ZONE_STATUS = {
     0x080: ("EINVAL", "invalid", "LBA out of range"),
     0x002: ("EINVAL", "invalid", "invalid field in command"),
 }
-class LinuxZonedDevice(DirectIO):
+class LinuxZonedDevice(DirectIO, ZoneUnits):
     """A host-managed (or host-aware) zoned block device through the kernel's zoned block layer."""
 
     kind = "linux-zoned"
     zoned = True
+    interface = "zns"
 
     def __init__(self, path: str, exclusive: bool = True, use_passthrough: bool | None = None,
                  readonly: bool = False, io_engine: str | None = None, io_depth: int = DEFAULT_DEPTH) -> None:
@@ -459,6 +461,7 @@ class LinuxZonedDevice(DirectIO):
                 "zoned_model": self.zoned_model, "geometry": self.geometry.as_dict(), "preset": None,
                 "clock": "wall", "open_zones": sum(z.cond.is_open for z in report),
                 "active_zones": sum(z.cond.is_active for z in report), "nvme_nsid": self.nsid,
-                "zone_append": self.append_path, "io_engine": self.engine_stats(), "model": model}
+                "zone_append": self.append_path, "io_engine": self.engine_stats(), "model": model,
+                "units": self.unit_traits().as_dict()}
 
 

@@ -73,6 +73,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
 
     kind = "emulated-ocssd"
     zoned = False
+    interface = "ocssd"
     open_channel = True
     overlapped_io = False      # the timing model sees one request stream, in order
 

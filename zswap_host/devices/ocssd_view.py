@@ -26,6 +26,7 @@ from ..errors import DeviceIOError, DeviceSpecError
 from .base import DeviceStats
 from .chunk import SECTOR, ChunkState
 from .emulated import EmulatedZonedDevice
+from .units import UnitTraits
 from .zone import ZoneCond, ZoneGeometry
 
 LAYOUTS = ("stripe", "isolate")
@@ -79,6 +80,7 @@ class OcssdZonedView(EmulatedZonedDevice):
     the device fails a chunk as described in the module docstring."""
 
     kind = "ocssd-view"
+    interface = "ocssd"
 
     def __init__(self, ocssd, layout: str = "stripe", zone_size: int | None = None, max_open: int = 14,
                  max_active: int = 14, max_append: int | None = None) -> None:
@@ -200,6 +202,12 @@ class OcssdZonedView(EmulatedZonedDevice):
         """The chunks (linear indices, one per slot) zone ``z`` is bound to; [] when unbound."""
         c = self._chunk[self._zone_index(z)]
         return c.tolist() if c[0] >= 0 else []
+
+    def unit_traits(self) -> UnitTraits:
+        """Stripes of chunks: the device itself keeps each chunk's write pointer, only the host
+        collects, and a unit's reset resets its chunks."""
+        return UnitTraits.of(self.geometry, "ocssd", "chunk stripe", sequential_only=True, collector="host",
+                             reset="chunk reset")
 
     def place_zone(self, z: int, stream: int, gc: bool) -> None:
         """Say who writes zone ``z`` from now on (the store calls this when it opens a zone). With

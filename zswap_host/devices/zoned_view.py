@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import DeviceSpecError
 from .base import BlockDevice, DeviceStats
 from .emulated import EmulatedZonedDevice
+from .units import UnitTraits
 from .zone import ZoneGeometry
 
 
@@ -33,8 +34,15 @@ class ZonedBlockView(EmulatedZonedDevice):
         super().__init__(geometry, path=None, model=None, preset=block.describe().get("preset"),
                          url=f"zoned-view:{block.url}")
         self._backing.close()          # the block device holds the data
+        self.interface = block.interface                     # "conventional" or "fdp"
         self.ruhs = int(getattr(block, "ruhs", 0))          # FDP placement handles (0: none)
         self._handle = np.zeros(nr, np.int64)
+
+    def unit_traits(self) -> UnitTraits:
+        """LBA ranges of the block device: sequential by the host's rule only, collected by the host
+        (discarding a range on reset) and again by the device's FTL; on FDP, writes carry handles."""
+        return UnitTraits.of(self.geometry, self.block.interface, "LBA range", sequential_only=False,
+                             collector="host+device", reset="discard", handles=self.ruhs)
 
     def place_zone(self, z: int, stream: int, gc: bool) -> None:
         """Say who writes zone ``z`` from now on (the store calls this when it opens a zone for a

@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..backend import LatencyLog, SwapStats
+from ..devices.units import placement_units
 from ..devices.zone import ZoneCond
 from ..errors import (DeviceIOError, PageLostError, StoreClosedError, StoreInvariantError, SwapFullError,
                       ZswapError)
@@ -48,6 +49,10 @@ class SwapStore:
     """Host-managed swap store on any ``ZonedDevice``; implements ``SwapBackend`` plus
     ``gc_step(max_bytes=None)`` and ``idle(seconds)``.
 
+    ``device``: a ZNS device, or any interface's placement units (``devices.placement_units``: an
+    Open-Channel SSD may be given as it is; a conventional or FDP SSD as
+    ``placement_units(dev, zone_size)``). ``units`` says what its zones are; the store asks nothing else.
+
     On construction the store takes the device over: zones holding data are reset, read-only and
     offline zones are never used. ``capacity_pages`` is how many pages it guarantees to hold: the
     usable zones minus one open zone per write stream and one zone of GC headroom.
@@ -62,15 +67,14 @@ class SwapStore:
 
     def __init__(self, device, config: StoreConfig | None = None) -> None:
         self.config = cfg = config or StoreConfig()
-        self.device = device
-        # optional: a device that places data by writer (a zoned view of an FDP SSD) is told who
-        # writes each zone the store opens
-        self._place_zone = getattr(device, "place_zone", None)
+        # any interface's placement units (devices/units.py): the store sees zones either way
+        self.device = device = placement_units(device)
+        self.units = device.unit_traits()
         g = device.geometry
         ps = self.page_size = cfg.page_size
         self._zones = zones = ZoneAllocator(device, ps, reserve=1)   # ValueError: page size
         self._placement = placement = get_placement(cfg.placement)
-        limit = min([x for x in (g.max_open, g.max_active) if x] or [1 << 30])
+        limit = self.units.write_concurrency
         n_user = placement.user_streams(cfg.max_streams, limit)
         n_groups = n_user + (1 if placement.gc_own_stream else 0)
         if n_groups > limit:
@@ -711,8 +715,7 @@ class SwapStore:
                 return z
             if zones.can_take(for_gc):
                 z = zones.take(group)
-                if self._place_zone is not None:
-                    self._place_zone(z, group, for_gc)
+                self.device.place_zone(z, group, for_gc)
                 return z
             if self._collector.reclaim_empty():
                 continue

@@ -1,0 +1,138 @@
+"""Placement units: what the store allocates, fills front to back and reclaims whole — a ZNS zone,
+a stripe of Open-Channel chunks, or an LBA range of a conventional or FDP SSD.
+
+Every kind of unit is reached through one interface, the ``ZonedDevice`` protocol (a unit is a
+"zone": ``append``, ``reset_zone``, the open/active limits, ``place_zone``), and described by one
+record, :class:`UnitTraits` (``unit_traits()``): sequential-only or not, who collects garbage, what
+``reset_zone`` does on the device, usable capacity and the concurrency limit. :func:`placement_units`
+turns a device of any interface into its units through a registry keyed by the device's
+``interface`` (``register_interface`` adds one), so the store never asks what device it is on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+from ..errors import DeviceSpecError
+from .zone import ZoneGeometry
+
+COLLECTORS = ("host", "host+device")
+
+
+@dataclass(frozen=True)
+class UnitTraits:
+    """What a device's placement units are.
+
+    ``interface``: the device's ("zns", "ocssd", "conventional", "fdp", or a registered one).
+    ``unit``: what one unit is on it ("zone", "chunk stripe", "LBA range").
+    ``sequential_only``: True when the device itself refuses a write off a unit's write pointer;
+    False when only the host keeps that rule (a view over a device that takes random writes).
+    ``collector``: "host" when only the host moves live data; "host+device" when the device's FTL
+    collects too (its write amplification then multiplies the host's).
+    ``reset``: the device operation behind ``reset_zone`` ("zone reset", "chunk reset", "discard").
+    ``count``, ``size_bytes``, ``usable_bytes``: units, each one's address span and writable bytes.
+    ``max_open``, ``max_active``: the device's limits on units being written (0: none).
+    ``handles``: placement handles the units' writes can carry (FDP), 0 when writes carry none."""
+
+    interface: str
+    unit: str
+    sequential_only: bool
+    collector: str
+    reset: str
+    count: int
+    size_bytes: int
+    usable_bytes: int
+    max_open: int
+    max_active: int
+    handles: int = 0
+
+    def __post_init__(self) -> None:
+        if self.collector not in COLLECTORS:
+            raise ValueError(f"collector {self.collector!r} is not one of {COLLECTORS}")
+
+    @classmethod
+    def of(cls, geometry: ZoneGeometry, interface: str, unit: str, sequential_only: bool, collector: str,
+           reset: str, handles: int = 0) -> "UnitTraits":
+        """The traits of units laid out as ``geometry`` says."""
+        return cls(interface, unit, sequential_only, collector, reset, geometry.nr_zones, geometry.zone_size,
+                   geometry.zone_capacity, geometry.max_open, geometry.max_active, handles)
+
+    @property
+    def write_concurrency(self) -> int:
+        """How many units may be open for writing at once (the tighter limit; 1 << 30 for none)."""
+        return min([x for x in (self.max_open, self.max_active) if x] or [1 << 30])
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# interface -> adapter(device, zone_size, zone_capacity, **options) -> ZonedDevice
+Adapter = Callable[..., object]
+_ADAPTERS: dict[str, Adapter] = {}
+
+
+def register_interface(interface: str, adapt: Adapter) -> None:
+    """Let :func:`placement_units` open units on devices whose ``interface`` is ``interface``:
+    ``adapt(device, zone_size, zone_capacity, **options)`` returns a ``ZonedDevice`` over it."""
+    _ADAPTERS[interface] = adapt
+
+
+def interfaces() -> list[str]:
+    """The registered interfaces, plus "zns" (a zoned device is its own units)."""
+    return sorted({"zns", *_ADAPTERS})
+
+
+def placement_units(device, zone_size: int | None = None, zone_capacity: int | None = None, **options):
+    """``device`` seen as placement units: a zoned device as it is; any other through the adapter
+    registered for its ``interface`` (``ZonedBlockView`` for a conventional or FDP SSD, whose units
+    ``zone_size`` / ``zone_capacity`` size; ``OcssdZonedView`` for an Open-Channel SSD, whose units
+    are its chunks', ``options`` e.g. ``layout="isolate"``). The units own ``device``: closing them
+    closes it.
+
+    Raises ``DeviceSpecError`` (one line) for an interface with no adapter, or units the device
+    cannot hold (e.g. a conventional SSD without ``zone_size``)."""
+    if getattr(device, "zoned", False):
+        return device
+    interface = getattr(device, "interface", None)
+    adapt = _ADAPTERS.get(interface)
+    if adapt is None:
+        raise DeviceSpecError(f"{getattr(device, 'url', device)}: no placement units for interface {interface!r} "
+                              f"(known: {', '.join(interfaces())})")
+    return adapt(device, zone_size, zone_capacity, **options)
+
+
+def _block_units(device, zone_size, zone_capacity, **options):
+    from .zoned_view import ZonedBlockView
+
+    if zone_size is None:
+        raise DeviceSpecError(f"{device.url}: a {device.interface} SSD's placement units are LBA ranges the host "
+                              f"chooses; give their size (zone_size)")
+    return ZonedBlockView(device, zone_size, zone_capacity, **options)
+
+
+def _ocssd_units(device, zone_size, zone_capacity, **options):
+    from .ocssd_view import OcssdZonedView
+
+    # a unit is one chunk per parallel unit of its stripe: its size is the chunks', not the caller's
+    return OcssdZonedView(device, **options)
+
+
+register_interface("conventional", _block_units)
+register_interface("fdp", _block_units)
+register_interface("ocssd", _ocssd_units)
+
+
+class ZoneUnits:
+    """Mixin for a ``ZonedDevice`` whose units are its own zones (ZNS); views override both."""
+
+    geometry: ZoneGeometry
+
+    def unit_traits(self) -> UnitTraits:
+        """The device's zones as placement units (see :class:`UnitTraits`)."""
+        return UnitTraits.of(self.geometry, "zns", "zone", sequential_only=True, collector="host",
+                             reset="zone reset")
+
+    def place_zone(self, z: int, stream: int, gc: bool) -> None:
+        """Say who writes zone ``z`` from now on (user ``stream``, or GC). A ZNS zone's writes carry
+        no placement hint, so nothing changes here; views over other interfaces use it."""
