@@ -82,6 +82,7 @@ struct conv_ftl {
     int32_t gc_bg_blocks;       /* per die: idle-time GC target (0 = no idle-time GC) */
     int64_t valid_units;        /* mapped logical units */
     uint32_t *page_lpns;        /* GC scratch: the valid units of one victim page */
+    int64_t *erases;            /* per block: erases since the model was built (wear); last, off the hot lines */
 };
 
 /* ---------- bucket lists ---------- */
@@ -297,6 +298,7 @@ static int gc_victim(conv_ftl *F, int d, int64_t t)
         gc_place(F, d, gf, gtag, lpns, c, ready);
     }
     ssd_nand_erase(&F->T, d, t);
+    F->erases[b]++;
     release_block(F, b);
     return 1;
 }
@@ -536,9 +538,11 @@ conv_ftl *conv_new_fdp(const ssd_params *p, int64_t logical_units, int32_t block
     F->ruh_die = (int32_t *)calloc((size_t)F->n_ruh, sizeof(int32_t));
     F->ruh_cnt = (int64_t *)calloc((size_t)(F->n_ruh + 1) * RUH_NCNT, sizeof(int64_t));
     F->page_lpns = (uint32_t *)malloc((size_t)F->units_per_page * sizeof(uint32_t));
+    F->erases = (int64_t *)calloc((size_t)F->n_blocks, sizeof(int64_t));
     if (!F->l2p || !F->p2l || !F->valid_cnt || !F->blk_next || !F->blk_prev || !F->blk_state || !F->bucket_head ||
         !F->min_valid || !F->free_head || !F->free_cnt || !F->blk_ruh || !F->host_blk || !F->host_wp_units ||
-        !F->gc_blk || !F->gc_wp_units || !F->gc_ready_ns || !F->ruh_die || !F->ruh_cnt || !F->page_lpns) {
+        !F->gc_blk || !F->gc_wp_units || !F->gc_ready_ns || !F->ruh_die || !F->ruh_cnt || !F->page_lpns ||
+        !F->erases) {
         conv_free(F);
         return NULL;
     }
@@ -592,6 +596,7 @@ void conv_free(conv_ftl *F)
     free(F->ruh_die);
     free(F->ruh_cnt);
     free(F->page_lpns);
+    free(F->erases);
     free(F);
 }
 
@@ -651,6 +656,14 @@ int64_t conv_free_blocks(conv_ftl *F)
 }
 
 int64_t conv_valid_units(conv_ftl *F) { return F->valid_units; }
+
+int64_t conv_n_blocks(conv_ftl *F) { return F->n_blocks; }
+
+/* out[b] = erases of block b = die * blocks_per_die + block (the ppn layout's block index). */
+void conv_erase_counts(conv_ftl *F, int64_t *out)
+{
+    memcpy(out, F->erases, (size_t)F->n_blocks * sizeof(int64_t));
+}
 
 /* Idle-time GC target in free blocks per die; 0 turns idle-time GC off.  A target at or below
    the foreground stop point gc_high would never run, so it is raised to gc_high + 1. */
@@ -726,7 +739,8 @@ static int check_frontiers(const conv_ftl *F, const int32_t *blk, const int32_t 
 
 /* Mapping invariants: every mapped LPN points at a distinct in-range PPN whose reverse entry
    names it; every reverse entry is backed by the forward map; per-block valid counts match;
-   sealed blocks sit in the bucket of their count; free lists hold exactly the free blocks.
+   sealed blocks sit in the bucket of their count; free lists hold exactly the free blocks;
+   the per-block erases add up to erase_count (every erase is a GC victim's).
    FDP: every block's tag is a handle (or MIXED, shared GC frontiers only); exactly the open
    blocks are frontiers, each of its own tag; the per-handle counters add up to the device's. */
 int conv_check(conv_ftl *F, char *msg, int msglen)
@@ -773,6 +787,12 @@ int conv_check(conv_ftl *F, char *msg, int msglen)
         if (F->blk_state[b] == B_VICTIM)
             FAIL("block %lld left in victim state", (long long)b);
     }
+    int64_t erased = 0;
+    for (int64_t b = 0; b < F->n_blocks; b++)
+        erased += F->erases[b];
+    if (erased != F->T.cnt.erase_count)
+        FAIL("per-block erases add up to %lld, erase_count %lld", (long long)erased,
+             (long long)F->T.cnt.erase_count);
     int64_t in_buckets = 0, sealed = 0;
     for (int d = 0; d < F->n_dies; d++) {
         for (int32_t v = 0; v <= F->units_per_block; v++) {

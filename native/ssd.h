@@ -177,6 +177,11 @@ void conv_ruh_counters(conv_ftl *F, int32_t h, int64_t out[3]);
 ssd_timing *conv_timing(conv_ftl *F);
 int64_t conv_free_blocks(conv_ftl *F);
 int64_t conv_valid_units(conv_ftl *F);
+int64_t conv_n_blocks(conv_ftl *F);     /* erase blocks: dies * blocks_per_die */
+/* Wear: out[b] = erases of physical erase block b since the model was built, conv_n_blocks
+   entries, die-major: b = die * blocks_per_die + block (the FTL's block index; die d is on
+   channel d % channels).  Every erase is a GC victim's, so they add up to cnt.erase_count. */
+void conv_erase_counts(conv_ftl *F, int64_t *out);
 int conv_check(conv_ftl *F, char *msg, int msglen);
 void conv_set_idle_gc(conv_ftl *F, int32_t bg_blocks);
 void conv_idle(conv_ftl *F, int64_t until);
@@ -192,6 +197,14 @@ void zns_finish(zns_ftl *Z, int64_t zone);
 ssd_timing *zns_timing(zns_ftl *Z);
 int32_t zns_dies_per_zone(zns_ftl *Z);
 int64_t zns_zone_wp(zns_ftl *Z, int64_t zone);
+/* Erase blocks of one zone: per slice (die) ceil(slice pages / pages_per_block), the last block
+   of a slice possibly short; every zone has the same. */
+int64_t zns_blocks_per_zone(zns_ftl *Z);
+/* Wear: erases per physical erase block since the model was built, nr_zones * blocks_per_zone
+   entries, zone-major: zone z's blocks are [z * bpz, (z + 1) * bpz), slice by slice (slice s on
+   die (base(z) + s) % n_dies, s = 0..dies_per_zone - 1), each slice's blocks in fill order.  A
+   reset erases only the blocks holding programmed pages; each erase is one cnt.erase_count. */
+void zns_erase_counts(zns_ftl *Z, int64_t *out);
 
 /* ---- Open-Channel SSD 2.0 (ocssd.c) ----
    groups must be p->channels and pus_per_group p->dies_per_channel (a group is a channel, a PU

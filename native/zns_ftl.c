@@ -13,6 +13,11 @@
  * scaled by the erased block's size over the preset's erase block, as the conventional FTL's
  * scaled-down blocks do, so erasing costs the same per byte on both FTLs.
  *
+ * Wear: a zone's blocks are fixed, so erases are counted per physical block, indexed zone-major:
+ * zone z owns blocks [z * blocks_per_zone, (z + 1) * blocks_per_zone), slice s's blocks
+ * (die (base(z) + s) % n_dies) from slice_first[s] on within that range, in the order the slice
+ * fills them.  A reset erases (and counts) only the blocks holding programmed pages.
+ *
  * Writes are acknowledged from the shared write buffer; a program unit is programmed when it is
  * full or reaches the zone capacity; finish pads and programs a partial unit.  The caller (the
  * zoned device layer) enforces write-pointer rules; the model only tracks, per zone, how far
@@ -40,7 +45,16 @@ struct zns_ftl {
     int64_t *wp_units;          /* per zone: units written (data accepted) */
     int64_t *prog_units;        /* per zone: units handed to NAND programs (incl. padded ones) */
     int64_t *ready_ns;          /* per zone: time the zone's pending data last arrived */
+    int64_t blocks_per_zone;    /* erase blocks of one zone, over all its slices */
+    int64_t *slice_first;       /* dies_per_zone + 1: slice s's first block within its zone */
+    int64_t *erases;            /* nr_zones * blocks_per_zone: erases per physical block (wear) */
 };
+
+/* Pages of slice s: its share of the zone's program units (the first slices take one more). */
+static inline int64_t slice_pages(const zns_ftl *Z, int64_t s)
+{
+    return (Z->progs_per_zone - s + Z->dies_per_zone - 1) / Z->dies_per_zone * Z->oneshot_pages;
+}
 
 static inline int zdie(const zns_ftl *Z, int64_t z, int64_t pu)
 {
@@ -163,7 +177,16 @@ zns_ftl *zns_new(const ssd_params *p, int64_t nr_zones, int64_t zone_size, int64
     Z->wp_units = (int64_t *)calloc((size_t)nr_zones, sizeof(int64_t));
     Z->prog_units = (int64_t *)calloc((size_t)nr_zones, sizeof(int64_t));
     Z->ready_ns = (int64_t *)calloc((size_t)nr_zones, sizeof(int64_t));
-    if (!Z->wp_units || !Z->prog_units || !Z->ready_ns) {
+    Z->slice_first = (int64_t *)calloc((size_t)Z->dies_per_zone + 1, sizeof(int64_t));
+    if (!Z->wp_units || !Z->prog_units || !Z->ready_ns || !Z->slice_first) {
+        zns_free(Z);
+        return NULL;
+    }
+    for (int32_t s = 0; s < Z->dies_per_zone; s++) /* a slice is whole blocks, the last maybe short */
+        Z->slice_first[s + 1] = Z->slice_first[s] + (slice_pages(Z, s) + Z->pages_per_block - 1) / Z->pages_per_block;
+    Z->blocks_per_zone = Z->slice_first[Z->dies_per_zone];
+    Z->erases = (int64_t *)calloc((size_t)(nr_zones * Z->blocks_per_zone), sizeof(int64_t));
+    if (!Z->erases) {
         zns_free(Z);
         return NULL;
     }
@@ -178,6 +201,8 @@ void zns_free(zns_ftl *Z)
     free(Z->wp_units);
     free(Z->prog_units);
     free(Z->ready_ns);
+    free(Z->slice_first);
+    free(Z->erases);
     free(Z);
 }
 
@@ -203,12 +228,14 @@ int64_t zns_reset(zns_ftl *Z, int64_t z)
             int64_t pages = pus_here * Z->oneshot_pages;
             /* the die's slice: blocks of pages_per_block pages, the last one (or a slice smaller than a
                block) scaled down; only the blocks holding programmed pages are erased */
-            int64_t slice = (Z->progs_per_zone - s + Z->dies_per_zone - 1) / Z->dies_per_zone * Z->oneshot_pages;
+            int64_t slice = slice_pages(Z, s);
             int64_t blocks = (pages + Z->pages_per_block - 1) / Z->pages_per_block;
             int die = zdie(Z, z, s);
+            int64_t *wear = Z->erases + z * Z->blocks_per_zone + Z->slice_first[s];
             for (int64_t b = 0; b < blocks; b++) {
                 int64_t bp = slice - b * Z->pages_per_block;
                 int64_t e = ssd_nand_erase_pages(T, die, t, bp < Z->pages_per_block ? bp : Z->pages_per_block);
+                wear[b]++;
                 if (e > end)
                     end = e;
             }
@@ -240,4 +267,11 @@ int32_t zns_dies_per_zone(zns_ftl *Z) { return Z->dies_per_zone; }
 int64_t zns_zone_wp(zns_ftl *Z, int64_t z)
 {
     return (z >= 0 && z < Z->nr_zones) ? Z->wp_units[z] * SSD_UNIT : -1;
+}
+
+int64_t zns_blocks_per_zone(zns_ftl *Z) { return Z->blocks_per_zone; }
+
+void zns_erase_counts(zns_ftl *Z, int64_t *out)
+{
+    memcpy(out, Z->erases, (size_t)(Z->nr_zones * Z->blocks_per_zone) * sizeof(int64_t));
 }

@@ -9,6 +9,7 @@ from .ocssd_view import OcssdZonedView
 from .schemes.base import DeviceScheme
 from .units import UnitTraits, interfaces, placement_units, register_interface
 from .url import open_device, register_scheme, schemes
+from .wear import wear_spread
 from .zone import Zone, ZoneCond, ZoneGeometry
 from .zoned_view import ZonedBlockView
 
@@ -17,4 +18,5 @@ __all__ = [
     "EmulatedOcssdDevice", "EmulatedZonedDevice", "FileBlockDevice", "OcssdGeometry", "OcssdZonedView",
     "OpenChannelDevice", "UnitTraits", "Zone", "ZoneCond", "ZoneGeometry", "ZonedBlockView", "ZonedDevice",
     "interfaces", "open_device", "placement_units", "register_interface", "register_scheme", "schemes",
+    "wear_spread",
 ]

@@ -129,6 +129,16 @@ class ModelClock:
         """The SSD model's optional behaviours (``suspend``, ``idle_gc``) for ``describe()``."""
         return dict(self.model.options) if self.model is not None else {}
 
+    def erase_counts(self) -> np.ndarray | None:
+        """Wear: the SSD model's erases per physical erase block since it was built (int64; what
+        an entry is depends on the model: ``ConvSSD``/``FdpSSD``, ``ZNSSSD`` or ``OcssdSSD``
+        ``.erase_counts()``), or None with the timing model off.  ``devices.wear.wear_spread``
+        sums it up."""
+        if self.model is None:
+            return None
+        with self._lock:       # every emulated device has one; the model must not move under the copy
+            return self.model.erase_counts()
+
 
 class WallClock:
     """The clock of real devices: wall-clock seconds since the open (``_t0``, set by the device).
@@ -142,6 +152,10 @@ class WallClock:
 
     def advance(self, seconds: float) -> None:
         """A no-op: real time passes without the host's help."""
+
+    def erase_counts(self) -> None:
+        """None: a real device does not report its erases per block."""
+        return None
 
 
 class SerialGroups:

@@ -364,6 +364,11 @@ class OcssdZonedView(EmulatedZonedDevice):
         with self._lock:
             return self._io.fill(self.ocssd.stats())
 
+    def erase_counts(self) -> np.ndarray | None:
+        """The Open-Channel device's wear (erases per chunk), None if it has no timing model."""
+        fn = getattr(self.ocssd, "erase_counts", None)
+        return fn() if fn is not None else None
+
     def describe(self) -> dict:
         d = super().describe()
         d.update(kind=self.kind, clock=self.ocssd.stats().clock, layout=self.layout, width=self.width,

@@ -82,6 +82,11 @@ class ZonedBlockView(EmulatedZonedDevice):
     def stats(self) -> DeviceStats:
         return self.block.stats()
 
+    def erase_counts(self) -> np.ndarray | None:
+        """The block device's wear (its FTL's erases per erase block), None if it has no model."""
+        fn = getattr(self.block, "erase_counts", None)
+        return fn() if fn is not None else None
+
     def describe(self) -> dict:
         d = super().describe()
         d.update(kind=self.kind, clock=self.block.stats().clock, block=self.block.describe())

@@ -190,6 +190,12 @@ class _Model:
         h = self.host_write_bytes
         return self.media_write_bytes / h if h else 0.0
 
+    def _erase_counts(self, fn, n: int) -> np.ndarray:
+        """The n int64 wear counters the C function ``fn(handle, out)`` copies out."""
+        out = np.empty(n, np.int64)
+        fn(self._h, ffi.from_buffer("int64_t[]", out, require_writable=True))
+        return out
+
 
 class ConvSSD(_Model):
     """Conventional SSD: page-mapped FTL (4 KiB mapping unit), hidden over-provisioning, TRIM,
@@ -277,6 +283,13 @@ class ConvSSD(_Model):
     @property
     def valid_bytes(self) -> int:
         return int(lib.conv_valid_units(self._h)) * UNIT
+
+    def erase_counts(self) -> np.ndarray:
+        """Wear: erases per physical erase block since the model was built (int64, one entry per
+        block, ``preset.n_dies * blocks_per_die`` of them), die-major: entry ``d * blocks_per_die + k``
+        is block ``k`` of die ``d`` (on channel ``d % preset.channels``).  Every erase is a GC
+        victim's, so the entries add up to ``counters()["erase_count"]``."""
+        return self._erase_counts(lib.conv_erase_counts, int(lib.conv_n_blocks(self._h)))
 
     def check_invariants(self) -> None:
         """Walk the C mapping tables; RuntimeError naming the first broken invariant."""
@@ -432,6 +445,7 @@ class ZNSSSD(_Model):
         self._submit_fn = lib.zns_submit
         self._submit_groups_fn = lib.zns_submit_groups
         self.dies_per_zone = int(lib.zns_dies_per_zone(self._h))
+        self.blocks_per_zone = int(lib.zns_blocks_per_zone(self._h))
 
     def submit(self, ops, offsets, lengths, qd: int = 1) -> np.ndarray:
         ops_a = np.asarray(ops)
@@ -458,6 +472,15 @@ class ZNSSSD(_Model):
     def finish(self, zone: int) -> None:
         """Pad and program the zone's partially filled program unit, if any."""
         lib.zns_finish(self._h, self._zone(zone))
+
+    def erase_counts(self) -> np.ndarray:
+        """Wear: erases per physical erase block since the model was built (int64, one entry per
+        block, ``nr_zones * blocks_per_zone``).  A zone's blocks are fixed: zone ``z`` owns entries
+        ``[z * blocks_per_zone, (z + 1) * blocks_per_zone)``, slice by slice over its dies (a
+        slice is ceil(its pages / the preset's erase block) blocks, the last maybe short).  A
+        reset erases only the blocks holding programmed pages, one ``erase_count`` each, so the
+        entries add up to ``counters()["erase_count"]``."""
+        return self._erase_counts(lib.zns_erase_counts, self.nr_zones * self.blocks_per_zone)
 
     def zone_written(self, zone: int) -> int:
         """Bytes the model has seen written to the zone (its view of the write pointer)."""
@@ -549,10 +572,9 @@ class OcssdSSD(_Model):
         return float(self.submit(RESET, [c * self.sectors], [self.sectors])[0])
 
     def erase_counts(self) -> np.ndarray:
-        """Resets per chunk since the model was built (int64, one per chunk: wear)."""
-        out = np.empty(self.nr_chunks, np.int64)
-        lib.ocssd_erase_counts(self._h, ffi.from_buffer("int64_t[]", out, require_writable=True))
-        return out
+        """Resets per chunk since the model was built (int64, one per chunk: wear).  A chunk is one
+        erase block, so the entries add up to ``counters()["erase_count"]``."""
+        return self._erase_counts(lib.ocssd_erase_counts, self.nr_chunks)
 
     def chunk_die(self, chunk: int) -> int:
         """The die (of ``preset.n_dies``) the chunk's block is on; its channel is ``die % channels``."""
