@@ -5,7 +5,7 @@ import pytest
 
 from zswap_host import ConventionalSwap, SwapStore, open_device
 from zswap_host.workloads import SwapTrace, TraceBuilder, replay, synthetic_dlrm_trace
-from zswap_host.workloads.trace import IDLE, SWAP_IN, SWAP_OUT
+from zswap_host.workloads.trace import DISCARD, IDLE, SWAP_IN, SWAP_OUT
 
 
 def test_synthetic_trace_is_deterministic_and_consistent(tmp_path):
@@ -54,3 +54,21 @@ def test_replay_through_both_backends_with_verification():
         replay(b1, busy)
         assert busy.counts()["idle_s"] == 0 and busy.counts()["swap_out_pages"] == c["swap_out_pages"]
         assert 0 < s.device_time_s - b1.stats().device_time_s <= c["idle_s"]
+
+
+def test_a_trace_without_one_kind_of_event():
+    tb = TraceBuilder({"kind": "t"})
+    tb.add(SWAP_OUT, [1, 2, 3], stream=2)
+    tb.add(DISCARD, [2])
+    tb.add(IDLE, idle_s=0.5)
+    tb.add(SWAP_IN, [1, 3])
+    tb.add(DISCARD, [1, 3])
+    tr = tb.build()
+    t = tr.without(DISCARD)
+    assert t.ops.tolist() == [SWAP_OUT, IDLE, SWAP_IN]
+    assert [t.event_ids(k).tolist() for k in range(len(t))] == [[1, 2, 3], [], [1, 3]]
+    assert t.streams.tolist() == [2, 0, 0] and t.idle_s.tolist() == [0.0, 0.5, 0.0]
+    assert t.meta == {"kind": "t", "without": [DISCARD]} and tr.meta == {"kind": "t"}
+    b = ConventionalSwap(open_device("emu-conv://?size=1MiB&preset=none"))
+    replay(b, t, verify=True)                     # no discard reaches the backend: 2 stays stored
+    assert b.stats().pages_stored == 3

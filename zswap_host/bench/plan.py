@@ -232,9 +232,19 @@ def _too_small(what: str, url: str, holds: int, need: int) -> BenchError:
                       f"({format_size(holds * PAGE)}), the run can swap out {need} pages ({format_size(need * PAGE)})")
 
 
+def linux_swap(dev, budget_pages: int, faults: str = "batched", handles: str | None = None):
+    """``ConventionalSwap`` on ``dev`` as the bench runs it, for a DRAM budget of ``budget_pages``:
+    the configuration validated against the 6.1 kernel (docs/baseline.md) — THP-swap clusters,
+    in-place rewrite of swap-cache pages, readahead pages aged out within the budget — with
+    ``faults`` ("serial" or "batched" at ``READ_QD``) and ``handles`` (FDP: None or "stream")."""
+    from ..baseline import ConventionalSwap
+
+    return ConventionalSwap(dev, cluster_slots=512, in_place=True, ra_lifetime=max(1, budget_pages // 2),
+                            faults=faults, batch_qd=READ_QD, handles=handles)
+
+
 def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:
     """One factory per swap run, returning (backend, device) on fresh devices, in ``RUNS`` order."""
-    from ..baseline import ConventionalSwap
     from ..devices import open_device, placement_units
     from ..store import StoreConfig, SwapStore
 
@@ -243,10 +253,7 @@ def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple
     def linux(faults: str):
         def make():
             dev = open_device(pl.baseline_url, zoned=False)
-            # the configuration validated against the 6.1 kernel (docs/baseline.md): THP-swap clusters,
-            # in-place rewrite of swap-cache pages, readahead pages aged out within the DRAM budget
-            b = ConventionalSwap(dev, cluster_slots=512, in_place=True, ra_lifetime=max(1, pl.budget_pages // 2),
-                                 faults=faults, batch_qd=READ_QD, handles=spec.linux_handles)
+            b = linux_swap(dev, pl.budget_pages, faults, spec.linux_handles)
             if b.capacity_pages < pl.table_pages:
                 raise _too_small("swap area", pl.baseline_url, b.capacity_pages, pl.table_pages)
             return b, dev

@@ -48,6 +48,17 @@ class SwapTrace:
                 "swap_out_pages": int(lens[self.ops == SWAP_OUT].sum()),
                 "idle_s": float(self.idle_s.sum())}
 
+    def without(self, op: int) -> "SwapTrace":
+        """The trace with every event of kind ``op`` left out (e.g. ``DISCARD``: a run recorded with
+        ``discard_dirty`` replayed as a backend that keeps stale copies until they are overwritten,
+        as Linux swap does, would see it)."""
+        keep = self.ops != op
+        lens = np.diff(self.bounds)
+        mask = np.repeat(keep, lens)
+        return SwapTrace(self.ops[keep], self.streams[keep], self.idle_s[keep],
+                         np.concatenate([[0], np.cumsum(lens[keep])]), self.ids[mask],
+                         {**self.meta, "without": [*self.meta.get("without", []), int(op)]})
+
     def save(self, path: str) -> None:
         np.savez_compressed(path, ops=self.ops, streams=self.streams, idle_s=self.idle_s,
                             bounds=self.bounds, ids=self.ids, meta=np.array(json.dumps(self.meta)))
