@@ -1,7 +1,7 @@
 """Property-based tests (hypothesis) of both swap backends under space pressure: random sequences of
 swap_out / swap_in / discard / flush (and gc_step / idle on the store) against a dict oracle. The
-store runs on all four interfaces through ``placement_units``: ZNS, a conventional and an FDP SSD (``ZonedBlockView``),
-and Open-Channel 2.0 (``OcssdZonedView``, both layouts).
+store runs on all four interfaces through ``placement_units``: ZNS, a conventional and an FDP SSD
+(``ZonedBlockView``), and Open-Channel 2.0 (``OcssdZonedView``, both layouts).
 
 - every swap_in returns exactly the bytes last swapped out for that id;
 - SwapFullError only when the live pages really do not fit (``capacity_pages``);
