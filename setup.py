@@ -9,7 +9,8 @@ from setuptools import setup
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "native"))
 from build_native import have_liburing  # noqa: E402
 
-modules = ["native/build_native.py:ffibuilder", "native/build_native.py:zoned_ffibuilder"]
+modules = ["native/build_native.py:ffibuilder", "native/build_native.py:zoned_ffibuilder",
+           "native/build_native.py:pager_ffibuilder"]
 if have_liburing():
     modules.append("native/build_native.py:uring_ffibuilder")
 else:

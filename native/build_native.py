@@ -4,7 +4,8 @@
 - `zswap_host._zoned`: the Linux zoned block ioctls and NVMe passthrough (``zoned_ffibuilder``),
   loaded only by the Linux device backends (zswap_host/devices/blkzoned.py);
 - `zswap_host._uring`: the io_uring I/O engine on liburing (``uring_ffibuilder``), built only where
-  liburing's headers are installed (Debian: liburing-dev; setup.py checks ``have_liburing()``).
+  liburing's headers are installed (Debian: liburing-dev; setup.py checks ``have_liburing()``);
+- `zswap_host._pager`: the userfaultfd pager core (``pager_ffibuilder``), loaded by zswap_host/pager/.
 
 setup.py builds them through ``cffi_modules`` (the io_uring one only when liburing is there).
 To build them in place (next to the package sources) without pip::
@@ -82,16 +83,22 @@ def have_liburing() -> bool:
     return os.path.exists(LIBURING_HEADER)
 
 
+# ---------------------------------------------------------------- userfaultfd pager (pager.c)
+PAGER_SOURCES = ["pager.c"]
+PAGER_HEADERS = ["pager.h"]
+PAGER_CDEFS = header_cdefs("pager.h")
+
 # ---------------------------------------------------------------- the modules
 # module name -> its parts (sources relative to native/, cdef text, headers relative to native/)
 MODULES = {
     "zswap_host._native": [(SSDSIM_SOURCES, SSDSIM_CDEFS, SSDSIM_HEADERS)],
     "zswap_host._zoned": [(ZONED_SOURCES, ZONED_CDEFS, ZONED_HEADERS)],
     "zswap_host._uring": [(URING_SOURCES, URING_CDEFS, URING_HEADERS)],
+    "zswap_host._pager": [(PAGER_SOURCES, PAGER_CDEFS, PAGER_HEADERS)],
 }
 LIBRARIES = {"zswap_host._uring": ["uring"]}
 # liburing's inline functions need GNU C; the timing model stays strict C99 (no FP contraction)
-STD = {"zswap_host._uring": "-std=gnu99"}
+STD = {"zswap_host._uring": "-std=gnu99", "zswap_host._pager": "-std=gnu11"}
 
 
 def _rel(path: str, absolute: bool = False) -> str:
@@ -121,6 +128,7 @@ def make_builder(absolute: bool = False, module: str = "zswap_host._native") -> 
 ffibuilder = make_builder()
 zoned_ffibuilder = make_builder(module="zswap_host._zoned")
 uring_ffibuilder = make_builder(module="zswap_host._uring")
+pager_ffibuilder = make_builder(module="zswap_host._pager")
 
 
 def build_in_place(module: str = "zswap_host._native") -> str:

@@ -2,6 +2,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
+# a pager deadlock (a thread touching paged memory with the GIL held) aborts instead of hanging CI
+os.environ.setdefault("ZSWAP_PAGER_ABORT_S", "120")
 
 
 def pytest_sessionstart(session):

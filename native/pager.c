@@ -1,0 +1,613 @@
+/* userfaultfd pager core (see pager.h for the API, docs/design.md "The pager" for the picture).
+ *
+ * THE PROTOCOL. One mutex (mu) guards every page's state; every state change and every uffd
+ * ioctl that goes with it happens under it, so the handler thread and the resolver (the Python
+ * thread calling pg_take_fetch / pg_fetched / pg_evict_*) see a state and the mapping agree.
+ *
+ * Page states:  NEVER     unmapped, no backend copy: its contents are zeros
+ *               STORED    unmapped, the backend holds its contents
+ *               QUEUED    a fault is waiting for it; in the fetch queue, room reserved
+ *               FETCHING  taken by the resolver, backend read in progress, room reserved
+ *               RESIDENT  mapped; write-protected unless DIRTY
+ *               EVICTING  mapped and write-protected; chosen as a victim, write-out in progress
+ * Flags: DIRTY (written since mapped: the WP fault saw it), REF (faulted since the CLOCK hand
+ * last passed), COPY (the backend holds a copy; valid iff not DIRTY), WAITER (a write faulted on
+ * it while EVICTING). Invariant: a RESIDENT page without DIRTY is write-protected, so a write to
+ * it cannot go unseen; "used" = RESIDENT + EVICTING + QUEUED + FETCHING pages <= budget.
+ *
+ * MISSING fault on NEVER/STORED: if used < budget, admit it: NEVER -> UFFDIO_COPY of zeros
+ *   (with MODE_WP, or without and DIRTY for a write fault) -> RESIDENT; STORED -> QUEUED (the
+ *   faulting tid is remembered for SIGBUS). Otherwise the fault waits in the pending FIFO and
+ *   eviction is asked for; pending faults are admitted first whenever room frees.
+ * MISSING on QUEUED/FETCHING: remember the tid; the UFFDIO_COPY that maps the page wakes it.
+ * Resolver: pg_take_fetch (QUEUED -> FETCHING), backend.swap_in, pg_fetched: UFFDIO_COPY with
+ *   MODE_WP -> RESIDENT|COPY; or on failure tgkill(SIGBUS) each waiting tid, wake them, back to
+ *   STORED (a later touch retries the read).
+ * WP fault on RESIDENT: DIRTY|REF, UFFDIO_WRITEPROTECT mode 0 (which wakes the writer).
+ * WP fault on EVICTING: WAITER; the writer sleeps until the eviction ends (below).
+ * Eviction (resolver, when used + pending > budget - headroom/2, down to budget - headroom):
+ *   pg_evict_begin: CLOCK over the RESIDENT pages in fault order (a REF page loses REF and goes
+ *   round again) -> EVICTING; each dirty victim is write-protected *then* copied, so a write
+ *   after the copy faults and waits. Python writes the dirty copies with one swap_out.
+ *   pg_evict_end(ok=1): MADV_DONTNEED each victim -> STORED (dirty, or clean with COPY) or NEVER
+ *   (clean, never stored: still zeros), and wake its WAITERs: they fault again as MISSING and read
+ *   the page back, write included after. ok=0 (swap_out failed): victims back to RESIDENT, dirty
+ *   ones still DIRTY (now write-protected: the next write faults and unprotects again).
+ * Only RESIDENT pages are victims, so a page whose fault is in flight is never evicted.
+ * Any other event (a MISSING for a mapped page, a WP for an unmapped one) is stale: a thread
+ * may have been woken already, or a signal interrupted its wait; UFFDIO_WAKE it again, it
+ * retries the access and faults afresh if it must.
+ */
+#define _GNU_SOURCE
+#include "pager.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { ST_NEVER, ST_STORED, ST_QUEUED, ST_FETCHING, ST_RESIDENT, ST_EVICTING };
+enum { F_DIRTY = 1, F_REF = 2, F_COPY = 4, F_WAITER = 8 };
+#define MSG_BATCH 64
+#define STUCK_NS 10000000000LL  /* warn once when faults wait this long for a resolver that does not come */
+
+typedef struct { uint64_t addr, npages, first; } region;
+typedef struct { uint64_t page; uint32_t tid; uint32_t write; } fault_rec;
+typedef struct { uint64_t *v; uint64_t cap, head, len; } fifo;  /* growable ring of page numbers */
+
+struct pg_pager {
+    int uffd, efd;
+    uint32_t ps;
+    uint64_t budget, low, trigger;
+    pid_t pid;
+    pthread_t handler;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    region *regions;
+    uint32_t nregions;
+    size_t cap_regions;
+    uint8_t *state, *flags;
+    uint64_t npages;
+    size_t cap_state, cap_flags;
+    fifo clock;                 /* RESIDENT pages in fault order: the CLOCK */
+    fifo fetchq;                /* QUEUED pages */
+    fault_rec *waiters;         /* threads blocked on QUEUED/FETCHING pages (for SIGBUS) */
+    size_t nwaiters, cap_waiters;
+    fault_rec *pending;         /* faults waiting for room, FIFO from pending_head */
+    size_t pending_head, pending_end, cap_pending;
+    uint64_t resident, reserved;
+    uint64_t *victims;
+    uint8_t *victim_dirty;
+    uint32_t nvictims;
+    size_t cap_victims, cap_victim_dirty;
+    int evicting, stopping, warned;
+    int64_t resolver_seen_ns;   /* when the resolver last came for work */
+    int64_t abort_ns;           /* abort() when faults wait this long (ZSWAP_PAGER_ABORT_S; 0: never) */
+    pg_stats st;
+    uint8_t *zero;
+};
+
+/* ---------------------------------------------------------------- small containers */
+static int fifo_push(fifo *q, uint64_t x) {
+    if (q->len == q->cap) {
+        uint64_t cap = q->cap ? 2 * q->cap : 1024;
+        uint64_t *v = malloc(cap * sizeof *v);
+        if (!v) return -ENOMEM;
+        for (uint64_t i = 0; i < q->len; i++) v[i] = q->v[(q->head + i) % q->cap];
+        free(q->v);
+        q->v = v, q->cap = cap, q->head = 0;
+    }
+    q->v[(q->head + q->len++) % q->cap] = x;
+    return 0;
+}
+
+static uint64_t fifo_pop(fifo *q) {
+    uint64_t x = q->v[q->head];
+    q->head = (q->head + 1) % q->cap, q->len--;
+    return x;
+}
+
+static int grow(void **v, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return 0;
+    size_t cap2 = *cap ? *cap : 64;
+    while (cap2 < need) cap2 *= 2;
+    void *n = realloc(*v, cap2 * elem);
+    if (!n) return -ENOMEM;
+    *v = n, *cap = cap2;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- pages and the uffd */
+static int64_t page_of(const pg_pager *p, uint64_t addr) {
+    for (uint32_t i = 0; i < p->nregions; i++) {
+        const region *r = &p->regions[i];
+        if (addr >= r->addr && addr < r->addr + r->npages * p->ps)
+            return (int64_t)(r->first + (addr - r->addr) / p->ps);
+    }
+    return -1;
+}
+
+static uint64_t addr_of(const pg_pager *p, uint64_t page) {
+    uint32_t lo = 0, hi = p->nregions;  /* regions are numbered in order: binary search on first */
+    while (hi - lo > 1) {
+        uint32_t mid = (lo + hi) / 2;
+        if (p->regions[mid].first <= page) lo = mid; else hi = mid;
+    }
+    return p->regions[lo].addr + (page - p->regions[lo].first) * p->ps;
+}
+
+static int u_copy(pg_pager *p, uint64_t addr, const uint8_t *src, int wp) {
+    for (;;) {
+        struct uffdio_copy c = {.dst = addr, .src = (uint64_t)(uintptr_t)src, .len = p->ps,
+                                .mode = wp ? UFFDIO_COPY_MODE_WP : 0, .copy = 0};
+        if (ioctl(p->uffd, UFFDIO_COPY, &c) == 0) return 0;
+        if (errno != EAGAIN) return -errno;  /* EAGAIN: the mm is changing; retry */
+    }
+}
+
+static int u_protect(pg_pager *p, uint64_t addr, int on) {
+    struct uffdio_writeprotect w = {.range = {.start = addr, .len = p->ps},
+                                    .mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0};
+    while (ioctl(p->uffd, UFFDIO_WRITEPROTECT, &w) != 0) {
+        if (errno != EAGAIN) { p->st.uffd_errors++; return -errno; }
+    }
+    return 0;
+}
+
+static void u_wake(pg_pager *p, uint64_t addr) {
+    struct uffdio_range r = {.start = addr, .len = p->ps};
+    if (ioctl(p->uffd, UFFDIO_WAKE, &r) != 0) p->st.uffd_errors++;
+}
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static uint64_t used(const pg_pager *p) { return p->resident + p->reserved; }
+static uint64_t npending(const pg_pager *p) { return p->pending_end - p->pending_head; }
+
+static int need_evict(const pg_pager *p) {
+    return !p->evicting && !p->stopping && p->clock.len > 0 && used(p) + npending(p) > p->trigger;
+}
+
+static void note_used(pg_pager *p) {
+    if (used(p) > p->st.max_resident) p->st.max_resident = used(p);
+}
+
+static void add_waiter(pg_pager *p, uint64_t page, uint32_t tid) {
+    for (size_t i = 0; i < p->nwaiters; i++)
+        if (p->waiters[i].page == page && p->waiters[i].tid == tid) return;
+    if (grow((void **)&p->waiters, &p->cap_waiters, p->nwaiters + 1, sizeof *p->waiters)) return;
+    p->waiters[p->nwaiters++] = (fault_rec){.page = page, .tid = tid};
+}
+
+/* Forget the threads waiting on page; with sigbus, signal each of them first. */
+static void release_waiters(pg_pager *p, uint64_t page, int sigbus) {
+    for (size_t i = 0; i < p->nwaiters;) {
+        if (p->waiters[i].page != page) { i++; continue; }
+        if (sigbus && syscall(SYS_tgkill, p->pid, p->waiters[i].tid, SIGBUS) == 0) p->st.sigbus++;
+        p->waiters[i] = p->waiters[--p->nwaiters];
+    }
+}
+
+static void make_resident(pg_pager *p, uint64_t page, uint8_t flags) {
+    p->state[page] = ST_RESIDENT;
+    p->flags[page] = (uint8_t)((p->flags[page] & F_COPY) | flags | F_REF);
+    p->resident++;
+    if (fifo_push(&p->clock, page)) p->st.uffd_errors++;
+    note_used(p);
+}
+
+/* A MISSING fault (or a pending one being retried) on page. Lock held. */
+static void admit(pg_pager *p, uint64_t page, uint32_t tid, int write) {
+    uint64_t addr = addr_of(p, page);
+    switch (p->state[page]) {
+    case ST_RESIDENT:
+    case ST_EVICTING:
+        p->st.stale_events++;
+        u_wake(p, addr);
+        return;
+    case ST_QUEUED:
+    case ST_FETCHING:
+        add_waiter(p, page, tid);
+        return;
+    }
+    if (used(p) >= p->budget) {
+        if (grow((void **)&p->pending, &p->cap_pending, p->pending_end + 1, sizeof *p->pending) == 0) {
+            p->pending[p->pending_end++] = (fault_rec){.page = page, .tid = tid, .write = (uint32_t)write};
+            p->st.deferred++;
+        }
+        return;
+    }
+    if (p->state[page] == ST_NEVER) {
+        int rc = u_copy(p, addr, p->zero, !write);
+        if (rc == -EEXIST) p->st.uffd_errors++, write = 1;  /* mapped behind our back: keep it, dirty */
+        else if (rc) { p->st.uffd_errors++; u_wake(p, addr); return; }
+        p->st.zero_fills++;
+        make_resident(p, page, write ? F_DIRTY : 0);
+    } else {  /* ST_STORED */
+        p->state[page] = ST_QUEUED;
+        p->reserved++;
+        if (fifo_push(&p->fetchq, page)) p->st.uffd_errors++;
+        add_waiter(p, page, tid);
+        note_used(p);
+    }
+}
+
+/* Admit the pending faults, oldest first, while there is room. Lock held. */
+static void drain_pending(pg_pager *p) {
+    while (p->pending_head < p->pending_end) {
+        fault_rec r = p->pending[p->pending_head];
+        uint8_t s = p->state[r.page];
+        if ((s == ST_NEVER || s == ST_STORED) && used(p) >= p->budget) break;
+        p->pending_head++;
+        admit(p, r.page, r.tid, (int)r.write);
+    }
+    if (p->pending_head == p->pending_end) p->pending_head = p->pending_end = 0;
+    else if (p->pending_head > 1024 && p->pending_head * 2 > p->pending_end) {
+        memmove(p->pending, p->pending + p->pending_head, npending(p) * sizeof *p->pending);
+        p->pending_end -= p->pending_head, p->pending_head = 0;
+    }
+}
+
+static void on_fault(pg_pager *p, const struct uffd_msg *m) {
+    uint64_t addr = m->arg.pagefault.address & ~(uint64_t)(p->ps - 1);
+    int64_t page = page_of(p, addr);
+    if (page < 0) { p->st.stale_events++; return; }
+    if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
+        p->st.faults_wp++;
+        switch (p->state[page]) {
+        case ST_RESIDENT:
+            p->flags[page] |= F_DIRTY | F_REF;
+            u_protect(p, addr, 0);  /* wakes the writer */
+            break;
+        case ST_EVICTING:
+            if (!(p->flags[page] & F_WAITER)) p->st.evict_waits++;
+            p->flags[page] |= F_WAITER;  /* woken by pg_evict_end */
+            break;
+        default:
+            p->st.stale_events++;
+            u_wake(p, addr);
+        }
+        return;
+    }
+    p->st.faults_missing++;
+    admit(p, (uint64_t)page, m->arg.pagefault.feat.ptid,
+          (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0);
+}
+
+static void *handler_main(void *arg) {
+    pg_pager *p = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);  /* Python's signals go to its own threads */
+    struct uffd_msg msgs[MSG_BATCH];
+    struct pollfd fds[2] = {{.fd = p->uffd, .events = POLLIN}, {.fd = p->efd, .events = POLLIN}};
+    for (;;) {
+        int r = poll(fds, 2, 1000);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (r == 0) {  /* the likely cause of a hang: a thread touching paged memory with the GIL held */
+            pthread_mutex_lock(&p->mu);
+            int64_t waited = now_ns() - p->resolver_seen_ns;
+            int waiting = p->fetchq.len || npending(p);
+            if (!p->warned && waiting && waited > STUCK_NS) {
+                p->warned = 1;
+                fprintf(stderr, "zswap pager: page faults have waited over %lld s for the resolver thread: "
+                        "is a thread touching paged memory while holding the GIL (docs/design.md, "
+                        "\"The pager\"), or is the backend stuck?\n", STUCK_NS / 1000000000LL);
+            }
+            /* a GIL deadlock never ends: with ZSWAP_PAGER_ABORT_S set, end the process instead of
+               hanging forever (the test suite sets it, so CI fails rather than times out) */
+            if (waiting && p->abort_ns > 0 && waited > p->abort_ns) {
+                fprintf(stderr, "zswap pager: page faults waited over %lld s for the resolver "
+                        "(ZSWAP_PAGER_ABORT_S): aborting\n", (long long)(p->abort_ns / 1000000000LL));
+                abort();
+            }
+            pthread_mutex_unlock(&p->mu);
+            continue;
+        }
+        if (fds[1].revents) break;
+        ssize_t n = read(p->uffd, msgs, sizeof msgs);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR) continue;
+            break;
+        }
+        pthread_mutex_lock(&p->mu);
+        for (size_t i = 0; i < (size_t)n / sizeof msgs[0]; i++)
+            if (msgs[i].event == UFFD_EVENT_PAGEFAULT) on_fault(p, &msgs[i]);
+        if (p->fetchq.len || need_evict(p)) pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- the API */
+static int open_uffd(void) {
+    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0) return fd;
+    int err = errno;
+    int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);  /* Linux >= 6.1 */
+    if (dev < 0) return -err;
+    fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+    err = errno;
+    close(dev);
+    return fd >= 0 ? fd : -err;
+}
+
+int pg_open(uint64_t budget_pages, uint64_t headroom_pages, uint32_t page_size, pg_pager **out) {
+    if (budget_pages < 16 || headroom_pages < 1 || headroom_pages >= budget_pages ||
+        page_size != (uint32_t)sysconf(_SC_PAGESIZE))
+        return -EINVAL;
+    pg_pager *p = calloc(1, sizeof *p);
+    if (!p) return -ENOMEM;
+    p->ps = page_size, p->budget = budget_pages, p->pid = getpid();
+    p->low = budget_pages - headroom_pages;
+    p->trigger = budget_pages - headroom_pages / 2;
+    p->efd = -1;
+    p->resolver_seen_ns = now_ns();
+    const char *abort_s = getenv("ZSWAP_PAGER_ABORT_S");
+    p->abort_ns = abort_s ? (int64_t)(atof(abort_s) * 1e9) : 0;
+    p->uffd = open_uffd();
+    int rc = p->uffd < 0 ? p->uffd : 0;
+    if (!rc) {
+        struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_THREAD_ID};
+        if (ioctl(p->uffd, UFFDIO_API, &api) != 0) rc = -errno;
+    }
+    if (!rc && (p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) rc = -errno;
+    if (!rc && !(p->zero = aligned_alloc(page_size, page_size))) rc = -ENOMEM;
+    if (!rc) {
+        memset(p->zero, 0, page_size);
+        pthread_mutex_init(&p->mu, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&p->cv, &ca);
+        pthread_condattr_destroy(&ca);
+        rc = -pthread_create(&p->handler, NULL, handler_main, p);
+        if (rc) pthread_mutex_destroy(&p->mu), pthread_cond_destroy(&p->cv);
+    }
+    if (rc) {
+        if (p->uffd >= 0) close(p->uffd);
+        if (p->efd >= 0) close(p->efd);
+        free(p->zero);
+        free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+int pg_add_region(pg_pager *p, uint64_t npages, uint64_t *addr, uint64_t *first) {
+    if (npages == 0) return -EINVAL;
+    size_t len = npages * p->ps;
+    void *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (a == MAP_FAILED) return -errno;
+    madvise(a, len, MADV_NOHUGEPAGE);  /* UFFDIO_COPY maps 4 KiB pages; keep khugepaged away too */
+    struct uffdio_register reg = {.range = {.start = (uint64_t)(uintptr_t)a, .len = len},
+                                  .mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP};
+    int rc = 0;
+    if (ioctl(p->uffd, UFFDIO_REGISTER, &reg) != 0) rc = -errno;
+    else if (!(reg.ioctls & (1ULL << _UFFDIO_COPY)) || !(reg.ioctls & (1ULL << _UFFDIO_WRITEPROTECT))) {
+        ioctl(p->uffd, UFFDIO_UNREGISTER, &reg.range);
+        rc = -EOPNOTSUPP;
+    }
+    pthread_mutex_lock(&p->mu);
+    if (!rc && (grow((void **)&p->regions, &p->cap_regions, p->nregions + 1, sizeof *p->regions) ||
+                grow((void **)&p->state, &p->cap_state, p->npages + npages, 1) ||
+                grow((void **)&p->flags, &p->cap_flags, p->npages + npages, 1)))
+        rc = -ENOMEM;
+    if (!rc) {
+        memset(p->state + p->npages, ST_NEVER, npages);
+        memset(p->flags + p->npages, 0, npages);
+        p->regions[p->nregions++] = (region){.addr = (uint64_t)(uintptr_t)a, .npages = npages, .first = p->npages};
+        *addr = (uint64_t)(uintptr_t)a, *first = p->npages;
+        p->npages += npages;
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (rc) {
+        if (rc != -EOPNOTSUPP) ioctl(p->uffd, UFFDIO_UNREGISTER, &reg.range);
+        munmap(a, len);
+    }
+    return rc;
+}
+
+int pg_wait(pg_pager *p, int timeout_ms) {
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&p->mu);
+    p->resolver_seen_ns = now_ns();
+    while (!p->stopping && p->fetchq.len == 0 && !need_evict(p))
+        if (pthread_cond_timedwait(&p->cv, &p->mu, &dl) == ETIMEDOUT) break;
+    int mask = (p->fetchq.len ? PG_FETCH : 0) | (need_evict(p) ? PG_EVICT : 0) | (p->stopping ? PG_STOPPED : 0);
+    pthread_mutex_unlock(&p->mu);
+    return mask;
+}
+
+int pg_take_fetch(pg_pager *p, uint64_t *pages, uint32_t cap) {
+    pthread_mutex_lock(&p->mu);
+    p->resolver_seen_ns = now_ns();
+    uint32_t n = 0;
+    while (n < cap && p->fetchq.len) {
+        uint64_t page = fifo_pop(&p->fetchq);
+        p->state[page] = ST_FETCHING;
+        pages[n++] = page;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return (int)n;
+}
+
+int pg_fetched(pg_pager *p, const uint64_t *pages, const uint8_t *data, const uint8_t *ok, uint32_t n) {
+    int bad = 0;
+    pthread_mutex_lock(&p->mu);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t page = pages[i];
+        if (page >= p->npages || p->state[page] != ST_FETCHING) { bad = -EINVAL; continue; }
+        uint64_t addr = addr_of(p, page);
+        int rc = ok[i] ? u_copy(p, addr, data + (size_t)i * p->ps, 1) : -EIO;
+        if (rc == -EEXIST) p->st.uffd_errors++, rc = 0;
+        p->reserved--;
+        if (rc == 0) {
+            p->flags[page] |= F_COPY;
+            make_resident(p, page, 0);
+            p->st.pages_in++;
+            release_waiters(p, page, 0);  /* UFFDIO_COPY woke them */
+        } else {
+            if (rc != -EIO) p->st.uffd_errors++;
+            p->state[page] = ST_STORED;
+            p->st.fetch_failures++;
+            release_waiters(p, page, 1);
+            u_wake(p, addr);  /* they take the signal on the way back (their wait is interruptible anyway) */
+        }
+    }
+    p->st.fetch_batches++;
+    drain_pending(p);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return bad;
+}
+
+int pg_evict_begin(pg_pager *p, uint32_t cap, uint64_t *pages, uint8_t *buf, uint32_t *ndirty) {
+    *ndirty = 0;
+    pthread_mutex_lock(&p->mu);
+    p->resolver_seen_ns = now_ns();
+    if (p->evicting || p->stopping) { pthread_mutex_unlock(&p->mu); return p->evicting ? -EBUSY : 0; }
+    uint64_t want = used(p) + npending(p) > p->low ? used(p) + npending(p) - p->low : 0;
+    if (want > cap) want = cap;
+    if (grow((void **)&p->victims, &p->cap_victims, want, sizeof *p->victims) ||
+        grow((void **)&p->victim_dirty, &p->cap_victim_dirty, want, 1)) {
+        pthread_mutex_unlock(&p->mu);
+        return -ENOMEM;
+    }
+    uint32_t n = 0;
+    for (uint64_t spins = 2 * p->clock.len + 1; n < want && p->clock.len && spins; spins--) {
+        uint64_t page = fifo_pop(&p->clock);
+        if (p->flags[page] & F_REF) {  /* second chance */
+            p->flags[page] &= (uint8_t)~F_REF;
+            fifo_push(&p->clock, page);
+            continue;
+        }
+        p->victims[n++] = page;
+    }
+    /* dirty victims first: protect, then copy (a later write faults and waits for the end) */
+    uint32_t d = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t page = p->victims[i];
+        p->state[page] = ST_EVICTING;
+        if (!(p->flags[page] & F_DIRTY)) continue;
+        uint64_t addr = addr_of(p, page);
+        u_protect(p, addr, 1);
+        memcpy(buf + (size_t)d * p->ps, (const void *)(uintptr_t)addr, p->ps);
+        p->victims[i] = p->victims[d], p->victims[d++] = page;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        p->victim_dirty[i] = i < d;
+        pages[i] = p->victims[i];
+    }
+    p->nvictims = n;
+    p->evicting = n > 0;
+    if (n) p->st.evict_batches++;
+    pthread_mutex_unlock(&p->mu);
+    *ndirty = d;
+    return (int)n;
+}
+
+int pg_evict_end(pg_pager *p, int ok) {
+    pthread_mutex_lock(&p->mu);
+    if (!p->evicting) { pthread_mutex_unlock(&p->mu); return -EINVAL; }
+    for (uint32_t i = 0; i < p->nvictims; i++) {
+        uint64_t page = p->victims[i], addr = addr_of(p, page);
+        uint8_t f = p->flags[page];
+        if (ok) {
+            if (madvise((void *)(uintptr_t)addr, p->ps, MADV_DONTNEED) != 0) p->st.uffd_errors++;
+            if (p->victim_dirty[i]) p->st.pages_out++, f |= F_COPY;
+            else p->st.clean_drops++;
+            p->state[page] = (f & F_COPY) ? ST_STORED : ST_NEVER;
+            p->flags[page] = f & F_COPY;
+            p->resident--;
+            p->st.evictions++;
+        } else {
+            p->state[page] = ST_RESIDENT;
+            p->flags[page] = f & (uint8_t)~F_WAITER;
+            fifo_push(&p->clock, page);
+        }
+        if (f & F_WAITER) u_wake(p, addr);  /* the writer faults again and finds the page's new state */
+    }
+    if (!ok) p->st.evict_aborts++;
+    p->evicting = 0, p->nvictims = 0;
+    drain_pending(p);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+int64_t pg_stored_pages(pg_pager *p, uint64_t *pages, uint64_t cap) {
+    pthread_mutex_lock(&p->mu);
+    int64_t n = 0;
+    for (uint64_t i = 0; i < p->npages; i++)
+        if (p->flags[i] & F_COPY) {
+            if ((uint64_t)n < cap) pages[n] = i;
+            n++;
+        }
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+void pg_get_stats(pg_pager *p, pg_stats *out) {
+    pthread_mutex_lock(&p->mu);
+    *out = p->st;
+    out->resident = p->resident;
+    out->in_flight = p->reserved;
+    out->waiting = npending(p);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void pg_stop(pg_pager *p) {
+    pthread_mutex_lock(&p->mu);
+    p->stopping = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+int pg_close(pg_pager *p) {
+    pg_stop(p);
+    uint64_t one = 1;
+    if (write(p->efd, &one, sizeof one) != sizeof one) return -errno;
+    pthread_join(p->handler, NULL);
+    int rc = 0;
+    for (uint32_t i = 0; i < p->nregions; i++) {
+        struct uffdio_range r = {.start = p->regions[i].addr, .len = p->regions[i].npages * p->ps};
+        if (ioctl(p->uffd, UFFDIO_UNREGISTER, &r) != 0) rc = -errno;  /* wakes any waiter left */
+        if (munmap((void *)(uintptr_t)r.start, r.len) != 0) rc = -errno;
+    }
+    close(p->uffd);
+    close(p->efd);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p->regions), free(p->state), free(p->flags), free(p->clock.v), free(p->fetchq.v);
+    free(p->waiters), free(p->pending), free(p->victims), free(p->victim_dirty), free(p->zero);
+    free(p);
+    return rc;
+}
+
+void pg_memcpy(uint64_t dst, uint64_t src, uint64_t n) {
+    memcpy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+}

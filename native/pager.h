@@ -1,0 +1,81 @@
+/* userfaultfd pager core: the zswap_host._pager extension, used by zswap_host/pager/.
+ *
+ * A pager owns one userfaultfd, a handler thread that reads its fault events, and regions of
+ * anonymous memory registered MISSING|WP. Pages are numbered across regions (a region's pages are
+ * [first, first + npages)); the Python side turns a page number into a backend id. The backend is
+ * Python, so the C side never does I/O: pages to read are handed out (pg_take_fetch) and their
+ * data handed back (pg_fetched); victims to write are handed out with their bytes
+ * (pg_evict_begin) and the outcome handed back (pg_evict_end). The protocol is at the top of
+ * pager.c. Every call here releases the GIL (cffi's default); none of them touches Python.
+ *
+ * Return values: 0 or a count on success, -errno on failure. */
+#ifndef ZSWAP_PAGER_H
+#define ZSWAP_PAGER_H
+#include <stdint.h>
+#include <stddef.h>
+
+/* cffi:begin */
+typedef struct pg_pager pg_pager;
+
+/* counters since pg_open (monotonic unless marked "now") */
+typedef struct {
+    uint64_t faults_missing;     /* MISSING fault events read */
+    uint64_t faults_wp;          /* write-protect fault events read */
+    uint64_t zero_fills;         /* pages never written mapped as zeros (no I/O) */
+    uint64_t fetch_batches;      /* pg_fetched calls */
+    uint64_t pages_in;           /* pages mapped from backend data */
+    uint64_t fetch_failures;     /* pages whose backend read failed */
+    uint64_t sigbus;             /* SIGBUS signals sent to faulting threads */
+    uint64_t evict_batches;      /* pg_evict_begin calls that chose victims */
+    uint64_t evictions;          /* pages released (MADV_DONTNEED) by eviction */
+    uint64_t pages_out;          /* dirty pages written out by eviction */
+    uint64_t clean_drops;        /* pages released without I/O (clean) */
+    uint64_t evict_aborts;       /* evictions undone because the write-out failed */
+    uint64_t deferred;           /* faults that waited for room (resident at budget) */
+    uint64_t evict_waits;        /* writes that faulted on a page being evicted (waited for it) */
+    uint64_t stale_events;       /* events for pages already resolved (woken again) */
+    uint64_t uffd_errors;        /* unexpected ioctl failures (should stay 0) */
+    uint64_t resident;           /* now: pages mapped in the regions */
+    uint64_t max_resident;       /* most pages mapped + being fetched at once */
+    uint64_t in_flight;          /* now: pages queued for or being fetched */
+    uint64_t waiting;            /* now: faults waiting for room */
+} pg_stats;
+
+/* Open a pager holding at most budget_pages pages mapped (budget_pages >= 16), evicting when
+ * full down to budget_pages - headroom_pages. page_size must be the system page size. Opens
+ * the userfaultfd (syscall, else /dev/userfaultfd) and starts the handler thread. */
+int pg_open(uint64_t budget_pages, uint64_t headroom_pages, uint32_t page_size, pg_pager **out);
+/* Map a region of npages (MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE) and register it MISSING|WP.
+ * *addr: its address; *first: the number of its first page. */
+int pg_add_region(pg_pager *p, uint64_t npages, uint64_t *addr, uint64_t *first);
+/* Wait up to timeout_ms for work: returns a mask of PG_FETCH (pages to read), PG_EVICT
+ * (eviction needed), PG_STOPPED (pg_stop was called), or 0 on timeout. */
+int pg_wait(pg_pager *p, int timeout_ms);
+/* Take up to cap queued pages to read (they become "being fetched"). Returns how many. */
+int pg_take_fetch(pg_pager *p, uint64_t *pages, uint32_t cap);
+/* Resolve taken pages: ok[i] = 1: data row i (page_size bytes) is page pages[i]'s contents,
+ * mapped write-protected; ok[i] = 0: the read failed, each thread waiting on the page gets
+ * SIGBUS and the page stays in the backend. data may be NULL when every ok[i] is 0. */
+int pg_fetched(pg_pager *p, const uint64_t *pages, const uint8_t *data, const uint8_t *ok, uint32_t n);
+/* Choose up to cap victims by CLOCK, write-protect them, and copy the dirty ones into buf
+ * (row i = pages[i], for i < *ndirty; the clean ones follow in pages[]). Returns the number of
+ * victims (0: nothing to do). Exactly one eviction may be open at a time. */
+int pg_evict_begin(pg_pager *p, uint32_t cap, uint64_t *pages, uint8_t *buf, uint32_t *ndirty);
+/* Close the open eviction: ok = 1 (the dirty victims are stored): release every victim;
+ * ok = 0: keep them all resident (dirty ones stay dirty). */
+int pg_evict_end(pg_pager *p, int ok);
+/* Pages that have a copy in the backend (for discarding them at close): up to cap into pages;
+ * returns how many there are in all. */
+int64_t pg_stored_pages(pg_pager *p, uint64_t *pages, uint64_t cap);
+void pg_get_stats(pg_pager *p, pg_stats *out);
+/* Make pg_wait return PG_STOPPED from now on (the resolver then finishes and exits). */
+void pg_stop(pg_pager *p);
+/* Stop the handler thread, unregister and unmap every region, close the fds, free. */
+int pg_close(pg_pager *p);
+/* memcpy without the GIL: Python code touching paged memory must not hold the GIL (see
+ * docs/design.md, "The pager"); this is the plain way to do it from Python. */
+void pg_memcpy(uint64_t dst, uint64_t src, uint64_t n);
+
+enum { PG_FETCH = 1, PG_EVICT = 2, PG_STOPPED = 4 };
+/* cffi:end */
+#endif

@@ -1,0 +1,9 @@
+"""Transparent swap for unmodified code: memory whose pages fault in from, and evict to, any
+``SwapBackend``, through userfaultfd (issue 15). ``Pager`` is the entry point; docs/design.md,
+"The pager", has the protocol and its limits."""
+
+from .pager import Pager
+from .smaps import range_rss
+from .stats import PagerStats
+
+__all__ = ["Pager", "PagerStats", "range_rss"]

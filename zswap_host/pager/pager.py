@@ -1,0 +1,197 @@
+"""``Pager``: paged memory over a ``SwapBackend`` within a DRAM budget (the public API)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from ..backend import SwapBackend
+from .native import check, pager_lib, ptr
+from .region import Region
+from .resolver import Resolver
+from .stats import PagerStats
+from .tensors import move_into, tensor_over, torch_nbytes
+
+MIN_BUDGET_PAGES = 16
+
+
+class Pager:
+    """Memory regions whose pages live in ``backend`` and at most ``budget`` bytes of DRAM.
+
+    ``budget`` is in bytes (rounded down to whole pages; at least 16 pages): the pages mapped in
+    all regions plus the pages being read never exceed it, so the regions' RSS stays within it.
+    ``page_size`` must be the system page size and the backend's. Pages of this pager use the
+    backend ids ``[id_base, id_base + pages allocated)`` (each region a range of its own, in
+    allocation order); ``stream`` is the default placement hint for written pages.
+
+    Untouched memory reads as zeros and costs nothing. A page never written is dropped on
+    eviction without I/O; a clean page with a backend copy likewise; a dirty one is written with
+    ``swap_out``. A page whose backend read fails delivers SIGBUS to the threads that touched it
+    (the process dies unless it handles SIGBUS; other pages are unaffected).
+
+    The GIL contract: a thread touching a page that is not resident waits for the resolver, a
+    Python thread. If the toucher holds the GIL (a small numpy access, ``arr[i]``), the resolver
+    can never run and the process hangs. Touch paged memory only from code that releases the GIL:
+    torch operations, numpy operations on large arrays, ``ctypes.memmove``, ``Pager.copy``, or
+    native code. Never touch it from the resolver (i.e. from a backend).
+
+    Errors: ``ValueError`` for a bad budget, page size or shape; ``OSError`` when userfaultfd is
+    not available (ENOSYS, EPERM: not root and ``vm.unprivileged_userfaultfd`` = 0, EOPNOTSUPP:
+    no write-protect support, Linux < 5.7); ``ImportError`` when the C core was not built.
+    """
+
+    def __init__(self, backend: SwapBackend, budget: int, page_size: int = 4096, stream: int = 0, *,
+                 id_base: int = 0, fetch_batch: int = 256, evict_batch: int = 256) -> None:
+        sys_ps = os.sysconf("SC_PAGE_SIZE")
+        if page_size != sys_ps:
+            raise ValueError(f"page_size {page_size}: the pager maps whole system pages ({sys_ps} bytes)")
+        if getattr(backend, "page_size", page_size) != page_size:
+            raise ValueError(f"backend page_size {backend.page_size} != pager page_size {page_size}")
+        budget_pages = int(budget) // page_size
+        if budget_pages < MIN_BUDGET_PAGES:
+            raise ValueError(f"budget {budget} bytes is under {MIN_BUDGET_PAGES} pages of {page_size}")
+        if id_base < 0 or fetch_batch < 1 or evict_batch < 1:
+            raise ValueError("id_base must be >= 0, fetch_batch and evict_batch >= 1")
+        self.backend = backend
+        self.page_size = page_size
+        self.budget_pages = budget_pages
+        self.stream = int(stream)
+        self.id_base = int(id_base)
+        # evict in batches of up to `headroom` pages, starting before the budget is full
+        self.headroom_pages = max(1, min(evict_batch, budget_pages // 8))
+        self._ffi, self._lib = ffi, lib = pager_lib()
+        out = ffi.new("pg_pager **")
+        check(lib.pg_open(budget_pages, self.headroom_pages, page_size, out), "userfaultfd pager")
+        self._h = out[0]
+        self._regions: list[Region] = []
+        self._firsts = np.zeros(0, np.uint64)    # region first pages, for streams_of
+        self._streams = np.zeros(0, np.int64)
+        self._lock = threading.Lock()
+        self._closed = False
+        self._resolver = Resolver(ffi, lib, self._h, backend, id_base=self.id_base, page_size=page_size,
+                                  streams_of=self._streams_of, fetch_batch=fetch_batch,
+                                  evict_batch=max(evict_batch, self.headroom_pages))
+        self._resolver.start()
+
+    # ------------------------------------------------------------ allocation
+    def _new_region(self, nbytes: int, stream: int | None) -> Region:
+        if nbytes <= 0:
+            raise ValueError("a paged region needs at least one byte")
+        self._check_open()
+        npages = -(-nbytes // self.page_size)
+        ffi = self._ffi
+        addr, first = ffi.new("uint64_t *"), ffi.new("uint64_t *")
+        with self._lock:
+            check(self._lib.pg_add_region(self._h, npages, addr, first), "register paged region")
+            r = Region(int(addr[0]), npages, int(first[0]), self.page_size,
+                       self.stream if stream is None else int(stream))
+            self._regions.append(r)
+            self._firsts = np.array([x.first_page for x in self._regions], np.uint64)
+            self._streams = np.array([x.stream for x in self._regions], np.int64)
+        return r
+
+    def alloc(self, shape: int | tuple[int, ...], dtype=np.float32, *, stream: int | None = None) -> np.ndarray:
+        """A new zero-filled C-contiguous array in paged memory (a region of its own).
+        ``stream``: the placement hint for its pages (default: the pager's)."""
+        shape = (shape,) if np.isscalar(shape) else tuple(int(s) for s in shape)
+        dtype = np.dtype(dtype)
+        if dtype.hasobject:
+            raise ValueError("paged arrays cannot hold Python objects")
+        r = self._new_region(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, stream)
+        return r.array(self._ffi, shape, dtype)
+
+    def tensor(self, shape: int | tuple[int, ...], dtype=None, *, stream: int | None = None):
+        """A new zero-filled CPU ``torch.Tensor`` in paged memory (default dtype: torch's)."""
+        import torch
+
+        dtype = torch.get_default_dtype() if dtype is None else dtype
+        shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+        nbytes = torch_nbytes(shape, dtype)
+        raw = self._new_region(nbytes, stream).array(self._ffi, (nbytes,), np.uint8)
+        return tensor_over(raw, shape, dtype)
+
+    def adopt(self, tensor, *, stream: int | None = None):
+        """Move a CPU tensor's values into paged memory and make ``tensor`` itself use it
+        (``Tensor.set_``: every reference to the tensor, e.g. a module's parameter, follows).
+        The old storage is freed when nothing else refers to it; views taken before still see
+        the old storage. The tensor becomes contiguous. Returns ``tensor``."""
+        if tensor.device.type != "cpu":
+            raise ValueError(f"adopt needs a CPU tensor, not {tensor.device}")
+        paged = self.tensor(tuple(tensor.shape), tensor.dtype, stream=stream)
+        move_into(tensor, paged)
+        return tensor
+
+    def copy(self, dst: np.ndarray, src: np.ndarray) -> None:
+        """``dst[...] = src`` for C-contiguous arrays of equal size in bytes, without the GIL
+        (safe for paged memory from any Python thread)."""
+        if dst.nbytes != src.nbytes or not (dst.flags.c_contiguous and src.flags.c_contiguous):
+            raise ValueError("copy needs C-contiguous arrays of equal size in bytes")
+        if not dst.flags.writeable:
+            raise ValueError("copy destination is read-only")
+        self._lib.pg_memcpy(dst.ctypes.data, src.ctypes.data, dst.nbytes)
+
+    # ------------------------------------------------------------ state
+    @property
+    def regions(self) -> tuple[Region, ...]:
+        return tuple(self._regions)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def errors(self) -> tuple[BaseException, ...]:
+        """The last backend exceptions the resolver met (at most 16)."""
+        return tuple(self._resolver.errors)
+
+    def _streams_of(self, pages: np.ndarray) -> np.ndarray:
+        firsts, streams = self._firsts, self._streams
+        return streams[np.searchsorted(firsts, pages, side="right") - 1]
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("pager is closed")
+
+    def stats(self) -> PagerStats:
+        """What the pager did so far (after close: the final values)."""
+        if self._closed:
+            return self._final
+        s = self._ffi.new("pg_stats *")
+        self._lib.pg_get_stats(self._h, s)
+        fields = {name: int(getattr(s, name)) for name, _ in self._ffi.typeof("pg_stats").fields}
+        return PagerStats(page_size=self.page_size, budget_pages=self.budget_pages, regions=len(self._regions),
+                          backend_errors=self._resolver.nerrors, **fields)
+
+    # ------------------------------------------------------------ the end
+    def close(self) -> None:
+        """Serve the reads already queued, stop the threads, discard this pager's pages from the
+        backend, unregister and unmap every region and close the userfaultfd. Every array and
+        tensor the pager handed out is invalid afterwards (its memory is unmapped: touching it
+        is a use after free). Threads must have stopped touching paged memory before. Does not
+        close the backend. A second close is a no-op."""
+        if self._closed:
+            return
+        lib, ffi = self._lib, self._ffi
+        lib.pg_stop(self._h)
+        self._resolver.join()
+        self._final = self.stats()
+        n = lib.pg_stored_pages(self._h, ffi.NULL, 0)
+        stored = np.empty(max(n, 1), np.uint64)
+        n = lib.pg_stored_pages(self._h, ptr(ffi, stored, "uint64_t *"), len(stored))
+        self._closed = True
+        try:
+            if n:
+                self.backend.discard(stored[:n].astype(np.int64) + self.id_base)
+        except Exception as exc:  # noqa: BLE001 - the memory is released regardless
+            self._resolver._note(exc)
+        finally:
+            check(lib.pg_close(self._h), "close pager")
+            self._h = ffi.NULL
+
+    def __enter__(self) -> "Pager":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

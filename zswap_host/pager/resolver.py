@@ -1,0 +1,108 @@
+"""The resolver: the Python thread that does the pager's backend I/O. It blocks in the C core
+(``pg_wait``, GIL released) until faults need pages read or the budget needs pages evicted, then
+makes one ``swap_in`` per fetch batch and one ``swap_out`` per stream per eviction."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+import numpy as np
+
+from .native import check, ptr
+
+
+class Resolver(threading.Thread):
+    """Serves one pager until ``pg_stop``. ``streams_of(pages) -> int64 array`` names each page's
+    stream. Backend exceptions are kept in ``errors`` (the last 16) and counted in ``nerrors``;
+    they never stop the thread: a failed read becomes SIGBUS for its faulting threads, a failed
+    write leaves the victims resident and is retried after a back-off."""
+
+    def __init__(self, ffi, lib, handle, backend, *, id_base: int, page_size: int,
+                 streams_of: Callable[[np.ndarray], np.ndarray], fetch_batch: int, evict_batch: int) -> None:
+        super().__init__(name="zswap-pager-resolver", daemon=True)
+        self._ffi, self._lib, self._h = ffi, lib, handle
+        self._backend = backend
+        self._id_base = id_base
+        self._ps = page_size
+        self._streams_of = streams_of
+        self._fetch_batch, self._evict_batch = fetch_batch, evict_batch
+        self.errors: list[BaseException] = []
+        self.nerrors = 0
+        self._write_failures = 0
+
+    def run(self) -> None:
+        lib = self._lib
+        while True:
+            mask = lib.pg_wait(self._h, 200)
+            if mask & lib.PG_FETCH:
+                self._fetch()
+            if mask & lib.PG_EVICT:
+                self._evict()
+            if mask & lib.PG_STOPPED and not mask & lib.PG_FETCH:
+                return
+
+    def _note(self, exc: BaseException) -> None:
+        self.nerrors += 1
+        self.errors = (self.errors + [exc])[-16:]
+
+    # ------------------------------------------------------------ reads
+    def _fetch(self) -> None:
+        ffi, lib, ps = self._ffi, self._lib, self._ps
+        pages = np.empty(self._fetch_batch, np.uint64)
+        n = check(lib.pg_take_fetch(self._h, ptr(ffi, pages, "uint64_t *"), len(pages)), "pg_take_fetch")
+        if n == 0:
+            return
+        pages = np.sort(pages[:n])  # ascending ids: the backend's best case
+        ids = pages.astype(np.int64) + self._id_base
+        ok = np.ones(n, np.uint8)
+        try:
+            data = self._read(ids)
+        except Exception as exc:  # noqa: BLE001 - any backend failure is per page below
+            self._note(exc)
+            data = np.zeros((n, ps), np.uint8)
+            for k in range(n):  # error path only: find the pages that fail on their own
+                try:
+                    data[k] = self._read(ids[k:k + 1])[0]
+                except Exception as exc1:  # noqa: BLE001
+                    self._note(exc1)
+                    ok[k] = 0
+        check(lib.pg_fetched(self._h, ptr(ffi, pages, "uint64_t *"), ptr(ffi, data, "uint8_t *"),
+                             ptr(ffi, ok, "uint8_t *"), n), "pg_fetched")
+
+    def _read(self, ids: np.ndarray) -> np.ndarray:
+        data = np.ascontiguousarray(self._backend.swap_in(ids), dtype=np.uint8)
+        if data.shape != (len(ids), self._ps):
+            raise ValueError(f"swap_in returned shape {data.shape}, expected {(len(ids), self._ps)}")
+        return data
+
+    # ------------------------------------------------------------ writes
+    def _evict(self) -> None:
+        ffi, lib = self._ffi, self._lib
+        cap = self._evict_batch
+        pages = np.empty(cap, np.uint64)
+        buf = np.empty((cap, self._ps), np.uint8)  # fresh each time: a backend may keep the pages it got
+        nd = ffi.new("uint32_t *")
+        n = check(lib.pg_evict_begin(self._h, cap, ptr(ffi, pages, "uint64_t *"), ptr(ffi, buf, "uint8_t *"), nd),
+                  "pg_evict_begin")
+        if n == 0:
+            return
+        d = int(nd[0])
+        ok = 1
+        if d:
+            ids = pages[:d].astype(np.int64) + self._id_base
+            streams = self._streams_of(pages[:d])
+            try:
+                for s in np.unique(streams):
+                    sel = streams == s
+                    self._backend.swap_out(ids[sel], buf[:d][sel], int(s))
+            except Exception as exc:  # noqa: BLE001 - the victims stay resident
+                self._note(exc)
+                ok = 0
+        check(lib.pg_evict_end(self._h, ok), "pg_evict_end")
+        if ok:
+            self._write_failures = 0
+        else:  # back off so a backend that keeps failing is not hammered
+            self._write_failures += 1
+            time.sleep(min(0.5, 0.001 * 2 ** min(self._write_failures, 10)))
