@@ -16,7 +16,10 @@ The traces:
   so the Linux runs replay the trace without its discards — and then reproduce their own bench
   runs too (``trained_*`` columns: ``experiments/interfaces.py``'s rows beside the replay's).
 - ``synthetic``: ``workloads.synthetic_dlrm_trace`` over the same pages and DRAM budget (Zipf 1.05
-  popularity scattered over the tables, LRU eviction) with the recorded trace's mean compute window.
+  popularity scattered over the tables, LRU eviction) with the recorded trace's mean compute window;
+  it discards what it faults in (``discard_faulted``: training updates every row it touches), as the
+  recorded run does, unless ``--synthetic-discards no`` (then every page stays live in the backend
+  and the store's zones fill to its capacity at high utilisation).
 
 Stall here is the replay's modeled time minus its compute (idle) windows: the time the workload
 would wait on swap (GC overrunning an idle window counts). Software per interface as in
@@ -121,7 +124,7 @@ def trained_rows(path: str) -> dict:
         return {(r["utilisation"], r["interface"], r["software"]): r for r in json.load(f)["rows"]}
 
 
-def make_traces(preset: str, traces_dir: str) -> tuple[dict, dict]:
+def make_traces(preset: str, traces_dir: str, synthetic_discards: bool = True) -> tuple[dict, dict]:
     """The two traces (recorded once, then reused from ``traces_dir``) and the recording bench's run."""
     os.makedirs(traces_dir, exist_ok=True)
     recorded = os.path.join(traces_dir, f"{preset}_recorded.npz")
@@ -133,13 +136,13 @@ def make_traces(preset: str, traces_dir: str) -> tuple[dict, dict]:
     with open(recorded + ".bench.json") as f:
         bench_run = json.load(f)
     tr = SwapTrace.load(recorded)
-    synthetic = os.path.join(traces_dir, f"{preset}_synthetic.npz")
+    synthetic = os.path.join(traces_dir, f"{preset}_synthetic{'' if synthetic_discards else '_no_discards'}.npz")
     if not os.path.exists(synthetic):
         m, iters = tr.meta, int(tr.meta["iterations"])
         pages = int(plan(BenchSpec(preset=preset, lookahead=0)).table_pages)
         synthetic_dlrm_trace(pages, dram_fraction=m["budget_bytes"] / m["page_size"] / pages,
                              batch_pages=2048, iterations=iters, idle_s=float(tr.idle_s.sum()) / iters,
-                             seed=1).save(synthetic)
+                             seed=1, discard_faulted=synthetic_discards).save(synthetic)
     return {"recorded": recorded, "synthetic": synthetic}, bench_run
 
 
@@ -151,6 +154,8 @@ def main() -> None:
     ap.add_argument("--isolation", default="persistent", choices=("persistent", "initial"))
     ap.add_argument("--jobs", type=int, default=max(1, len(os.sched_getaffinity(0))))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "interfaces_replay"))
+    ap.add_argument("--synthetic-discards", choices=("yes", "no"), default="yes",
+                    help="the synthetic trace discards what it faults in, as the recorded run does (default yes)")
     ap.add_argument("--trained", default=os.path.join(os.path.dirname(__file__), "results", "interfaces",
                                                       "interfaces.json"),
                     help="the training-based comparison's JSON, to put its stall and WAF beside the replay's")
@@ -158,9 +163,9 @@ def main() -> None:
     a = ap.parse_args()
     cmd = (f"python experiments/interfaces_replay.py --preset {a.preset} --utilisations "
            + " ".join(f"{u:g}" for u in a.utilisations) + f" --ruhs {a.ruhs} --isolation {a.isolation}"
-           + " --out " + os.path.relpath(a.out))
+           + f" --synthetic-discards {a.synthetic_discards} --out " + os.path.relpath(a.out))
     t_start = time.monotonic()
-    traces, bench_run = make_traces(a.preset, a.traces or os.path.join(a.out, "traces"))
+    traces, bench_run = make_traces(a.preset, a.traces or os.path.join(a.out, "traces"), a.synthetic_discards == "yes")
     meta = SwapTrace.load(traces["recorded"]).meta
     budget_pages = int(meta["budget_bytes"]) // int(meta["page_size"])
     tasks, flash = [], {}

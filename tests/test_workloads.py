@@ -72,3 +72,16 @@ def test_a_trace_without_one_kind_of_event():
     b = ConventionalSwap(open_device("emu-conv://?size=1MiB&preset=none"))
     replay(b, t, verify=True)                     # no discard reaches the backend: 2 stays stored
     assert b.stats().pages_stored == 3
+
+
+def test_a_synthetic_trace_can_discard_what_it_faults_in():
+    t = synthetic_dlrm_trace(3000, batch_pages=200, iterations=30, seed=2, discard_faulted=True)
+    plain = synthetic_dlrm_trace(3000, batch_pages=200, iterations=30, seed=2)
+    assert np.array_equal(t.without(DISCARD).ids, plain.ids)          # the same faults and evictions
+    ins = np.flatnonzero(t.ops == SWAP_IN)
+    assert ins.size and (t.ops[ins + 1] == DISCARD).all()
+    assert all(np.array_equal(t.event_ids(k), t.event_ids(k + 1)) for k in ins.tolist())
+    b = SwapStore(open_device("emu://?zones=16&zone_size=1MiB&preset=none"))
+    replay(b, t, verify=True)                                           # every evicted page written again
+    resident = 3000 - b.stats().pages_stored
+    assert 0 < resident <= max(200, int(0.1 * 3000))

@@ -94,19 +94,22 @@ class TraceBuilder:
 
 def synthetic_dlrm_trace(pages: int, dram_fraction: float = 0.1, batch_pages: int = 2048,
                          iterations: int = 1000, zipf_a: float = 1.05, tables: int = 26,
-                         idle_s: float = 0.0, seed: int = 0) -> SwapTrace:
+                         idle_s: float = 0.0, seed: int = 0, discard_faulted: bool = False) -> SwapTrace:
     """A DLRM-like page trace: every page starts swapped out; each iteration touches
     ``batch_pages`` distinct pages drawn by Zipf popularity (popularity scattered over the id space,
     as hashed embedding rows are), faults the missing ones in with one batched swap_in, and evicts
     the least recently used pages beyond the DRAM budget as dirty swap_outs, one call per table
-    (stream hint = table, tables being equal id ranges). ``idle_s`` adds an idle window per iteration."""
+    (stream hint = table, tables being equal id ranges). ``idle_s`` adds an idle window per iteration.
+    ``discard_faulted``: each swap_in is followed by a discard of the same pages — the training
+    updates every row it touches, so the backend's copy is stale (what the bench's store runs do,
+    ``PagedEmbedding(discard_dirty=True)``); without it the backend keeps every page live."""
     rng = np.random.default_rng(seed)
     budget = max(batch_pages, int(dram_fraction * pages))
     rank_to_page = rng.permutation(pages)
     table_of = lambda ids: (ids * tables) // pages  # noqa: E731
     tb = TraceBuilder({"kind": "synthetic-dlrm", "pages": pages, "dram_fraction": dram_fraction,
                        "batch_pages": batch_pages, "iterations": iterations, "zipf_a": zipf_a,
-                       "tables": tables, "idle_s": idle_s, "seed": seed})
+                       "tables": tables, "idle_s": idle_s, "seed": seed, "discard_faulted": discard_faulted})
     for start in range(0, pages, 8192):           # the tables start out swapped out
         ids = np.arange(start, min(pages, start + 8192))
         for t in np.unique(table_of(ids)):
@@ -122,6 +125,8 @@ def synthetic_dlrm_trace(pages: int, dram_fraction: float = 0.1, batch_pages: in
         missing = need[~resident[need]]
         if missing.size:
             tb.add(SWAP_IN, np.sort(missing))
+            if discard_faulted:
+                tb.add(DISCARD, np.sort(missing))
             resident[missing] = True
         last_use[need] = it
         res = np.flatnonzero(resident)
