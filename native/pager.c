@@ -580,6 +580,24 @@ void pg_get_stats(pg_pager *p, pg_stats *out) {
     pthread_mutex_unlock(&p->mu);
 }
 
+static int busy(const pg_pager *p) {
+    return !p->stopping && (p->fetchq.len || p->reserved || p->evicting || npending(p) || need_evict(p));
+}
+
+int pg_quiesce(pg_pager *p, int timeout_ms) {
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&p->mu);
+    while (busy(p))
+        if (pthread_cond_timedwait(&p->cv, &p->mu, &dl) == ETIMEDOUT) break;
+    int quiet = !busy(p);
+    pthread_mutex_unlock(&p->mu);
+    return quiet;
+}
+
 void pg_stop(pg_pager *p) {
     pthread_mutex_lock(&p->mu);
     p->stopping = 1;

@@ -68,6 +68,11 @@ int pg_evict_end(pg_pager *p, int ok);
  * returns how many there are in all. */
 int64_t pg_stored_pages(pg_pager *p, uint64_t *pages, uint64_t cap);
 void pg_get_stats(pg_pager *p, pg_stats *out);
+/* Wait up to timeout_ms until the resolver has nothing to do: no page queued or being read, no
+ * fault waiting for room, no eviction open or due (or pg_stop was called). Returns 1 when quiet,
+ * 0 on timeout. With no thread touching paged memory, the pager then makes no backend call until
+ * the next fault, so the caller may use the backend itself. */
+int pg_quiesce(pg_pager *p, int timeout_ms);
 /* Make pg_wait return PG_STOPPED from now on (the resolver then finishes and exits). */
 void pg_stop(pg_pager *p);
 /* Stop the handler thread, unregister and unmap every region, close the fds, free. */

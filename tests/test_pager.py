@@ -132,6 +132,30 @@ def test_clean_pages_are_dropped_without_io(backend):
         assert s.pages_out == out_before and s.clean_drops > 0
 
 
+def test_quiesce_leaves_the_backend_to_the_caller(backend):
+    """After a write sweep that sets off evictions, quiesce() returns once nothing is queued, read,
+    waiting or due: the backend then sees no call from the pager until the next fault."""
+    calls = []
+    swap_out, swap_in = backend.swap_out, backend.swap_in
+    backend.swap_out = lambda *a, **k: (calls.append("out"), swap_out(*a, **k))[1]
+    backend.swap_in = lambda *a, **k: (calls.append("in"), swap_in(*a, **k))[1]
+    with Pager(backend, BUDGET_PAGES * PS, evict_batch=8) as pager:
+        a = pager.alloc(3 * BUDGET_PAGES * PS, np.uint8)
+        data = np.random.default_rng(4).integers(0, 256, a.size, dtype=np.uint8)
+        for _ in range(3):
+            pager.copy(a, data)
+            assert pager.quiesce(timeout=30)
+            s, n = pager.stats(), len(calls)
+            assert s.in_flight == 0 and s.waiting == 0 and s.resident <= pager.budget_pages
+            threading.Event().wait(0.05)
+            assert len(calls) == n and pager.stats().evict_batches == s.evict_batches
+            backend.idle(0.001)          # the caller's own backend call, between "steps"
+        assert "out" in calls and np.array_equal(read_all(pager, a), data)
+        check_stats(pager)
+    with pytest.raises(ValueError):
+        pager.quiesce()
+
+
 def test_untouched_memory_is_zero_and_free(backend):
     with Pager(backend, BUDGET_PAGES * PS) as pager:
         a = pager.alloc((8 * BUDGET_PAGES, 512), np.float64)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
 
@@ -131,6 +132,22 @@ class Pager:
         if not dst.flags.writeable:
             raise ValueError("copy destination is read-only")
         self._lib.pg_memcpy(dst.ctypes.data, src.ctypes.data, dst.nbytes)
+
+    def quiesce(self, timeout: float | None = None) -> bool:
+        """Wait until the resolver has nothing to do: no page queued or being read, no fault waiting
+        for room, no eviction running or due. Returns True when quiet, False after ``timeout``
+        seconds (None: wait as long as it takes). Once no thread touches paged memory and this
+        returned True, the pager makes no backend call until the next fault, so the caller may use
+        the backend itself (``idle()``, reading its clock or stats) — the training loop of
+        ``workloads.transparent`` does so between steps. Waits without the GIL."""
+        self._check_open()
+        end = None if timeout is None else time.monotonic() + float(timeout)
+        while True:
+            left = 0.1 if end is None else min(0.1, end - time.monotonic())
+            if self._lib.pg_quiesce(self._h, max(0, int(left * 1000))):
+                return True
+            if end is not None and time.monotonic() >= end:
+                return False
 
     # ------------------------------------------------------------ state
     @property
