@@ -42,7 +42,7 @@ STYLE = {("conventional", "linux-swap-batched"): ("#9467bd", "o-"), ("convention
          ("fdp", "linux-swap-batched"): ("#9467bd", "s--"),
          ("fdp", "linux-swap-batched + stream handles"): ("#8c564b", "s--"),
          ("fdp", "store"): ("#ff7f0e", "s--"), ("zns", "store"): ("#2ca02c", "^-"),
-         ("ocssd", "store"): ("#17becf", "v:")}
+         ("ocssd", "store"): ("#17becf", "v:"), ("ocssd", "store (isolate layout)"): ("#e377c2", "v:")}
 
 
 def fdp_url(conventional_url: str, ruhs: int, isolation: str) -> str:
@@ -129,6 +129,17 @@ def main() -> None:
     print(f"wrote {a.out}/interfaces.csv, interfaces.json, interfaces.png")
 
 
+def draw(ax, rows: list[dict], configs, key: str, label: str) -> None:
+    """One line per (interface, software) in ``configs``: ``key`` against utilisation."""
+    for iface, soft in configs:
+        rs = [r for r in rows if r["interface"] == iface and r["software"] == soft]
+        color, style = STYLE[(iface, soft)]
+        ax.plot([100 * r["utilisation"] for r in rs], [r[key] for r in rs], style, color=color,
+                label=f"{iface}: {soft}")
+    ax.set(xlabel="tables / conventional SSD's usable bytes (%)", ylabel=label)
+    ax.grid(alpha=0.3)
+
+
 def plot(rows: list[dict], a, path: str) -> None:
     import matplotlib
 
@@ -138,13 +149,7 @@ def plot(rows: list[dict], a, path: str) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
     for ax, (key, label) in zip(axes, (("write_amplification", "write amplification (flash / host)"),
                                        ("device_gc_mib", "device GC (MiB)"), ("stall_s", "I/O stall (s, modeled)"))):
-        for (iface, soft) in CONFIGS:
-            rs = [r for r in rows if r["interface"] == iface and r["software"] == soft]
-            color, style = STYLE[(iface, soft)]
-            ax.plot([100 * r["utilisation"] for r in rs], [r[key] for r in rs], style, color=color,
-                    label=f"{iface}: {soft}")
-        ax.set(xlabel="tables / conventional SSD's usable bytes (%)", ylabel=label)
-        ax.grid(alpha=0.3)
+        draw(ax, rows, CONFIGS, key, label)
     axes[0].legend(fontsize=7)
     fig.suptitle(f"SSD interfaces, same flash, {a.preset} preset ({a.ruhs} FDP handles, {a.isolation} isolation; "
                  f"modeled clock, lookahead 0)")

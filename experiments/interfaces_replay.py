@@ -42,7 +42,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from interfaces import fdp_url, ocssd_url, raw_flash
+from interfaces import draw, fdp_url, ocssd_url, raw_flash
 from zswap_host.bench import BenchSpec, plan, run_bench
 from zswap_host.bench.plan import READ_QD, linux_swap
 from zswap_host.devices import open_device, placement_units, wear_spread
@@ -56,11 +56,6 @@ CONFIGS = (
     ("fdp", "linux-swap-batched"), ("fdp", "linux-swap-batched + stream handles"), ("fdp", "store"),
     ("zns", "store"), ("ocssd", "store"), ("ocssd", "store (isolate layout)"),
 )
-STYLE = {("conventional", "linux-swap-batched"): ("#9467bd", "o-"), ("conventional", "store"): ("#ff7f0e", "o-"),
-         ("fdp", "linux-swap-batched"): ("#9467bd", "s--"),
-         ("fdp", "linux-swap-batched + stream handles"): ("#8c564b", "s--"),
-         ("fdp", "store"): ("#ff7f0e", "s--"), ("zns", "store"): ("#2ca02c", "^-"),
-         ("ocssd", "store"): ("#17becf", "v:"), ("ocssd", "store (isolate layout)"): ("#e377c2", "v:")}
 
 
 def make_backend(iface: str, soft: str, urls: dict, pl, budget_pages: int):
@@ -212,13 +207,8 @@ def plot(rows: list[dict], a, path: str) -> None:
     fig, axes = plt.subplots(len(sources), len(keys), figsize=(16, 4.2 * len(sources)), squeeze=False)
     for i, source in enumerate(sources):
         for ax, (key, label) in zip(axes[i], keys):
-            for cfg in CONFIGS:
-                rs = [r for r in rows if r["trace"] == source and (r["interface"], r["software"]) == cfg]
-                color, style = STYLE[cfg]
-                ax.plot([100 * r["utilisation"] for r in rs], [r[key] for r in rs], style, color=color,
-                        label=f"{cfg[0]}: {cfg[1]}")
-            ax.set(xlabel="tables / conventional SSD's usable bytes (%)", ylabel=label, title=f"{source} trace")
-            ax.grid(alpha=0.3)
+            draw(ax, [r for r in rows if r["trace"] == source], CONFIGS, key, label)
+            ax.set_title(f"{source} trace")
     axes[0][0].legend(fontsize=7)
     fig.suptitle(f"SSD interfaces, same flash, trace replay, {a.preset} preset ({a.ruhs} FDP handles, "
                  f"{a.isolation} isolation; modeled clock)")

@@ -427,12 +427,18 @@ int pg_add_region(pg_pager *p, uint64_t npages, uint64_t *addr, uint64_t *first)
     return rc;
 }
 
-int pg_wait(pg_pager *p, int timeout_ms) {
+/* the CLOCK_MONOTONIC time timeout_ms from now (the condition variable's clock) */
+static struct timespec deadline(int timeout_ms) {
     struct timespec dl;
     clock_gettime(CLOCK_MONOTONIC, &dl);
     dl.tv_sec += timeout_ms / 1000;
     dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
     if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+    return dl;
+}
+
+int pg_wait(pg_pager *p, int timeout_ms) {
+    struct timespec dl = deadline(timeout_ms);
     pthread_mutex_lock(&p->mu);
     p->resolver_seen_ns = now_ns();
     while (!p->stopping && p->fetchq.len == 0 && !need_evict(p))
@@ -585,11 +591,7 @@ static int busy(const pg_pager *p) {
 }
 
 int pg_quiesce(pg_pager *p, int timeout_ms) {
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    dl.tv_sec += timeout_ms / 1000;
-    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+    struct timespec dl = deadline(timeout_ms);
     pthread_mutex_lock(&p->mu);
     while (busy(p))
         if (pthread_cond_timedwait(&p->cv, &p->mu, &dl) == ETIMEDOUT) break;
