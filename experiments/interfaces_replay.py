@@ -209,7 +209,7 @@ def plot(rows: list[dict], a, path: str) -> None:
         for ax, (key, label) in zip(axes[i], keys):
             draw(ax, [r for r in rows if r["trace"] == source], CONFIGS, key, label)
             ax.set_title(f"{source} trace")
-            if key != "wear_max_over_mean":
+            if key == "stall_s":
                 ax.set_yscale("log")        # the isolate layout's stall is ~3x the others' here
     axes[0][0].legend(fontsize=7)
     fig.suptitle(f"SSD interfaces, same flash, trace replay, {a.preset} preset ({a.ruhs} FDP handles, "
