@@ -52,6 +52,8 @@ class SwapStore:
     ``device``: a ZNS device, or any interface's placement units (``devices.placement_units``: an
     Open-Channel SSD may be given as it is; a conventional or FDP SSD as
     ``placement_units(dev, zone_size)``). ``units`` says what its zones are; the store asks nothing else.
+    ``device`` is then the units: close them (``store.device.close()``, which closes the SSD too)
+    rather than the SSD alone, so a view's host-held data reaches it.
 
     On construction the store takes the device over: zones holding data are reset, read-only and
     offline zones are never used. ``capacity_pages`` is how many pages it guarantees to hold: the
