@@ -14,7 +14,14 @@ median of the per-pair ratios (and the ratio of the best times beside it).
 runs in its own process, minus the same process doing everything but the phase; ``non-copy`` leaves
 out memcpy/memmove/memset (the bytes themselves).
 
+``--call-pages N`` (issue 12) measures one ``swap_out`` call of N pages instead, on the QEMU guest's
+namespace shape (``GUEST_URL``: 64 zones of 16 MiB, capacity 12 MiB, limits 14/14, 512 KiB appends,
+timing model off): a fresh store filled to half the device with fresh ids in calls of N pages.
+It reports instructions per call under callgrind (all, and without memcpy/memmove/memset; the
+process minus the same process making no calls) and Python function calls per call (cProfile).
+
     python experiments/bench_store_overhead.py [--pages 100000] [--batch 256] [--callgrind] [--json out.json]
+    python experiments/bench_store_overhead.py --call-pages 512 [--json out.json]
 """
 
 from __future__ import annotations
@@ -35,6 +42,9 @@ from zswap_host import StoreConfig, SwapStore, open_device
 PS = 4096
 UNIT = (512 << 10) // PS
 PHASES = ("raw-append", "store-swap-out", "np-take", "store-swap-in")
+
+
+GUEST_URL = "emu://?zones=64&zone_size=16MiB&zone_capacity=12MiB&max_open=14&max_active=14&max_append=512KiB&preset=none"
 
 
 def device(zones: int):
@@ -149,6 +159,78 @@ def _phase_main(a) -> None:
         run()
 
 
+class Calls:
+    """``--call-pages``: swap_out calls of ``n`` fresh pages each into a fresh store on the guest's
+    namespace shape, until half the device is filled."""
+
+    def __init__(self, n: int, seed: int = 0) -> None:
+        self.dev = open_device(GUEST_URL)
+        g = self.dev.geometry
+        self.n = n
+        self.calls = g.nr_zones * g.zone_capacity // PS // 2 // n
+        self.data = np.random.default_rng(seed).integers(0, 256, (n, PS), dtype=np.uint8)   # the same bytes each call
+        self.ids = np.arange(self.calls * n, dtype=np.int64)
+        self.store = None
+
+    def new_store(self) -> None:
+        for z in range(self.dev.geometry.nr_zones):
+            self.dev.reset_zone(z)
+        self.store = SwapStore(self.dev, StoreConfig(placement="temporal", write_size=512 << 10, prefetch=False))
+
+    def run(self, calls: int | None = None) -> None:
+        st, n, data = self.store, self.n, self.data
+        for i in range(calls if calls is not None else self.calls):
+            st.swap_out(self.ids[i * n:(i + 1) * n], data)
+
+
+def _calls_main(a) -> None:
+    """Child process under callgrind: set up and warm up, then make the calls (or none: the baseline)."""
+    c = Calls(a.call_pages)
+    c.new_store()
+    c.run(min(c.calls, 8))                        # warm every code path once (zone ends included)
+    c.store.swap_in(c.ids[:16])
+    c.new_store()
+    if a.phase == "calls":
+        c.run()
+
+
+def call_counts(a) -> dict:
+    """Instructions (callgrind) and Python calls (cProfile) per swap_out of ``--call-pages`` pages."""
+    import cProfile
+    import pstats
+
+    c = Calls(a.call_pages)
+    c.new_store()
+    c.run(min(c.calls, 8))
+    c.new_store()
+    prof = cProfile.Profile()
+    prof.enable()
+    c.run()
+    prof.disable()
+    st = pstats.Stats(prof)
+    res = {"url": GUEST_URL, "call_pages": a.call_pages, "calls": c.calls,
+           "python_calls_per_call": st.total_calls / c.calls,
+           "primitive_python_calls_per_call": st.prim_calls / c.calls}
+    if not a.no_callgrind:
+        for phase in ("none-calls", "calls"):                # compile stale .pyc files outside valgrind
+            subprocess.run([sys.executable, __file__, "--phase", phase, "--call-pages", "16"],
+                           check=True, capture_output=True, env=_child_env())
+        base = _callgrind(a, "none-calls")
+        tot, non_copy = _callgrind(a, "calls")
+        res["instructions_per_call"] = (tot - base[0]) / c.calls
+        res["non_copy_instructions_per_call"] = (non_copy - base[1]) / c.calls
+    return res
+
+
+def _child_env() -> dict:
+    """The callgrind children's environment: one BLAS thread (idle ones would count), a fixed hash
+    seed, and bytecode caching on (with PYTHONDONTWRITEBYTECODE set every run would compile the
+    package again, and modules first imported in the measured part would count)."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 _COPY = re.compile(r"mem(cpy|move|set)|__memcpy|__memmove|__memset", re.I)
 
 
@@ -158,8 +240,9 @@ def _callgrind(a, phase: str) -> tuple[int, int]:
         out = os.path.join(tmp, "cg.out")
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
                "--phase", phase, "--pages", str(a.cg_pages), "--reads", str(a.cg_pages), "--batch", str(a.batch)]
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}   # idle BLAS threads would count
-        subprocess.run(cmd, check=True, capture_output=True, env=env)
+        if a.call_pages:
+            cmd += ["--call-pages", str(a.call_pages)]
+        subprocess.run(cmd, check=True, capture_output=True, env=_child_env())
         ann = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", out],
                              check=True, capture_output=True, text=True).stdout
     total = copy = 0
@@ -178,7 +261,7 @@ def _callgrind(a, phase: str) -> tuple[int, int]:
 def instruction_counts(a) -> dict:
     # one small run outside valgrind first, so no measured run pays for compiling stale .pyc files
     subprocess.run([sys.executable, __file__, "--phase", "store-swap-in", "--pages", "1024", "--reads", "1024"],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, env=_child_env())
     base = {"out": _callgrind(a, "none-out"), "in": _callgrind(a, "none-in")}
     res = {}
     for phase in PHASES:
@@ -197,14 +280,21 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--callgrind", action="store_true", help="also count instructions per page (valgrind)")
     ap.add_argument("--cg-pages", type=int, default=16384, help="pages per phase under callgrind")
-    ap.add_argument("--phase", choices=PHASES + ("none-out", "none-in"), help=argparse.SUPPRESS)
+    ap.add_argument("--call-pages", type=int, default=0,
+                    help="instead: instructions (callgrind) and Python calls (cProfile) per swap_out of this "
+                         "many pages on the guest's namespace shape")
+    ap.add_argument("--no-callgrind", action="store_true", help="with --call-pages: cProfile only")
+    ap.add_argument("--phase", choices=PHASES + ("none-out", "none-in", "calls", "none-calls"), help=argparse.SUPPRESS)
     ap.add_argument("--json", help="write results here")
     a = ap.parse_args()
+    if a.phase in ("calls", "none-calls"):
+        _calls_main(a)
+        return
     if a.phase:
         _phase_main(a)
         return
-    res = measure(a)
-    if a.callgrind:
+    res = call_counts(a) if a.call_pages else measure(a)
+    if a.callgrind and not a.call_pages:
         res["callgrind"] = instruction_counts(a)
     for k, v in res.items():
         if isinstance(v, dict):

@@ -45,8 +45,9 @@ def config() -> ZnsVmConfig:
 
 
 def guest_command(out: str, write_mib: int = WRITE_MIB, read_pages: int = READ_PAGES) -> str:
-    # the checkout is read-only in the guest: no bytecode, HOME and cwd in the results folder
-    return (f"cd {out} && PYTHONDONTWRITEBYTECODE=1 HOME={out} {sys.executable} {GUEST_SCRIPT} --out {out} "
+    # the checkout is read-only in the guest: no bytecode, HOME and cwd in the results folder;
+    # PYTHONPATH: this checkout's zswap_host (a worktree's), not whichever the interpreter installs
+    return (f"cd {out} && PYTHONDONTWRITEBYTECODE=1 PYTHONPATH={REPO} HOME={out} {sys.executable} {GUEST_SCRIPT} --out {out} "
             f"--write-mib {write_mib} --read-pages {read_pages}")
 
 

@@ -86,7 +86,7 @@ def main() -> int:
     from fio_parity import config
 
     work = tempfile.mkdtemp(prefix="swap-out-profile-")
-    cmd = (f"cd {work} && PYTHONDONTWRITEBYTECODE=1 HOME={work} {sys.executable} "
+    cmd = (f"cd {work} && PYTHONDONTWRITEBYTECODE=1 PYTHONPATH={REPO} HOME={work} {sys.executable} "
            f"{os.path.abspath(__file__)} --guest")
     res = run_in_guest(cmd, config(), work, timeout=900, cwd=REPO)
     if res.returncode != 0:

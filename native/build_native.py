@@ -1,6 +1,7 @@
 """cffi build script (out-of-line API mode) for the extension modules:
 
-- `zswap_host._native`: the SSD timing model and its FTLs (``ffibuilder``);
+- `zswap_host._native`: the SSD timing model and its FTLs, and the swap store's per-page
+  bookkeeping for its ``swap_out`` fast path (``native/store.c``) (``ffibuilder``);
 - `zswap_host._zoned`: the Linux zoned block ioctls and NVMe passthrough (``zoned_ffibuilder``),
   loaded only by the Linux device backends (zswap_host/devices/blkzoned.py);
 - `zswap_host._uring`: the io_uring I/O engine on liburing (``uring_ffibuilder``), built only where
@@ -53,6 +54,11 @@ def header_cdefs(header: str) -> str:
 
 SSDSIM_CDEFS = header_cdefs("ssd.h")
 
+# ---------------------------------------------------------------- the swap store's bookkeeping (store.c)
+STORE_SOURCES = ["store.c"]
+STORE_HEADERS = ["store.h"]
+STORE_CDEFS = header_cdefs("store.h")
+
 # ---------------------------------------------------------------- Linux zoned block devices (zoned.c)
 ZONED_SOURCES = ["zoned.c"]
 ZONED_HEADERS = ["zoned.h"]
@@ -91,7 +97,8 @@ PAGER_CDEFS = header_cdefs("pager.h")
 # ---------------------------------------------------------------- the modules
 # module name -> its parts (sources relative to native/, cdef text, headers relative to native/)
 MODULES = {
-    "zswap_host._native": [(SSDSIM_SOURCES, SSDSIM_CDEFS, SSDSIM_HEADERS)],
+    "zswap_host._native": [(SSDSIM_SOURCES, SSDSIM_CDEFS, SSDSIM_HEADERS),
+                           (STORE_SOURCES, STORE_CDEFS, STORE_HEADERS)],
     "zswap_host._zoned": [(ZONED_SOURCES, ZONED_CDEFS, ZONED_HEADERS)],
     "zswap_host._uring": [(URING_SOURCES, URING_CDEFS, URING_HEADERS)],
     "zswap_host._pager": [(PAGER_SOURCES, PAGER_CDEFS, PAGER_HEADERS)],

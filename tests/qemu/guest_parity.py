@@ -253,6 +253,9 @@ def main(argv=None) -> int:
     res = {"fio_version": fio_version(), "kernel": platform.release(), "scheduler": set_scheduler(),
            "python": sys.version.split()[0], "write_bytes": a.write_mib * MiB, "read_pages": a.read_pages,
            "swap_out_batch_bytes": a.batch_kib << 10, "swap_in_batch_pages": 256, "phases_s": {}}
+    import zswap_host
+    res["zswap_host"] = os.path.dirname(os.path.abspath(zswap_host.__file__))
+    print(f"PARITY zswap_host from {res['zswap_host']}", flush=True)
     res["geometry"] = g = geometry()
     print(f"PARITY {res['fio_version']} kernel {res['kernel']} scheduler {res['scheduler']} geometry {g}", flush=True)
     nbytes = a.write_mib * MiB

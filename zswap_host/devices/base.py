@@ -424,8 +424,13 @@ class OpenChannelDevice(Protocol):
         """Flush and release the device; closing twice is allowed."""
 
 
+_U8 = np.dtype(np.uint8)
+
+
 def as_bytes_view(data: Buffer) -> np.ndarray:
     """A flat uint8 view of any buffer, without copying."""
+    if type(data) is np.ndarray and data.dtype is _U8 and data.ndim == 1 and data.flags.c_contiguous:
+        return data                              # already one (a unit of a batch): no new view
     if isinstance(data, np.ndarray):
         return data.reshape(-1).view(np.uint8) if data.flags.c_contiguous else np.ascontiguousarray(data).reshape(-1).view(np.uint8)
     return np.frombuffer(data, dtype=np.uint8)
@@ -447,14 +452,52 @@ def check_append(g: ZoneGeometry, length: int) -> None:
         raise InvalidIOError(f"zone append of {length} bytes exceeds the device's append limit {g.max_append}")
 
 
-def check_append_batch(g: ZoneGeometry, zones, data, lengths) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+def check_append_batch(g: ZoneGeometry, zones, data, lengths, views: bool = True) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """An ``append_batch``'s arguments as int64 arrays and one uint8 view per request (no copy),
     checked: every zone exists, every length is a valid append, the data matches the lengths (one
-    buffer: they add up to its size; a sequence: one buffer of each length)."""
-    zones = np.asarray(zones, np.int64).reshape(-1)
-    lengths = np.asarray(lengths, np.int64).reshape(-1)
+    buffer: they add up to its size; a sequence: one buffer of each length). ``views=False`` with
+    one buffer: the third item is the buffer's flat uint8 view instead of the per-request views."""
+    zones = np.asarray(zones, np.int64)
+    lengths = np.asarray(lengths, np.int64)
+    if zones.ndim != 1:
+        zones = zones.reshape(-1)
+    if lengths.ndim != 1:
+        lengths = lengths.reshape(-1)
     if zones.shape != lengths.shape:
         raise InvalidIOError(f"append batch: {zones.size} zones but {lengths.size} lengths")
+    if zones.size > 64:
+        zones, lengths, units = _check_append_batch_np(g, zones, data, lengths)
+        return zones, lengths, (units if views or isinstance(data, (list, tuple)) else as_bytes_view(data))
+    # a batch of write units (the usual size): checked on Python ints, no numpy reduction
+    zl, ll = zones.tolist(), lengths.tolist()
+    if isinstance(data, (list, tuple)):
+        units = [as_bytes_view(d) for d in data]
+        sizes = [u.size for u in units]
+        if sizes != ll:
+            raise InvalidIOError(f"append batch: {lengths.size} lengths but buffers of sizes {sizes}")
+    else:
+        view = as_bytes_view(data)
+        if sum(ll) != view.size:
+            raise InvalidIOError(f"append batch: lengths add up to {sum(ll)}, data holds {view.size}")
+        if views:
+            units, e = [], 0
+            for n in ll:
+                units.append(view[e:e + n])
+                e += n
+        else:
+            units = view
+    if zl and (min(zl) < 0 or max(zl) >= g.nr_zones):
+        z = next(z for z in zl if z < 0 or z >= g.nr_zones)
+        raise InvalidIOError(f"zone {z} does not exist (the device has {g.nr_zones} zones)")
+    limit, bs = g.max_append or g.zone_size, g.block_size
+    for n in ll:
+        if n <= 0 or n > limit or n % bs:
+            check_append(g, n)                   # raises, naming the first bad one
+    return zones, lengths, units
+
+
+def _check_append_batch_np(g: ZoneGeometry, zones: np.ndarray, data, lengths: np.ndarray):
+    """``check_append_batch`` of a long batch, with numpy reductions."""
     if isinstance(data, (list, tuple)):
         units = [as_bytes_view(d) for d in data]
         sizes = [u.size for u in units]
@@ -484,14 +527,16 @@ class SerialAppends:
     def append_batch(self, zones, data: Buffer | Sequence[Buffer], lengths, qd: int = 32) -> tuple[np.ndarray, list]:
         """See ``ZonedDevice.append_batch``."""
         zones, _, units = check_append_batch(self.geometry, zones, data, lengths)
-        offsets = np.full(zones.size, -1, np.int64)
+        offsets = []
         failures = []
+        append = self.append
         for k, (z, unit) in enumerate(zip(zones.tolist(), units)):
             try:
-                offsets[k] = self.append(z, unit)
+                offsets.append(append(z, unit))
             except (DeviceIOError, ZoneStateError) as e:
+                offsets.append(-1)
                 failures.append((k, e))
-        return offsets, failures
+        return np.array(offsets, np.int64), failures
 
 
 def check_batch(offsets: np.ndarray, lengths: np.ndarray, block_size: int, limit: int, what: str) -> None:

@@ -126,6 +126,7 @@ class UringEngine:
             import os
             raise OSError(-r, os.strerror(-r))
         self._e = out[0]
+        self._st = None
         self._final: dict = {}
         self.depth = depth
         self.passthrough = passthrough
@@ -162,22 +163,26 @@ class UringEngine:
             raise ValueError("io_uring batch refused: a length is not positive or a zone is out of range")
         return res, done_ns / 1e9
 
-    def append(self, ngfd: int, nsid: int, lba_size: int, zone_lbas: int, units: list[np.ndarray],
-               lengths: np.ndarray, zones: np.ndarray, nzones: int, qd: int):
+    def append(self, ngfd: int, nsid: int, lba_size: int, zone_lbas: int, units: list[np.ndarray] | None,
+               lengths: np.ndarray, zones: np.ndarray, nzones: int, qd: int, addrs: list[int] | None = None):
         """NVMe Zone Appends through ``IORING_OP_URING_CMD``, request i from ``units[i]`` (a
-        contiguous, dword-aligned uint8 array kept alive by the caller until this returns): returns
-        (results: 0, -errno or NVMe status; the LBA each landed at; completion times)."""
+        contiguous, dword-aligned uint8 array kept alive by the caller until this returns), or from
+        the address ``addrs[i]`` (memory the caller keeps alive): returns (results: 0, -errno or
+        NVMe status; the LBA each landed at; completion times)."""
         ffi, lib = self._ffi, self._lib
         n = lengths.size
         res, done_ns = self._arrays(n)
-        alba = np.zeros(n, np.uint64)
+        alba = np.empty(n, np.uint64)
         lengths = np.ascontiguousarray(lengths, np.int64)
         z = np.ascontiguousarray(zones, np.int64)
-        addr = np.array([u.ctypes.data for u in units], np.uint64)
-        r = lib.ur_zone_append(self._e, ngfd, nsid, lba_size, zone_lbas, _ptr(ffi, addr, "uint64_t *"),
-                               _ptr(ffi, lengths, "int64_t *"), _ptr(ffi, z, "int64_t *"), nzones, n,
-                               max(1, qd), _ptr(ffi, res, "int32_t *"), _ptr(ffi, alba, "uint64_t *"),
-                               _ptr(ffi, done_ns, "int64_t *"))
+        if addrs is None:
+            addrs = [u.ctypes.data for u in units]
+        addr = np.array(addrs, np.uint64)
+        fb = ffi.from_buffer
+        r = lib.ur_zone_append(self._e, ngfd, nsid, lba_size, zone_lbas, fb("uint64_t[]", addr),
+                               fb("int64_t[]", lengths), fb("int64_t[]", z), nzones, n,
+                               max(1, qd), fb("int32_t[]", res), fb("uint64_t[]", alba),
+                               fb("int64_t[]", done_ns))
         if r == -22 and n:
             raise ValueError("zone append batch refused: a length is not whole blocks or a zone is out of range")
         if r == -95:                       # EOPNOTSUPP: a ring without big SQEs
@@ -188,7 +193,9 @@ class UringEngine:
         """The most appends seen in flight to one zone at once."""
         if self._e is None:
             return int(self._final.get("max_appends_per_zone", 0))
-        st = self._ffi.new("ur_stats *")
+        st = self._st
+        if st is None:
+            st = self._st = self._ffi.new("ur_stats *")     # one struct for every batch's look
         self._lib.ur_get_stats(self._e, st)
         return int(st.max_appends_per_zone)
 

@@ -293,6 +293,13 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
 
     def append_batch(self, zones, data: Buffer, lengths, qd: int = 32) -> tuple[np.ndarray, list]:
         """See ``ZonedDevice.append_batch``: through the append path (``append_path``)."""
+        if self._ngfd >= 0 and self._passthrough and not isinstance(data, (list, tuple)):
+            # uring-cmd with one buffer (the store's batch of write units): no view per unit, the
+            # requests' addresses are the buffer's plus the lengths before them
+            zones, lengths, view = check_append_batch(self.geometry, zones, data, lengths, views=False)
+            if zones.size == 0:
+                return np.zeros(0, np.int64), []
+            return self._append_uring(zones, None, lengths, qd, view)
         zones, lengths, units = check_append_batch(self.geometry, zones, data, lengths)
         if zones.size == 0:
             return np.zeros(0, np.int64), []
@@ -314,27 +321,66 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
             self._appends += n
             self._max_appends_zone = max(self._max_appends_zone, per_zone)
 
-    def _append_uring(self, zones: np.ndarray, units: list[np.ndarray], lengths: np.ndarray, qd: int):
+    def _append_uring(self, zones: np.ndarray, units: list[np.ndarray] | None, lengths: np.ndarray, qd: int,
+                      view: np.ndarray | None = None):
         """NVMe Zone Appends through io_uring passthrough, each request straight from its unit's
-        memory; a refused passthrough falls back for good to the write-at-wp path (and the refused
-        requests are redone there)."""
+        memory (``units``, or ``view`` holding them back to back); a refused passthrough falls back
+        for good to the write-at-wp path (and the refused requests are redone there)."""
         g = self.geometry
+        eng = self._append_engine
         # NVMe DMA needs dword alignment; max_append leaves room for a buffer that is not page aligned
-        units = [u if u.ctypes.data % 4 == 0 else aligned_copy(u) for u in units]
-        with self._append_lock, self._running():
-            t = time.perf_counter()
-            res, alba, _ = self._append_engine.append(self._ngfd, self.nsid, g.block_size,
-                                                      g.zone_size // g.block_size, units, lengths, zones,
-                                                      g.nr_zones, qd)
-            dt = time.perf_counter() - t
+        if view is not None:
+            ffi = eng._ffi
+            base = int(ffi.cast("uintptr_t", ffi.from_buffer("uint8_t[]", view)))
+            if base % 4:                        # lengths are whole blocks: one aligned copy serves all
+                view = aligned_copy(view)
+                base = int(ffi.cast("uintptr_t", ffi.from_buffer("uint8_t[]", view)))
+            addrs, pos = [], base
+            for n in lengths.tolist():
+                addrs.append(pos)
+                pos += n
+        else:                                   # a unit per buffer (a write buffer's unit and the caller's)
+            ffi = eng._ffi
+            addrs = []
+            for k, u in enumerate(units):
+                a = int(ffi.cast("uintptr_t", ffi.from_buffer("uint8_t[]", u)))
+                if a % 4:
+                    u = units[k] = aligned_copy(u)
+                    a = int(ffi.cast("uintptr_t", ffi.from_buffer("uint8_t[]", u)))
+                addrs.append(a)
+        with self._append_lock:
+            with self._stat_lock:              # _running() without a generator per batch
+                self._in_flight_batches += 1
+                self._max_batches_at_once = max(self._max_batches_at_once, self._in_flight_batches)
+            try:
+                t = time.perf_counter()
+                res, alba, _ = eng.append(self._ngfd, self.nsid, g.block_size, g.zone_size // g.block_size, units,
+                                          lengths, zones, g.nr_zones, qd, addrs)
+                dt = time.perf_counter() - t
+            finally:
+                with self._stat_lock:
+                    self._in_flight_batches -= 1
         offsets = alba.view(np.int64)
         offsets *= g.block_size
-        if not res.any():                               # the usual batch: every append landed
+        if lengths.size <= 64 and not any(res.tolist()):   # the usual batch: every append landed
+            ll = lengths.tolist()                           # (counted on ints: no numpy reduction)
+            with self._stat_lock:
+                self._busy += dt
+                io = self._io
+                io.write_bytes += sum(ll)
+                hist = io.write_hist
+                for n in ll:
+                    hist[n] += 1
+            self._count_appends(len(ll), self._append_engine.max_appends_per_zone())
+            return offsets, []
+        if not res.any():
             with self._stat_lock:
                 self._busy += dt
                 self._io.wrote_many(lengths)
             self._count_appends(lengths.size, self._append_engine.max_appends_per_zone())
             return offsets, []
+        if units is None:                               # per-unit views for the failure paths
+            units = check_append_batch(g, zones, view, lengths)[2]
         ok = res == 0
         offsets[~ok] = -1
         with self._stat_lock:

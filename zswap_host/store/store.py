@@ -39,6 +39,8 @@ from ..gc.scheduler import GcScheduler
 from .buffers import PrefetchBuffer, WriteBuffer
 from .config import StoreConfig
 from .idmap import IdMap, as_page_ids
+from .native import NativeBook
+from .native import load as load_native
 from .placement import get_placement
 from .readpath import plan_reads
 from .slotmap import UNMAPPED, SlotMap
@@ -62,12 +64,15 @@ class SwapStore:
     Raises on construction: ``ValueError`` (the page size does not fit the device, or the
     placement needs more open zones than the device allows), ``SwapFullError`` (no capacity left).
 
+    ``native=False`` keeps the per-page bookkeeping in numpy (the reference the C helpers of
+    ``store/native.py`` are tested against); by default the C helpers are used when built.
+
     Thread-safe: every public method holds one lock, so concurrent callers are serialised (the
     device sees one caller at a time). After ``close()`` every call but ``close()`` (a no-op),
     ``stats()``, ``check()`` and ``swap_in_latencies()`` raises ``StoreClosedError``.
     """
 
-    def __init__(self, device, config: StoreConfig | None = None) -> None:
+    def __init__(self, device, config: StoreConfig | None = None, native: bool = True) -> None:
         self.config = cfg = config or StoreConfig()
         # any interface's placement units (devices/units.py): the store sees zones either way
         self.device = device = placement_units(device)
@@ -119,6 +124,10 @@ class SwapStore:
         self.host_write_bytes = 0
         self.host_read_bytes = 0
         self._device_base = device.stats()
+        lib = load_native() if native else None     # per-page bookkeeping in C (store/native.py)
+        self._native = NativeBook(self, *lib) if lib is not None else None
+        self._lens_cache: dict = {}                 # plan of write units -> (zones, byte lengths) arrays
+        self.fast_path = {"prepared": 0, "one_commit_batches": 0}   # fast path taken (tests look)
 
     # -- set-up ----------------------------------------------------------------------------------
     @property
@@ -154,6 +163,8 @@ class SwapStore:
             raise StoreClosedError("the swap store is closed")
 
     def _stream_arg(self, stream) -> int:
+        if type(stream) is int:
+            return stream
         try:
             if isinstance(stream, bool):
                 raise TypeError
@@ -170,27 +181,47 @@ class SwapStore:
         DeviceIOError that survives the retries, or a SwapFullError with empty ``page_ids`` (the
         device ran out of zones after zones were retired), then only says the batch still waits
         in host buffers."""
-        ids = as_page_ids(page_ids)
+        nat = self._native
+        # the common call (a flat int64 array) skips as_page_ids: st_prepare finds negative ids and
+        # as_page_ids then raises its error, before anything changes
+        fast = nat is not None and type(page_ids) is np.ndarray and page_ids.dtype == np.int64 \
+            and page_ids.ndim == 1 and page_ids.flags.c_contiguous
+        ids = page_ids if fast else as_page_ids(page_ids)
         pages = np.asarray(pages)
         ps = self.page_size
         if pages.dtype != np.uint8 or pages.shape != (ids.size, ps):
+            if fast:
+                as_page_ids(ids)                        # bad ids are named first
             raise ValueError(f"pages must be uint8 of shape ({ids.size}, {ps}), not {pages.dtype} {pages.shape}")
         stream = self._stream_arg(stream)
         with self._lock:
+            if fast and self._closed:
+                as_page_ids(ids)
             self._check_open()
             if ids.size == 0:
                 return
-            srt = np.sort(ids)
-            if np.count_nonzero(srt[1:] == srt[:-1]):    # the last copy of an id wins
-                rev = ids[::-1]
-                _, first = np.unique(rev, return_index=True)
-                keep = np.sort(ids.size - 1 - first)
-                ids, pages = ids[keep], pages[keep]
-            h = self._idmap.lookup(ids)
-            fresh = h < 0
-            hk = h[~fresh]
-            new = int(np.count_nonzero(fresh)) + \
-                int(np.count_nonzero((~self._slots.mapped(hk)) & (self._buffer_of[hk] == 0)))
+            fresh_n = buffered_n = -1
+            rc = -2
+            if nat is not None:
+                if not fast and not ids.flags.c_contiguous:
+                    ids = np.ascontiguousarray(ids)     # the C helpers read it as one block
+                rc, h, fresh_n, new, buffered_n = nat.prepare(ids)
+                if not rc:
+                    self.fast_path["prepared"] += 1
+            if rc:                                      # the general path (numpy)
+                if fast:
+                    as_page_ids(ids)                    # raises for a negative id
+                srt = np.sort(ids)
+                if np.count_nonzero(srt[1:] == srt[:-1]):    # the last copy of an id wins
+                    rev = ids[::-1]
+                    _, first = np.unique(rev, return_index=True)
+                    keep = np.sort(ids.size - 1 - first)
+                    ids, pages = ids[keep], pages[keep]
+                h = self._idmap.lookup(ids)
+                fresh = h < 0
+                hk = h[~fresh]
+                new = int(np.count_nonzero(fresh)) + \
+                    int(np.count_nonzero((~self._slots.mapped(hk)) & (self._buffer_of[hk] == 0)))
             if self._live > self._capacity:     # zones were retired: shed pages before writing more
                 raise SwapFullError(
                     f"swap store over capacity: {self._live} pages stored, {self.capacity_pages} fit since "
@@ -200,12 +231,22 @@ class SwapStore:
                     f"swap store full: {self._live} pages stored, {new} more do not fit in "
                     f"{self.capacity_pages}; nothing of this batch was stored", ids.copy())
             # -- commit point: from here on the batch is accepted
-            if fresh.any():
-                h[fresh] = self._idmap.insert(ids[fresh])
-                self._grow(self._idmap.handles)
-            b = self._buffer_of[h]
-            if np.count_nonzero(b):
-                self._unbuffer(h)
+            if rc == 0:
+                if fresh_n:
+                    if not nat.insert(ids, h, fresh_n):
+                        fresh = h < 0
+                        h[fresh] = self._idmap.insert(ids[fresh])
+                    if self._idmap._next > self._slots._loc.size:
+                        self._grow(self._idmap.handles)
+                if buffered_n:
+                    self._unbuffer(h)
+            else:
+                if fresh.any():
+                    h[fresh] = self._idmap.insert(ids[fresh])
+                    self._grow(self._idmap.handles)
+                b = self._buffer_of[h]
+                if np.count_nonzero(b):
+                    self._unbuffer(h)
             if self._prefetch.size:
                 self._prefetch.drop(self._prefetch_pos, h)
             if self._lost_count:
@@ -220,11 +261,14 @@ class SwapStore:
             self.host_write_bytes += ids.size * ps
             streams = self._placement.assign(h, stream, counts, self._n_user, self.config.hot_threshold)
             error = None
-            groups = [(int(streams), h, pages)] if np.isscalar(streams) else \
+            groups = [(int(streams), h, pages)] if type(streams) is int or np.isscalar(streams) else \
                 [(int(s), h[streams == s], pages[streams == s]) for s in np.unique(streams)]
             # until every page of the batch is written or buffered, the batch's pages are its newest
             # copies: losing or relocating an old copy of one of them is neither a loss nor a move
-            self._in_flight[h] = True
+            if nat is not None:
+                nat.fill(6, h, 1)
+            else:
+                self._in_flight[h] = True
             try:
                 for s, sh, spages in groups:
                     try:
@@ -232,7 +276,10 @@ class SwapStore:
                     except (DeviceIOError, SwapFullError) as e:
                         error = e
             finally:
-                self._in_flight[h] = False
+                if nat is not None:
+                    nat.fill(6, h, 0)
+                else:
+                    self._in_flight[h] = False
             self._collector.background()
             if isinstance(error, SwapFullError):
                 raise SwapFullError(
@@ -537,13 +584,17 @@ class SwapStore:
 
     def _buffer(self, k: int, handles: np.ndarray, pages: np.ndarray) -> None:
         self._buffers[k].add(handles, pages)
-        self._buffer_of[handles] = k + 1
+        if self._native is not None:
+            self._native.fill(5, handles, k + 1)
+        else:
+            self._buffer_of[handles] = k + 1
 
     def _stream_write(self, k: int, handles: np.ndarray, pages: np.ndarray) -> None:
         """Small batches gather in the stream's buffer; large ones go to the device straight from
         the caller's array in writes of ``min_write_pages``..``unit_pages`` pages, the rest waits."""
         buf, unit, i, n = self._buffers[k], self._unit_pages, 0, handles.size
         done = np.zeros(n, bool)
+        clean = False                            # True: nothing past i was written (no error)
         try:
             if buf.n + n < unit:
                 i = n
@@ -557,11 +608,15 @@ class SwapStore:
             self._flush_buffer(k, force=False, least=self._min_write_pages)
             while n - i >= self._min_write_pages:
                 done[i:] = False
-                i += self._write_units(k, handles[i:], pages[i:], self._min_write_pages, False, done[i:])
+                i += self._write_one(k, handles[i:], pages[i:], self._min_write_pages, False, done[i:])
+            clean = True
         finally:
             if i < n:                            # what is not on the device waits in the buffer
-                rest = np.flatnonzero(~done[i:]) + i
-                self._buffer(k, handles[rest], pages[rest])
+                if clean:                        # the tail, as slices (no gather)
+                    self._buffer(k, handles[i:], pages[i:])
+                else:
+                    rest = np.flatnonzero(~done[i:]) + i
+                    self._buffer(k, handles[rest], pages[rest])
 
     def _write_buffer_and(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray) -> int:
         """Stream k's buffered write unit and the caller's next units as one batch (one trip to the
@@ -584,7 +639,7 @@ class SwapStore:
             ids = buf.ids[:buf.n].copy()
             done = np.zeros(ids.size, bool)
             try:
-                self._write_units(k, ids, buf.data[:buf.n], least, True, done)
+                self._write_one(k, ids, buf.data[:buf.n], least, True, done)
             finally:
                 self._drop_written(buf, ids, done)
 
@@ -615,19 +670,13 @@ class SwapStore:
             for k, ids, _, _, _, done in jobs:
                 self._drop_written(self._buffers[k], ids, done)
 
-    def _write_units(self, k: int, handles: np.ndarray, data: np.ndarray, least: int, buffered: bool,
-                     done: np.ndarray) -> int:
-        """Write stream k's pages in write units into its zone: as many units as the zone has room
-        for (while at least ``least`` pages remain), as one ``append_batch``. Returns the pages
-        written, a prefix of ``handles``; ``done`` marks each page as it is committed, so that a
-        caller seeing an exception knows which pages are on the device."""
-        return self._write_jobs([(k, handles, data, least, buffered, done)])[0]
-
     def _write_jobs(self, jobs: list) -> list[int]:
         """One ``append_batch`` for several streams' write units (jobs: ``(k, handles, data, least,
         buffered, done)``, each stream into its own open zone): the units of one zone are in
         flight together and land where the device chooses; they are committed in the zone's
         order. A unit that fails goes through ``_write``'s retries (other zones) afterwards."""
+        if len(jobs) == 1:
+            return [self._write_one(*jobs[0])]
         plan, room, owners = [], {}, {}
         for j, (k, handles, data, least, buffered, done) in enumerate(jobs):
             group, for_gc = self._group_of[k], k == self._gc_buffer
@@ -646,12 +695,97 @@ class SwapStore:
             w = self._write(k, handles[:m], data[:m], buffered)
             done[:w] = True
             return [w if i == j else 0 for i in range(len(jobs))]
-        ps = self.page_size
-        zones = np.array([u[1] for u in plan], np.int64)
-        lens = np.array([u[3] for u in plan], np.int64)
+        zones, lbytes = self._plan_arrays(tuple((z, m) for _, z, _, m in plan))
         # several jobs: one buffer per unit, gathered by the device without a copy
-        data = [jobs[j][2][a:a + m] for j, _, a, m in plan] if len(jobs) > 1 else jobs[0][2][:int(lens.sum())]
-        offsets, failures = self.device.append_batch(zones, data, lens * ps, self.config.append_qd)
+        data = [jobs[j][2][a:a + m] for j, _, a, m in plan]
+        offsets, failures = self.device.append_batch(zones, data, lbytes, self.config.append_qd)
+        return self._land(jobs, plan, owners, offsets, failures)
+
+    def _plan_arrays(self, key: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """(zone, bytes) of each planned unit as int64 arrays (``key``: ``(zone, pages)`` per unit),
+        cached: a stream writes the same plan again and again. The arrays are never written."""
+        arrays = self._lens_cache.get(key)
+        if arrays is None:
+            if len(self._lens_cache) > 256:
+                self._lens_cache.clear()
+            arrays = self._lens_cache[key] = (np.array([z for z, _ in key], np.int64),
+                                              np.array([m for _, m in key], np.int64) * self.page_size)
+        return arrays
+
+    def _write_one(self, k: int, handles: np.ndarray, data: np.ndarray, least: int, buffered: bool,
+                   done: np.ndarray) -> int:
+        """Write stream k's pages in write units into its zone: as many units as the zone has room
+        for (while at least ``least`` pages remain), as one ``append_batch``. Returns the pages
+        written, a prefix of ``handles``; ``done`` marks each page as it is committed, so that a
+        caller seeing an exception knows which pages are on the device. (``_write_jobs`` of one
+        job, the common case: the plan as a few ints and cached arrays; units that landed back to
+        back in plan order, the usual batch, are one commit.)"""
+        group, for_gc = self._group_of[k], k == self._gc_buffer
+        zones = self._zones
+        z = self._zone_for(group, for_gc)
+        r = zones.room(z)
+        unit, rem = self._unit_pages, handles.size
+        lens = []
+        while rem >= least and r > 0:
+            m = min(unit, rem, r)
+            lens.append(m)
+            rem, r = rem - m, r - m
+        if not lens:
+            return 0
+        if len(lens) == 1:                       # one unit: the plain path (and its retries)
+            m = lens[0]
+            w = self._write(k, handles[:m], data[:m], buffered)
+            done[:w] = True
+            return w
+        w = handles.size - rem
+        key = (z, *lens)
+        arrays = self._lens_cache.get(key)
+        if arrays is None:
+            arrays = self._plan_arrays(tuple((z, m) for m in lens))
+            self._lens_cache[key] = arrays
+        zarr, lbytes = arrays
+        offsets, failures = self.device.append_batch(zarr, data[:w], lbytes, self.config.append_qd)
+        plan, a = [], 0
+        for m in lens:
+            plan.append((0, z, a, m))
+            a += m
+        return self._land([(k, handles, data, least, buffered, done)], plan, {z: zones.owner_of(z, group)},
+                          offsets, failures)[0]
+
+    def _land(self, jobs: list, plan: list, owners: dict, offsets: np.ndarray, failures: list) -> list[int]:
+        """Account for an ``append_batch`` of ``plan``'s units: commit what landed, each zone in its
+        order (units landed back to back: one commit), seal zones now full, retry failed units
+        (``_write``: this or other zones). Returns the pages written per job."""
+        ps = self.page_size
+        written = [0] * len(jobs)
+        for j, _, _, m in plan:
+            written[j] += m
+        if not failures and plan:
+            # the usual batch: one zone, every unit back to back in plan order from the cursor; then
+            # the commits below are those of the general loop (same runs, same order), without it
+            z = plan[0][1]
+            expect = (z * self._slots.slots_per_zone + self._zones.written(z)) * ps
+            runs = []
+            for (j, uz, a, m), off in zip(plan, offsets.tolist()):
+                if uz != z or off != expect:
+                    break
+                if runs and runs[-1][0] == j and runs[-1][1] + runs[-1][2] == a:
+                    runs[-1][2] += m
+                else:
+                    runs.append([j, a, m, off])
+                expect += m * ps
+            else:
+                full = False
+                for j, a, m, off in runs:
+                    k, handles, _, _, buffered, done = jobs[j]
+                    if self._commit(handles[a:a + m], z, off, k == self._gc_buffer, buffered):
+                        full = True
+                    done[a:a + m] = True
+                if full:
+                    self._seal(owners[z], z)
+                self.fast_path["one_commit_batches"] += 1
+                return written
+        zones = np.array([u[1] for u in plan], np.int64)
         full = set()
         run = None                                               # units landed back to back: one commit
         for u in np.lexsort((offsets, zones)).tolist() + [None]:  # each zone in its order: cursors move on
@@ -679,9 +813,6 @@ class SwapStore:
                 w = self._write(k, handles[a:a + left], data_j[a:a + left], buffered)
                 done[a:a + w] = True
                 a, left = a + w, left - w
-        written = [0] * len(jobs)
-        for j, _, _, m in plan:
-            written[j] += m
         return written
 
     def _write(self, k: int, handles: np.ndarray, data: np.ndarray, buffered: bool = True) -> int:
@@ -736,10 +867,13 @@ class SwapStore:
         entries (invalidating the old copies). True when the zone's data area is now full."""
         first = off // self.page_size
         full = self._zones.record(z, first, self._idmap.ids[handles])   # raises before any change
-        self._slots.commit(handles, first)
-        self._in_flight[handles] = False
-        if buffered:
-            self._buffer_of[handles] = 0
+        if self._native is not None:                # the same four updates in one pass
+            self._native.commit(handles, first, buffered)
+        else:
+            self._slots.commit(handles, first)
+            self._in_flight[handles] = False
+            if buffered:
+                self._buffer_of[handles] = 0
         if for_gc:
             self._collector.wrote(handles.size * self.page_size)
         return full

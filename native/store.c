@@ -1,0 +1,80 @@
+/* store.c - see store.h */
+#include "store.h"
+
+int st_prepare(const int64_t *ids, int64_t n, int64_t *direct, int64_t direct_size,
+               const uint32_t *loc, const uint8_t *buffer_of, uint8_t *mark, int64_t *h, int64_t *counts)
+{
+    int64_t fresh = 0, added = 0, buffered = 0, i;
+    int rc = 0;
+    for (i = 0; i < n; i++) {
+        int64_t id = ids[i], v;
+        if (id < 0) { rc = -1; break; }
+        if (id >= direct_size) { rc = -2; break; }
+        v = direct[id];
+        if (v >= 0) {
+            if (mark[v]) { rc = -3; break; }
+            mark[v] = 1;
+            h[i] = v;
+            if (buffer_of[v])
+                buffered++;
+            else if (loc[v] == ST_UNMAPPED)
+                added++;
+        } else if (v == -1) {
+            direct[id] = -3 - i;            /* seen once in this batch (undone below) */
+            h[i] = -1;
+            fresh++;
+        } else {
+            rc = -3;
+            break;
+        }
+    }
+    for (int64_t k = 0; k < i; k++) {       /* undo the marks */
+        if (h[k] >= 0)
+            mark[h[k]] = 0;
+        else
+            direct[ids[k]] = -1;
+    }
+    counts[0] = fresh;
+    counts[1] = fresh + added;
+    counts[2] = buffered;
+    return rc;
+}
+
+int64_t st_insert(const int64_t *ids, int64_t n, int64_t *h, int64_t *direct, int64_t *id_of, int64_t next)
+{
+    int64_t start = next;
+    for (int64_t i = 0; i < n; i++) {
+        if (h[i] < 0) {
+            h[i] = next;
+            direct[ids[i]] = next;
+            id_of[next] = ids[i];
+            next++;
+        }
+    }
+    return next - start;
+}
+
+void st_fill(uint8_t *a, const int64_t *h, int64_t n, uint8_t v)
+{
+    for (int64_t i = 0; i < n; i++)
+        a[h[i]] = v;
+}
+
+void st_commit(uint32_t *loc, int64_t *rmap, int64_t *valid, int64_t slots_per_zone, const int64_t *h,
+               int64_t n, int64_t first_slot, uint8_t *in_flight, uint8_t *buffer_of, int clear_buffered)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int64_t hh = h[i];
+        uint32_t old = loc[hh];
+        if (old != ST_UNMAPPED) {
+            rmap[old] = 0;
+            valid[(int64_t)old / slots_per_zone]--;
+        }
+        loc[hh] = (uint32_t)(first_slot + i);
+        rmap[first_slot + i] = hh + 1;
+        in_flight[hh] = 0;
+        if (clear_buffered)
+            buffer_of[hh] = 0;
+    }
+    valid[first_slot / slots_per_zone] += n;
+}

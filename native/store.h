@@ -1,0 +1,44 @@
+/*
+ * store.h - the swap store's per-page bookkeeping for its swap_out fast path (store/fastpath.py):
+ * one pass over a batch's pages in place of a dozen numpy operations, on the store's own arrays
+ * (the id map's direct array and handle -> id column, the slot map's location / reverse map /
+ * valid counts, the per-handle in-flight and write-buffer flags). The pure-Python code in
+ * store/idmap.py and store/slotmap.py stays the reference; tests/test_store_fastpath.py checks
+ * that both leave the same state.
+ *
+ * Handles and ids are int64, slots uint32 (ST_UNMAPPED: none), flags uint8.
+ */
+#ifndef ZSWAP_STORE_H
+#define ZSWAP_STORE_H
+
+#include <stdint.h>
+
+#define ST_UNMAPPED 0xFFFFFFFFu
+
+/* cffi:begin */
+/* Look a batch of page ids up in the id map's direct array and classify it, changing nothing.
+   h[i] = the handle of ids[i], -1 when not held. counts[0] = ids not held, counts[1] = pages that
+   are new to the store (not held, or held without a device copy and not buffered), counts[2] =
+   held pages waiting in a write buffer. Returns 0, or without classifying: -1 a negative id,
+   -2 an id the direct array does not cover, -3 an id twice in the batch. ``mark`` (one flag per
+   handle, all zero) is used as scratch and left all zero. */
+int st_prepare(const int64_t *ids, int64_t n, int64_t *direct, int64_t direct_size,
+               const uint32_t *loc, const uint8_t *buffer_of, uint8_t *mark, int64_t *h, int64_t *counts);
+
+/* Hand the ids with h[i] < 0 new handles next, next + 1, ... in batch order: direct[id] = handle,
+   id_of[handle] = id (the caller made sure every id is below the direct array's size and
+   id_of holds next + the count). Returns how many were handed out. */
+int64_t st_insert(const int64_t *ids, int64_t n, int64_t *h, int64_t *direct, int64_t *id_of, int64_t next);
+
+/* a[h[i]] = v for every i */
+void st_fill(uint8_t *a, const int64_t *h, int64_t n, uint8_t v);
+
+/* The handles' new copies were written to consecutive slots from first_slot (one zone): invalidate
+   their old copies (reverse map entry 0, the old zone's valid count down), point them at the new
+   slots, set the reverse map, count them valid, and clear in_flight (and buffer_of when
+   clear_buffered). Distinct handles only. */
+void st_commit(uint32_t *loc, int64_t *rmap, int64_t *valid, int64_t slots_per_zone, const int64_t *h,
+               int64_t n, int64_t first_slot, uint8_t *in_flight, uint8_t *buffer_of, int clear_buffered);
+/* cffi:end */
+
+#endif

@@ -1,0 +1,289 @@
+"""The swap_out fast path (issue 12): per-page bookkeeping in C (``store/native.py``,
+``native/store.c``) and one commit per batch of write units that landed back to back. Checked by
+running the same operations on two stores, one with the C helpers and one without
+(``native=False``, the numpy reference), on two identical devices, and comparing everything:
+what each call returned or raised, the maps, the buffers, the stats, the bytes read back,
+including write failures injected in the middle of a batch and GC under pressure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zswap_host import StoreConfig, SwapStore, open_device
+from zswap_host.devices.base import check_append_batch
+from zswap_host.errors import InvalidIOError
+from zswap_host.store import native as store_native
+
+from test_store_reliability import pages_for
+
+PS = 4096
+GUEST = "emu://?zones=64&zone_size=16MiB&zone_capacity=12MiB&max_open=14&max_active=14&max_append=512KiB&preset=none"
+SMALL = "emu://?zones=24&zone_size=2MiB&zone_capacity=1536KiB&max_open=8&max_active=8&max_append=128KiB&preset=none"
+
+pytestmark = pytest.mark.skipif(store_native.load() is None, reason="zswap_host._native built without store.c")
+
+
+class FailAt:
+    """Fail the device's ``n``-th append from now (and ``count - 1`` more after it)."""
+
+    def __init__(self, dev) -> None:
+        self.dev, self.calls, self.at, self.count = dev, 0, None, 1
+        self._orig = dev.append
+        dev.append = self
+
+    def arm(self, n: int, count: int = 1) -> None:
+        self.calls, self.at, self.count = 0, n, count
+
+    def __call__(self, z, data):
+        self.calls += 1
+        if self.at is not None and self.calls == self.at:
+            self.dev.inject_write_failures(self.count)
+            self.at = None
+        return self._orig(z, data)
+
+
+def state(st: SwapStore) -> dict:
+    keys, vals = st._idmap.items()
+    order = np.argsort(keys)
+    return {
+        "loc": st._slots._loc.copy(), "rmap": st._slots._rmap.copy(), "valid": st._slots._valid.copy(),
+        "ids": keys[order], "handles": vals[order], "next": st._idmap._next, "n": st._idmap.n,
+        "free": list(st._idmap._free), "buffer_of": st._buffer_of.copy(), "in_flight": st._in_flight.copy(),
+        "lost": st._lost.copy(), "live": st._live, "capacity": st.capacity_pages,
+        "buffers": [(b.n, b.ids[:b.n].copy(), b.data[:b.n].copy()) for b in st._buffers],
+        "written": st._zones._written.copy(), "zstate": st._zones._state.copy(), "clock": st._zones.clock,
+        "last_write": st._zones._last_write.copy(), "stats": st.stats(),
+    }
+
+
+def same(a: dict, b: dict) -> None:
+    for k in a:
+        x, y = a[k], b[k]
+        if k == "buffers":
+            assert len(x) == len(y)
+            for (n1, i1, d1), (n2, i2, d2) in zip(x, y):
+                assert n1 == n2 and np.array_equal(i1, i2) and np.array_equal(d1, d2), k
+        elif isinstance(x, np.ndarray):
+            assert np.array_equal(x, y), k
+        else:
+            assert x == y, k
+
+
+def pair(url: str, cfg: StoreConfig):
+    devs = [open_device(url), open_device(url)]
+    fails = [FailAt(d) for d in devs]
+    return [SwapStore(devs[0], cfg), SwapStore(devs[1], cfg, native=False)], devs, fails
+
+
+def both(stores, fn):
+    """Run ``fn`` on both stores; they must return or raise the same."""
+    out = []
+    for st in stores:
+        try:
+            out.append(("ok", fn(st)))
+        except Exception as e:              # noqa: BLE001 - compared below
+            out.append(("raise", type(e), str(e), getattr(e, "page_ids", None)))
+    a, b = out
+    assert a[0] == b[0], out
+    if a[0] == "ok":
+        if isinstance(a[1], np.ndarray):
+            assert np.array_equal(a[1], b[1])
+        else:
+            assert a[1] == b[1]
+    else:
+        assert a[1:3] == b[1:3]
+        if a[3] is not None:
+            assert np.array_equal(a[3], b[3])
+    return a
+
+
+def test_the_fast_path_is_taken_and_agrees_on_fresh_batches_of_2mib():
+    """The guest's namespace shape, 2 MiB calls of fresh ids until half the device is full (the
+    issue's sequence): the C helpers and one commit per batch, the same state as numpy."""
+    stores, _, _ = pair(GUEST, StoreConfig(placement="temporal", prefetch=False))
+    ids = np.arange(64 * 3072 // 2)
+    for i in range(0, ids.size, 512):
+        both(stores, lambda st: st.swap_out(ids[i:i + 512], pages_for(ids[i:i + 512])))
+    same(state(stores[0]), state(stores[1]))
+    fast = stores[0].fast_path
+    assert fast["prepared"] >= ids.size // 512 - 10           # all but those that widen the direct array
+    assert fast["one_commit_batches"] >= ids.size // 512 - ids.size // 3000 - 2
+    assert stores[1].fast_path["prepared"] == 0
+    for st in stores:
+        st.check()
+        assert np.array_equal(st.swap_in(ids[::97]), pages_for(ids[::97]))
+
+
+@pytest.mark.parametrize("placement", ["temporal", "stream", "hotness"])
+def test_a_mixed_run_with_failures_mid_batch_agrees_with_the_reference(placement):
+    """Random batch sizes (a page to several units), overwrites, repeated ids in a batch, discards,
+    swap-ins, flushes, GC under pressure, ids too large for the direct array, and write failures
+    injected at the 1st..4th append of a call (one, two, or many in a row)."""
+    rng = np.random.default_rng(7)
+    cfg = StoreConfig(placement=placement, write_size=128 << 10, prefetch=placement == "stream")
+    stores, devs, fails = pair(SMALL, cfg)
+    cap = stores[0].capacity_pages
+    universe = cap * 3 // 4
+    version = 0
+    for step in range(400):
+        op = rng.random()
+        if op < 0.6:
+            n = int(rng.choice([1, 7, 32, 33, 64, 100, 128, 200]))
+            ids = rng.choice(universe, n, replace=bool(rng.random() < 0.1)).astype(np.int64)
+            if rng.random() < 0.05:
+                ids[0] = (1 << 40) + step                    # beyond the direct array: hashed
+            version += 1
+            pages = pages_for(ids, version)
+            if rng.random() < 0.15:
+                at, count = int(rng.integers(1, 5)), int(rng.choice([1, 1, 2, 9]))
+                for f in fails:
+                    f.arm(at, count)
+            stream = int(rng.integers(0, 4))
+            both(stores, lambda st: st.swap_out(ids, pages, stream))
+            for d, f in zip(devs, fails):                   # an unused injection ends with the call
+                f.at = None
+                d.inject_write_failures(0)
+        elif op < 0.7:
+            ids = rng.choice(universe, int(rng.integers(1, 40)), replace=False)
+            both(stores, lambda st: st.discard(ids))
+        elif op < 0.85:
+            ids = rng.choice(universe, int(rng.integers(1, 50)))
+            both(stores, lambda st: st.swap_in(ids))
+        elif op < 0.9:
+            both(stores, lambda st: st.flush())
+        else:
+            limit = int(rng.integers(1, 64)) * PS
+            both(stores, lambda st: st.gc_step(limit))
+        same(state(stores[0]), state(stores[1]))
+    for st in stores:
+        st.check()
+    assert stores[0].fast_path["prepared"] > 100
+    assert stores[0].fast_path["one_commit_batches"] > 10
+
+
+def test_bad_calls_are_refused_the_same_way():
+    stores, _, _ = pair(SMALL, StoreConfig())
+    ok = np.arange(8, dtype=np.int64)
+    both(stores, lambda st: st.swap_out(ok, pages_for(ok)))
+    for ids, pages in [(np.array([3, -1], np.int64), pages_for([3, 4])),
+                       (np.array([3, -1], np.int64), np.zeros((3, PS), np.uint8)),     # both bad: ids named
+                       (np.array([1, 2, 2, 1], np.int64), pages_for([1, 2, 2, 1])),   # repeats: the last wins
+                       (np.array([5, 1 << 62], np.int64), pages_for([5, 6])),
+                       (np.array([[1, 2]], np.int64), pages_for([1, 2])),
+                       (np.arange(40, 80, dtype=np.int64)[::2], pages_for(np.arange(40, 80, 2))),   # strided
+                       (np.arange(80, 120, dtype=np.int32)[::2], pages_for(np.arange(80, 120, 2))),
+                       ([120, 121, 122], pages_for([120, 121, 122]))]:
+        both(stores, lambda st: st.swap_out(ids, pages))
+        same(state(stores[0]), state(stores[1]))
+    big = np.arange(100, 100 + stores[0].capacity_pages, dtype=np.int64)
+    both(stores, lambda st: st.swap_out(big, np.zeros((big.size, PS), np.uint8)))   # SwapFullError
+    same(state(stores[0]), state(stores[1]))
+    assert np.array_equal(stores[0].swap_in(np.array([1, 2])), pages_for([1, 2]))
+    for st in stores:
+        st.close()
+    neg = np.array([-1], np.int64)
+    both(stores, lambda st: st.swap_out(neg, pages_for([1])))                 # closed, bad ids: ValueError
+    both(stores, lambda st: st.swap_out(ok, pages_for(ok)))                   # closed
+
+
+def test_prepare_leaves_the_maps_as_it_found_them():
+    dev = open_device(SMALL)
+    st = SwapStore(dev, StoreConfig())
+    ids = np.arange(0, 200, 2, dtype=np.int64)
+    st.swap_out(ids, pages_for(ids))
+    before = (st._idmap._direct.copy(), st._in_flight.copy())
+    nat = st._native
+    for probe, rc in [(np.array([4, 5, 4], np.int64), -3), (np.array([5, 7, 5], np.int64), -3),
+                      (np.array([4, -2], np.int64), -1), (np.array([4, 1 << 50], np.int64), -2)]:
+        assert nat.prepare(probe)[0] == rc
+        assert np.array_equal(st._idmap._direct, before[0]) and np.array_equal(st._in_flight, before[1])
+    rc, h, fresh, new, buffered = nat.prepare(np.array([4, 5, 6, 7], np.int64))
+    assert rc == 0 and fresh == 2 and new == 2 and h[0] == st._idmap.lookup(np.array([4]))[0] and h[1] == -1
+
+
+def test_check_append_batch_small_and_long_batches_agree():
+    """The list-based check of a batch of units and the numpy one: same results, same errors."""
+    from zswap_host.devices import base
+    g = open_device(SMALL).geometry
+    data = np.arange(8 * PS, dtype=np.uint32).view(np.uint8)[:8 * PS]
+    cases = [([0, 1], data[:2 * PS], [PS, PS]), ([0, 99], data[:2 * PS], [PS, PS]), ([0, -1], data[:2 * PS], [PS, PS]),
+             ([0, 1], data[:2 * PS], [PS, 0]), ([0, 1], data[:PS + 512], [PS, 512]), ([0], data[:3 * PS], [3 * PS]),
+             ([0, 1], data[:3 * PS], [PS, PS]), ([0, 0], [data[:PS], data[PS:3 * PS]], [PS, 2 * PS]),
+             ([0, 0], [data[:PS], data[PS:3 * PS]], [PS, PS]), ([2], data[:100], [100])]
+    for zones, d, lengths in cases:
+        res = []
+        for fn in (check_append_batch, lambda g, z, d, l: base._check_append_batch_np(
+                g, np.asarray(z, np.int64), d, np.asarray(l, np.int64))):
+            try:
+                z, l, units = fn(g, zones, d, lengths)
+                res.append(("ok", z.tolist(), l.tolist(), [u.tobytes() for u in units]))
+            except InvalidIOError as e:
+                res.append(("err", str(e)))
+        assert res[0] == res[1], (zones, lengths)
+    z, l, view = check_append_batch(g, [0, 1], data[:2 * PS], [PS, PS], views=False)
+    assert view.size == 2 * PS and view.base is not None
+
+
+class _FakeRing:
+    """An append engine that records the addresses it was given and lands each request at the
+    zone's start plus what came before it (or fails the requests named in ``fail``)."""
+
+    def __init__(self, fail=()):
+        from zswap_host._native import ffi
+        self._ffi, self.fail, self.seen = ffi, set(fail), None
+
+    def append(self, ngfd, nsid, lba_size, zone_lbas, units, lengths, zones, nzones, qd, addrs=None):
+        if addrs is None:
+            addrs = [u.ctypes.data for u in units]
+        self.seen = list(addrs)
+        n = lengths.size
+        res = np.array([-5 if k in self.fail else 0 for k in range(n)], np.int32)
+        alba = (zones * zone_lbas + np.concatenate([[0], np.cumsum(lengths)[:-1]]) // lba_size).astype(np.uint64)
+        return res, alba, np.zeros(n)
+
+    def max_appends_per_zone(self):
+        return 1
+
+
+def _fake_linux_zoned(ring):
+    import threading
+
+    from zswap_host.devices.base import IoCounters
+    from zswap_host.devices.linux_zoned import LinuxZonedDevice
+    from zswap_host.devices.zone import ZoneGeometry
+    d = object.__new__(LinuxZonedDevice)
+    d.geometry = ZoneGeometry(nr_zones=4, zone_size=1 << 20, zone_capacity=1 << 20, block_size=4096,
+                              max_open=4, max_active=4, max_append=128 << 10)
+    d.path, d.nsid, d._ngfd, d._passthrough = "/dev/fake", 1, 99, True
+    d._append_engine, d._append_lock, d._stat_lock = ring, threading.Lock(), threading.Lock()
+    d._in_flight_batches = d._max_batches_at_once = d._appends = d._max_appends_zone = 0
+    d._busy, d._io = 0.0, IoCounters()
+    d._zone_error = lambda e, z, what, offset=None, length=0: OSError(e, what)
+    return d
+
+
+def test_linux_zoned_uring_append_of_one_buffer_addresses_each_unit_in_place():
+    """``append_batch`` with one buffer on the uring-cmd path: no view per unit, each request's
+    address is the buffer's plus the lengths before it; the same offsets, counters and failures as
+    the per-unit path."""
+    data = np.zeros(5 * PS, np.uint8)
+    lengths = np.array([2 * PS, PS, 2 * PS], np.int64)
+    ring = _FakeRing()
+    d = _fake_linux_zoned(ring)
+    offsets, failures = d.append_batch(np.array([1, 1, 2]), data, lengths)
+    assert failures == [] and ring.seen == [data.ctypes.data, data.ctypes.data + 2 * PS, data.ctypes.data + 3 * PS]
+    assert offsets.tolist() == [1 << 20, (1 << 20) + 2 * PS, (2 << 20) + 3 * PS]
+    assert d._appends == 3 and d._io.write_bytes == 5 * PS and d._max_batches_at_once == 1 and d._in_flight_batches == 0
+    ring2 = _FakeRing(fail={1})
+    d2 = _fake_linux_zoned(ring2)
+    units = [data[:2 * PS], data[2 * PS:3 * PS], data[3 * PS:]]
+    ring1 = _FakeRing(fail={1})
+    o1, f1 = _fake_linux_zoned(ring1).append_batch(np.array([1, 1, 2]), units, lengths)
+    assert ring1.seen == [u.ctypes.data for u in units]
+    o2, f2 = d2.append_batch(np.array([1, 1, 2]), data, lengths)
+    assert o1.tolist() == o2.tolist() and [k for k, _ in f1] == [k for k, _ in f2] == [1]
+    odd = np.zeros(5 * PS + 1, np.uint8)[1:]                 # not dword aligned: one aligned copy
+    ring3 = _FakeRing()
+    _fake_linux_zoned(ring3).append_batch(np.array([0, 0, 0]), odd, lengths)
+    assert ring3.seen[0] % 4 == 0 and ring3.seen[1] - ring3.seen[0] == 2 * PS

@@ -1,0 +1,96 @@
+"""The swap store's per-page bookkeeping in C (``native/store.c``, in ``zswap_host._native``): the
+``swap_out`` fast path's lookup/classify, handle insert, flag fills and commit, each one pass over
+the batch instead of a dozen numpy operations. The pure-Python code (``IdMap``, ``SlotMap``, the
+store's numpy expressions) is the reference and the fallback: ``SwapStore(..., native=False)`` or
+``ZSWAP_NATIVE_STORE=0`` uses only it, and tests/test_store_fastpath.py checks both leave the same
+state.
+
+The C functions take pointers into the store's arrays; those are cached and refreshed whenever
+an array was replaced (grown), so a call costs one cffi call plus one ``from_buffer`` per batch
+array.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+
+def load():
+    """``(ffi, lib)`` of the compiled helpers, or None (not built, or ``ZSWAP_NATIVE_STORE=0``)."""
+    if os.environ.get("ZSWAP_NATIVE_STORE", "1") == "0":
+        return None
+    try:
+        from .._native import ffi, lib
+        lib.st_commit                     # noqa: B018 (an older build without store.c)
+    except (ImportError, AttributeError):
+        return None
+    return ffi, lib
+
+
+class NativeBook:
+    """C bookkeeping on one store's arrays (see the module docstring)."""
+
+    def __init__(self, store, ffi, lib) -> None:
+        self._s = store
+        self._ffi, self._lib = ffi, lib
+        self._counts = np.zeros(3, np.int64)
+        self._counts_p = ffi.from_buffer("int64_t[]", self._counts)
+        self._arrays: tuple = ()
+        self._p: tuple = ()
+
+    def _ptrs(self) -> tuple:
+        """Pointers to (direct, id_of, loc, rmap, valid, buffer_of, in_flight), refreshed when one of
+        the arrays was replaced."""
+        s = self._s
+        idm, sl = s._idmap, s._slots
+        a = self._arrays
+        if not a or a[0] is not idm._direct or a[1] is not idm.ids or a[2] is not sl._loc \
+                or a[3] is not sl._rmap or a[4] is not sl._valid or a[5] is not s._buffer_of or a[6] is not s._in_flight:
+            fb = self._ffi.from_buffer
+            a = self._arrays = (idm._direct, idm.ids, sl._loc, sl._rmap, sl._valid, s._buffer_of, s._in_flight)
+            self._p = (fb("int64_t[]", a[0]), fb("int64_t[]", a[1]), fb("uint32_t[]", a[2]), fb("int64_t[]", a[3]),
+                       fb("int64_t[]", a[4]), fb("uint8_t[]", a[5]), fb("uint8_t[]", a[6]))
+        return self._p
+
+    def prepare(self, ids: np.ndarray) -> tuple[int, np.ndarray | None, int, int, int]:
+        """(status, handles, not held, new pages, buffered pages): ``st_prepare``. Status 0: classified;
+        -1 a negative id; -2 an id beyond the direct array; -3 a repeated id (then only the status)."""
+        p = self._ptrs()
+        n = ids.size
+        h = np.empty(n, np.int64)
+        fb = self._ffi.from_buffer
+        rc = self._lib.st_prepare(fb("int64_t[]", ids), n, p[0], self._arrays[0].size, p[2], p[5], p[6],
+                                  fb("int64_t[]", h), self._counts_p)
+        if rc:
+            return rc, None, 0, 0, 0
+        c = self._counts
+        return 0, h, int(c[0]), int(c[1]), int(c[2])
+
+    def insert(self, ids: np.ndarray, h: np.ndarray, fresh: int) -> bool:
+        """Give the ids with ``h < 0`` new handles (``IdMap.insert``'s result, in place) when the id
+        map can take them without reusing handles or growing; False (nothing done) otherwise."""
+        idm = self._s._idmap
+        nxt = idm._next
+        if idm._free or nxt + fresh > idm.ids.size:
+            return False
+        p = self._ptrs()
+        fb = self._ffi.from_buffer
+        self._lib.st_insert(fb("int64_t[]", ids), ids.size, fb("int64_t[]", h), p[0], p[1], nxt)
+        idm._next = nxt + fresh
+        idm.n += fresh
+        return True
+
+    def fill(self, which: int, h: np.ndarray, value: int) -> None:
+        """``buffer_of[h] = value`` (which = 5) or ``in_flight[h] = value`` (which = 6)."""
+        p = self._ptrs()
+        h = np.ascontiguousarray(h, np.int64)
+        self._lib.st_fill(p[which], self._ffi.from_buffer("int64_t[]", h), h.size, value)
+
+    def commit(self, h: np.ndarray, first_slot: int, buffered: bool) -> None:
+        """``SlotMap.commit(h, first_slot)``, ``in_flight[h] = False`` and (buffered) ``buffer_of[h] = 0``."""
+        p = self._ptrs()
+        h = np.ascontiguousarray(h, np.int64)
+        self._lib.st_commit(p[2], p[3], p[4], self._s._slots.slots_per_zone, self._ffi.from_buffer("int64_t[]", h),
+                            h.size, first_slot, p[6], p[5], int(buffered))
