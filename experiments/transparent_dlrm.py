@@ -11,7 +11,8 @@ budget = 25.8 MiB):
   (the store on emulated ZNS) without lookahead and with the bench's default lookahead of 1.
 - ``transparent …``: ``workloads.transparent.train_plain``: facebookresearch/dlrm's model on plain
   ``nn.EmbeddingBag(sparse=True)`` tables + ``torch.optim.SGD``, each table's weight adopted by one
-  ``Pager(backend, budget)`` (stream = table), over the same backend the bench builds:
+  ``Pager(backend, budget, discard_on_write=DISCARD_DIRTY[run])`` (stream = table), over the same
+  backend the bench builds:
   ``linux-swap`` (``bench.plan.linux_swap``, serial faults — the kernel's fault path, which is what a
   pager fault is) on the emulated conventional SSD, and ``zns-host-gc`` (SwapStore) on emulated ZNS.
   The pager's budget = the bench's page-cache budget (``Plan.budget_bytes``); the tables take the
@@ -49,10 +50,11 @@ transparent runs the part after the tables were built (the build's own write-out
 row). Pages in / out: the pager's ``pages_in`` / ``pages_out`` per step, the module's faults and
 pages written. A page wait is from the moment a backend call asked for the page to its read's
 completion (``swap_in_latencies``): a single page at queue depth 1 for the pager, the step's whole
-batch for the module, so the two are not the same measure. The store keeps a dirtied page's old copy
-until the page is written again under the pager (the module discards it when it dirties the page,
-the bench's ``discard_dirty``): one reason, with the pager's extra write-outs, why its GC moves
-more.
+batch for the module, so the two are not the same measure. Stale copies: as the bench's
+``discard_dirty`` (``bench.runs.DISCARD_DIRTY``), the pager over the store discards a page's backend
+copy on the page's first write (``Pager(discard_on_write=True)``: one batched ``discard`` per resolver
+wake-up), and over the Linux model keeps it until the page is written out again (Linux's swap cache
+keeps the slot); the pager's ``discards`` / ``discards_skipped`` count them.
 
 The pager's resolver is a thread: which pages an eviction takes depends on how many faults
 arrived while it ran, so the transparent runs' I/O counts can move slightly from run to run
@@ -130,7 +132,7 @@ def run_one(name: str, a: dict, progress=None) -> dict:
     """One run by name (a worker's job)."""
     import torch
 
-    from zswap_host.bench.runs import _swap_run
+    from zswap_host.bench.runs import DISCARD_DIRTY, _swap_run
     from zswap_host.workloads.train import train
     from zswap_host.workloads.transparent import train_plain
 
@@ -161,7 +163,8 @@ def run_one(name: str, a: dict, progress=None) -> dict:
         backend, dev = backend_factories(pl, spec)[run]()
         r = train_plain(pl.model, pl.data, n, bs, seed, backend=backend, budget_bytes=pl.budget_bytes,
                         clock=dev.now, on_idle=backend.idle, charged_compute_s=charged, progress=tell,
-                        on_start=lambda: backend.stats().as_dict(), on_end=lambda: backend_block(backend, dev))
+                        on_start=lambda: backend.stats().as_dict(), on_end=lambda: backend_block(backend, dev),
+                        discard_on_write=DISCARD_DIRTY[run])
         backend.close()
         dev.close()
         stall = r.io_stall_s
@@ -210,6 +213,8 @@ def table(runs: dict) -> str:
             "training time (s) = compute + stall": f"{r['train_time_s']:.2f}",
             "step stall p50 / p99 (ms)": f"{1e3 * r['step_stall_p50_s']:.2f} / {1e3 * r['step_stall_p99_s']:.2f}",
             "pages in / out (training)": f"{r['pages_in']:,} / {r['pages_out']:,}",
+            "stale copies discarded on first write": f"{r['pager'].get('discards', 0):,}" if transparent
+            else f"{r['paging']['discards']:,}",
             "pages created on first touch, no I/O": "0 (all written at build)" if transparent
             else f"{r['paging']['first_touch']:,}",
             "faults (missing + write-protect)": f"{r['faults']:,}" if transparent else "—",

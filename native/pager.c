@@ -2,7 +2,8 @@
  *
  * THE PROTOCOL. One mutex (mu) guards every page's state; every state change and every uffd
  * ioctl that goes with it happens under it, so the handler thread and the resolver (the Python
- * thread calling pg_take_fetch / pg_fetched / pg_evict_*) see a state and the mapping agree.
+ * thread calling pg_take_fetch / pg_fetched / pg_evict_* / pg_take_discards / pg_discarded) see a
+ * state and the mapping agree.
  *
  * Page states:  NEVER     unmapped, no backend copy: its contents are zeros
  *               STORED    unmapped, the backend holds its contents
@@ -12,8 +13,10 @@
  *               EVICTING  mapped and write-protected; chosen as a victim, write-out in progress
  * Flags: DIRTY (written since mapped: the WP fault saw it), REF (faulted since the CLOCK hand
  * last passed), COPY (the backend holds a copy; valid iff not DIRTY), WAITER (a write faulted on
- * it while EVICTING). Invariant: a RESIDENT page without DIRTY is write-protected, so a write to
- * it cannot go unseen; "used" = RESIDENT + EVICTING + QUEUED + FETCHING pages <= budget.
+ * it while EVICTING), STALE (discard_on_write only: the backend holds an out-of-date copy that is
+ * queued for discard; never with COPY, always with DIRTY). Invariant: a RESIDENT page without
+ * DIRTY is write-protected, so a write to it cannot go unseen; "used" = RESIDENT + EVICTING +
+ * QUEUED + FETCHING pages <= budget.
  *
  * MISSING fault on NEVER/STORED: if used < budget, admit it: NEVER -> UFFDIO_COPY of zeros
  *   (with MODE_WP, or without and DIRTY for a write fault) -> RESIDENT; STORED -> QUEUED (the
@@ -23,7 +26,9 @@
  * Resolver: pg_take_fetch (QUEUED -> FETCHING), backend.swap_in, pg_fetched: UFFDIO_COPY with
  *   MODE_WP -> RESIDENT|COPY; or on failure tgkill(SIGBUS) each waiting tid, wake them, back to
  *   STORED (a later touch retries the read).
- * WP fault on RESIDENT: DIRTY|REF, UFFDIO_WRITEPROTECT mode 0 (which wakes the writer).
+ * WP fault on RESIDENT: DIRTY|REF, UFFDIO_WRITEPROTECT mode 0 (which wakes the writer). With
+ *   discard_on_write and COPY: the copy is stale now: COPY -> STALE and the page joins the discard
+ *   queue (a FIFO of page numbers; an entry whose page has lost STALE since is skipped).
  * WP fault on EVICTING: WAITER; the writer sleeps until the eviction ends (below).
  * Eviction (resolver, when used + pending > budget - headroom/2, down to budget - headroom):
  *   pg_evict_begin: CLOCK over the RESIDENT pages in fault order (a REF page loses REF and goes
@@ -34,6 +39,21 @@
  *   the page back, write included after. ok=0 (swap_out failed): victims back to RESIDENT, dirty
  *   ones still DIRTY (now write-protected: the next write faults and unprotects again).
  * Only RESIDENT pages are victims, so a page whose fault is in flight is never evicted.
+ * Discards (discard_on_write): pg_take_discards hands out the queued pages still STALE and clears
+ *   STALE (so a page queued twice is handed out once); Python calls backend.discard once for them,
+ *   then pg_discarded: ok=1 counts them; ok=0 (discard failed) sets STALE again without requeueing
+ *   (the stale copy is dropped when the page is written out, else at close). The resolver takes the
+ *   discards whenever the queue is not empty, after fetching and before evicting, so it never
+ *   blocks with discards queued. Ordering against swap_out of the same page — a discard must never
+ *   hit a copy written after it was queued: (1) a victim that is STALE when its eviction ends with
+ *   ok=1 has just been overwritten by swap_out, so it loses STALE (-> COPY) and its queue entry
+ *   becomes a skipped one: the new copy is never discarded, and the old one needed no discard
+ *   (counted in discards_skipped);
+ *   (2) discards taken and evictions are mutually exclusive: pg_take_discards fails with EBUSY while
+ *   an eviction is open and pg_evict_begin while taken discards are not yet pg_discarded, so a
+ *   page's discard is never in flight beside its swap_out; (3) a taken page is RESIDENT and DIRTY
+ *   and stays so until pg_discarded (only an eviction could change it), so ok=0 can restore STALE.
+ *   pg_stored_pages lists COPY and STALE pages, so close discards the stale copies still queued.
  * Any other event (a MISSING for a mapped page, a WP for an unmapped one) is stale: a thread
  * may have been woken already, or a signal interrupted its wait; UFFDIO_WAKE it again, it
  * retries the access and faults afresh if it must.
@@ -58,7 +78,7 @@
 #include <unistd.h>
 
 enum { ST_NEVER, ST_STORED, ST_QUEUED, ST_FETCHING, ST_RESIDENT, ST_EVICTING };
-enum { F_DIRTY = 1, F_REF = 2, F_COPY = 4, F_WAITER = 8 };
+enum { F_DIRTY = 1, F_REF = 2, F_COPY = 4, F_WAITER = 8, F_STALE = 16 };
 #define MSG_BATCH 64
 #define STUCK_NS 10000000000LL  /* warn once when faults wait this long for a resolver that does not come */
 
@@ -82,6 +102,9 @@ struct pg_pager {
     size_t cap_state, cap_flags;
     fifo clock;                 /* RESIDENT pages in fault order: the CLOCK */
     fifo fetchq;                /* QUEUED pages */
+    fifo discardq;              /* pages whose stale backend copy awaits a discard (STALE; else skipped) */
+    uint32_t ndiscarding;       /* pages handed out by pg_take_discards, not yet pg_discarded */
+    int discard_on_write;
     fault_rec *waiters;         /* threads blocked on QUEUED/FETCHING pages (for SIGBUS) */
     size_t nwaiters, cap_waiters;
     fault_rec *pending;         /* faults waiting for room, FIFO from pending_head */
@@ -271,6 +294,11 @@ static void on_fault(pg_pager *p, const struct uffd_msg *m) {
         p->st.faults_wp++;
         switch (p->state[page]) {
         case ST_RESIDENT:
+            if (p->discard_on_write && (p->flags[page] & (F_COPY | F_DIRTY)) == F_COPY) {
+                p->flags[page] = (uint8_t)((p->flags[page] & ~F_COPY) | F_STALE);
+                if (fifo_push(&p->discardq, (uint64_t)page)) p->st.uffd_errors++;
+                p->st.stale_copies++;
+            }
             p->flags[page] |= F_DIRTY | F_REF;
             u_protect(p, addr, 0);  /* wakes the writer */
             break;
@@ -331,7 +359,7 @@ static void *handler_main(void *arg) {
         pthread_mutex_lock(&p->mu);
         for (size_t i = 0; i < (size_t)n / sizeof msgs[0]; i++)
             if (msgs[i].event == UFFD_EVENT_PAGEFAULT) on_fault(p, &msgs[i]);
-        if (p->fetchq.len || need_evict(p)) pthread_cond_broadcast(&p->cv);
+        if (p->fetchq.len || p->discardq.len || need_evict(p)) pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
     }
     return NULL;
@@ -350,13 +378,15 @@ static int open_uffd(void) {
     return fd >= 0 ? fd : -err;
 }
 
-int pg_open(uint64_t budget_pages, uint64_t headroom_pages, uint32_t page_size, pg_pager **out) {
+int pg_open(uint64_t budget_pages, uint64_t headroom_pages, uint32_t page_size, int discard_on_write,
+            pg_pager **out) {
     if (budget_pages < 16 || headroom_pages < 1 || headroom_pages >= budget_pages ||
         page_size != (uint32_t)sysconf(_SC_PAGESIZE))
         return -EINVAL;
     pg_pager *p = calloc(1, sizeof *p);
     if (!p) return -ENOMEM;
     p->ps = page_size, p->budget = budget_pages, p->pid = getpid();
+    p->discard_on_write = discard_on_write != 0;
     p->low = budget_pages - headroom_pages;
     p->trigger = budget_pages - headroom_pages / 2;
     p->efd = -1;
@@ -441,9 +471,10 @@ int pg_wait(pg_pager *p, int timeout_ms) {
     struct timespec dl = deadline(timeout_ms);
     pthread_mutex_lock(&p->mu);
     p->resolver_seen_ns = now_ns();
-    while (!p->stopping && p->fetchq.len == 0 && !need_evict(p))
+    while (!p->stopping && p->fetchq.len == 0 && p->discardq.len == 0 && !need_evict(p))
         if (pthread_cond_timedwait(&p->cv, &p->mu, &dl) == ETIMEDOUT) break;
-    int mask = (p->fetchq.len ? PG_FETCH : 0) | (need_evict(p) ? PG_EVICT : 0) | (p->stopping ? PG_STOPPED : 0);
+    int mask = (p->fetchq.len ? PG_FETCH : 0) | (need_evict(p) ? PG_EVICT : 0) | (p->stopping ? PG_STOPPED : 0) |
+               (p->discardq.len ? PG_DISCARD : 0);
     pthread_mutex_unlock(&p->mu);
     return mask;
 }
@@ -491,11 +522,41 @@ int pg_fetched(pg_pager *p, const uint64_t *pages, const uint8_t *data, const ui
     return bad;
 }
 
+int pg_take_discards(pg_pager *p, uint64_t *pages, uint32_t cap) {
+    pthread_mutex_lock(&p->mu);
+    p->resolver_seen_ns = now_ns();
+    if (p->evicting || p->ndiscarding) { pthread_mutex_unlock(&p->mu); return -EBUSY; }
+    uint32_t n = 0;
+    while (n < cap && p->discardq.len) {
+        uint64_t page = fifo_pop(&p->discardq);
+        if (!(p->flags[page] & F_STALE)) continue;  /* written out since, or handed out already */
+        p->flags[page] &= (uint8_t)~F_STALE;
+        pages[n++] = page;
+    }
+    p->ndiscarding = n;
+    if (!p->discardq.len) pthread_cond_broadcast(&p->cv);  /* pg_quiesce may be waiting for it */
+    pthread_mutex_unlock(&p->mu);
+    return (int)n;
+}
+
+int pg_discarded(pg_pager *p, const uint64_t *pages, uint32_t n, int ok) {
+    pthread_mutex_lock(&p->mu);
+    if (n != p->ndiscarding) { pthread_mutex_unlock(&p->mu); return -EINVAL; }
+    if (ok) p->st.discards += n, p->st.discard_batches += n > 0;
+    else
+        for (uint32_t i = 0; i < n; i++) p->flags[pages[i]] |= F_STALE;  /* still RESIDENT|DIRTY: see above */
+    p->ndiscarding = 0;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
 int pg_evict_begin(pg_pager *p, uint32_t cap, uint64_t *pages, uint8_t *buf, uint32_t *ndirty) {
     *ndirty = 0;
     pthread_mutex_lock(&p->mu);
     p->resolver_seen_ns = now_ns();
-    if (p->evicting || p->stopping) { pthread_mutex_unlock(&p->mu); return p->evicting ? -EBUSY : 0; }
+    if (p->evicting || p->ndiscarding) { pthread_mutex_unlock(&p->mu); return -EBUSY; }
+    if (p->stopping) { pthread_mutex_unlock(&p->mu); return 0; }
     uint64_t want = used(p) + npending(p) > p->low ? used(p) + npending(p) - p->low : 0;
     if (want > cap) want = cap;
     if (grow((void **)&p->victims, &p->cap_victims, want, sizeof *p->victims) ||
@@ -544,10 +605,11 @@ int pg_evict_end(pg_pager *p, int ok) {
         uint8_t f = p->flags[page];
         if (ok) {
             if (madvise((void *)(uintptr_t)addr, p->ps, MADV_DONTNEED) != 0) p->st.uffd_errors++;
-            if (p->victim_dirty[i]) p->st.pages_out++, f |= F_COPY;
+            if (p->victim_dirty[i]) p->st.pages_out++, f |= F_COPY;  /* overwrites a STALE copy */
             else p->st.clean_drops++;
+            if (f & F_STALE) p->st.discards_skipped++;
             p->state[page] = (f & F_COPY) ? ST_STORED : ST_NEVER;
-            p->flags[page] = f & F_COPY;
+            p->flags[page] = f & F_COPY;  /* STALE goes: its queue entry is skipped */
             p->resident--;
             p->st.evictions++;
         } else {
@@ -569,7 +631,7 @@ int64_t pg_stored_pages(pg_pager *p, uint64_t *pages, uint64_t cap) {
     pthread_mutex_lock(&p->mu);
     int64_t n = 0;
     for (uint64_t i = 0; i < p->npages; i++)
-        if (p->flags[i] & F_COPY) {
+        if (p->flags[i] & (F_COPY | F_STALE)) {
             if ((uint64_t)n < cap) pages[n] = i;
             n++;
         }
@@ -587,7 +649,8 @@ void pg_get_stats(pg_pager *p, pg_stats *out) {
 }
 
 static int busy(const pg_pager *p) {
-    return !p->stopping && (p->fetchq.len || p->reserved || p->evicting || npending(p) || need_evict(p));
+    return !p->stopping && (p->fetchq.len || p->reserved || p->evicting || npending(p) || need_evict(p) ||
+                            p->discardq.len || p->ndiscarding);
 }
 
 int pg_quiesce(pg_pager *p, int timeout_ms) {
@@ -622,7 +685,7 @@ int pg_close(pg_pager *p) {
     close(p->efd);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
-    free(p->regions), free(p->state), free(p->flags), free(p->clock.v), free(p->fetchq.v);
+    free(p->regions), free(p->state), free(p->flags), free(p->clock.v), free(p->fetchq.v), free(p->discardq.v);
     free(p->waiters), free(p->pending), free(p->victims), free(p->victim_dirty), free(p->zero);
     free(p);
     return rc;

@@ -5,8 +5,10 @@
  * [first, first + npages)); the Python side turns a page number into a backend id. The backend is
  * Python, so the C side never does I/O: pages to read are handed out (pg_take_fetch) and their
  * data handed back (pg_fetched); victims to write are handed out with their bytes
- * (pg_evict_begin) and the outcome handed back (pg_evict_end). The protocol is at the top of
- * pager.c. Every call here releases the GIL (cffi's default); none of them touches Python.
+ * (pg_evict_begin) and the outcome handed back (pg_evict_end); with discard_on_write, pages whose
+ * backend copy went stale are handed out to discard (pg_take_discards, pg_discarded). The
+ * protocol is at the top of pager.c. Every call here releases the GIL (cffi's default); none of
+ * them touches Python.
  *
  * Return values: 0 or a count on success, -errno on failure. */
 #ifndef ZSWAP_PAGER_H
@@ -34,6 +36,11 @@ typedef struct {
     uint64_t deferred;           /* faults that waited for room (resident at budget) */
     uint64_t evict_waits;        /* writes that faulted on a page being evicted (waited for it) */
     uint64_t stale_events;       /* events for pages already resolved (woken again) */
+    uint64_t stale_copies;       /* discard_on_write: first writes that made a backend copy stale (queued) */
+    uint64_t discards;           /* discard_on_write: stale copies discarded (pg_discarded ok) */
+    uint64_t discard_batches;    /* discard_on_write: backend discard calls that succeeded */
+    uint64_t discards_skipped;   /* discard_on_write: stale copies written over by an eviction before
+                                    their discard ran (no discard needed) */
     uint64_t uffd_errors;        /* unexpected ioctl failures (should stay 0) */
     uint64_t resident;           /* now: pages mapped in the regions */
     uint64_t max_resident;       /* most pages mapped + being fetched at once */
@@ -43,13 +50,17 @@ typedef struct {
 
 /* Open a pager holding at most budget_pages pages mapped (budget_pages >= 16), evicting when
  * full down to budget_pages - headroom_pages. page_size must be the system page size. Opens
- * the userfaultfd (syscall, else /dev/userfaultfd) and starts the handler thread. */
-int pg_open(uint64_t budget_pages, uint64_t headroom_pages, uint32_t page_size, pg_pager **out);
+ * the userfaultfd (syscall, else /dev/userfaultfd) and starts the handler thread.
+ * discard_on_write: the first write to a mapped page with a backend copy queues that copy for a
+ * discard (pg_take_discards); otherwise the stale copy stays until the page is written out. */
+int pg_open(uint64_t budget_pages, uint64_t headroom_pages, uint32_t page_size, int discard_on_write,
+            pg_pager **out);
 /* Map a region of npages (MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE) and register it MISSING|WP.
  * *addr: its address; *first: the number of its first page. */
 int pg_add_region(pg_pager *p, uint64_t npages, uint64_t *addr, uint64_t *first);
 /* Wait up to timeout_ms for work: returns a mask of PG_FETCH (pages to read), PG_EVICT
- * (eviction needed), PG_STOPPED (pg_stop was called), or 0 on timeout. */
+ * (eviction needed), PG_DISCARD (stale copies to discard), PG_STOPPED (pg_stop was called), or 0
+ * on timeout. */
 int pg_wait(pg_pager *p, int timeout_ms);
 /* Take up to cap queued pages to read (they become "being fetched"). Returns how many. */
 int pg_take_fetch(pg_pager *p, uint64_t *pages, uint32_t cap);
@@ -61,16 +72,23 @@ int pg_fetched(pg_pager *p, const uint64_t *pages, const uint8_t *data, const ui
  * (row i = pages[i], for i < *ndirty; the clean ones follow in pages[]). Returns the number of
  * victims (0: nothing to do). Exactly one eviction may be open at a time. */
 int pg_evict_begin(pg_pager *p, uint32_t cap, uint64_t *pages, uint8_t *buf, uint32_t *ndirty);
+/* Take up to cap pages whose backend copy is stale (discard_on_write) for one backend discard;
+ * returns how many (0: none left). -EBUSY while an eviction is open or taken discards are not yet
+ * reported; pg_evict_begin is likewise -EBUSY until pg_discarded. */
+int pg_take_discards(pg_pager *p, uint64_t *pages, uint32_t cap);
+/* Report the discard of the n pages pg_take_discards handed out: ok = 1 done; ok = 0 (failed):
+ * the copies stay stale (dropped when the page is written out, or at close). */
+int pg_discarded(pg_pager *p, const uint64_t *pages, uint32_t n, int ok);
 /* Close the open eviction: ok = 1 (the dirty victims are stored): release every victim;
  * ok = 0: keep them all resident (dirty ones stay dirty). */
 int pg_evict_end(pg_pager *p, int ok);
-/* Pages that have a copy in the backend (for discarding them at close): up to cap into pages;
- * returns how many there are in all. */
+/* Pages that have a copy in the backend, valid or stale (for discarding them at close): up to
+ * cap into pages; returns how many there are in all. */
 int64_t pg_stored_pages(pg_pager *p, uint64_t *pages, uint64_t cap);
 void pg_get_stats(pg_pager *p, pg_stats *out);
 /* Wait up to timeout_ms until the resolver has nothing to do: no page queued or being read, no
- * fault waiting for room, no eviction open or due (or pg_stop was called). Returns 1 when quiet,
- * 0 on timeout. With no thread touching paged memory, the pager then makes no backend call until
+ * fault waiting for room, no eviction open or due, no discard queued or running (or pg_stop was
+ * called). Returns 1 when quiet, 0 on timeout. With no thread touching paged memory, the pager then makes no backend call until
  * the next fault, so the caller may use the backend itself. */
 int pg_quiesce(pg_pager *p, int timeout_ms);
 /* Make pg_wait return PG_STOPPED from now on (the resolver then finishes and exits). */
@@ -81,6 +99,6 @@ int pg_close(pg_pager *p);
  * docs/design.md, "The pager"); this is the plain way to do it from Python. */
 void pg_memcpy(uint64_t dst, uint64_t src, uint64_t n);
 
-enum { PG_FETCH = 1, PG_EVICT = 2, PG_STOPPED = 4 };
+enum { PG_FETCH = 1, PG_EVICT = 2, PG_STOPPED = 4, PG_DISCARD = 8 };
 /* cffi:end */
 #endif

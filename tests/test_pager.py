@@ -1,5 +1,6 @@
 """The userfaultfd pager (zswap_host.pager, native/pager.c): every byte of a region 4x its budget
-survives random reads and writes from several threads over both backends; the region's RSS stays
+survives random reads and writes from several threads over both backends, with and without
+discard_on_write; a discard never hits a copy written after it was queued; the region's RSS stays
 within the budget; a failed backend read is SIGBUS in the faulting thread only; close() leaves no
 mapping, thread or fd behind; torch tensors and adopted modules compute as in plain memory."""
 
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -60,15 +62,59 @@ def check_stats(pager: Pager) -> None:
 
 
 # ---------------------------------------------------------------- correctness under concurrency
+class Ledger:
+    """Delegates to ``inner`` and keeps the set of ids it holds: ``swap_in`` of an id not held (never
+    written, or discarded) does not reach ``inner`` but returns pages of 0xEE and is noted in
+    ``bad_reads``, so a lost copy shows as wrong bytes instead of SIGBUS. Counts discard calls."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.page_size = inner, inner.page_size
+        self.held: set[int] = set()
+        self.bad_reads: list[int] = []
+        self.discard_calls = 0
+
+    def swap_out(self, ids, pages, stream=0):
+        self.inner.swap_out(ids, pages, stream)
+        self.held.update(int(i) for i in ids)
+
+    def swap_in(self, ids):
+        missing = [int(i) for i in ids if int(i) not in self.held]
+        if missing:
+            self.bad_reads += missing
+            out = np.full((len(ids), self.page_size), 0xEE, np.uint8)
+            ok = [k for k, i in enumerate(ids) if int(i) in self.held]
+            if ok:
+                out[ok] = self.inner.swap_in(np.asarray(ids)[ok])
+            return out
+        return self.inner.swap_in(ids)
+
+    def discard(self, ids):
+        self.discard_calls += 1
+        self.inner.discard(ids)
+        self.held.difference_update(int(i) for i in ids)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def stored_by_pager(pager: Pager) -> int:
+    """How many pages the pager's core counts as having a backend copy (valid or stale)."""
+    return int(pager._lib.pg_stored_pages(pager._h, pager._ffi.NULL, 0))
+
+
+@pytest.mark.parametrize("discard_on_write", [False, True])
 @pytest.mark.parametrize("nthreads,budget", [(2, BUDGET_PAGES), (8, 16)])
-def test_random_reads_and_writes_from_threads(backend, nthreads, budget):
+def test_random_reads_and_writes_from_threads(backend, nthreads, budget, discard_on_write):
     """Random reads and writes (spanning pages) over a region 4x the budget from several threads,
     each owning interleaved 4-page chunks so that its own reads check against its own oracle
     while faults from all threads interleave on the same region; every byte checked at the end.
-    The 8-thread case on the smallest budget races writes against evictions of their pages."""
+    The 8-thread case on the smallest budget races writes against evictions of their pages (and,
+    with discard_on_write, discards against write-outs of the same pages). Once quiet, the backend
+    holds exactly the pages the pager counts as stored, and no read ever missed a copy."""
     npages = 4 * budget
     chunk = 4 * PS
-    with Pager(backend, budget * PS, evict_batch=max(4, budget // 8)) as pager:
+    ledger = Ledger(backend)
+    with Pager(ledger, budget * PS, evict_batch=max(4, budget // 8), discard_on_write=discard_on_write) as pager:
         a = pager.alloc(npages * PS, np.uint8)
         oracle = np.zeros(npages * PS, np.uint8)
         failures: list[str] = []
@@ -99,8 +145,16 @@ def test_random_reads_and_writes_from_threads(backend, nthreads, budget):
             th.join()
         assert not failures, failures[:3]
         assert np.array_equal(read_all(pager, a), oracle)
+        assert pager.quiesce(timeout=60)
         s = pager.stats()
         assert s.pages_out > 0 and s.pages_in > 0 and s.evictions > 0
+        assert not ledger.bad_reads
+        assert backend.stats().pages_stored == len(ledger.held) == stored_by_pager(pager)
+        if discard_on_write:
+            assert s.stale_copies > 0 and s.discards > 0
+            assert s.stale_copies == s.discards + s.discards_skipped  # quiet: none queued
+        else:
+            assert s.stale_copies == s.discards == s.discards_skipped == ledger.discard_calls == 0
         check_stats(pager)
 
 
@@ -156,6 +210,150 @@ def test_quiesce_leaves_the_backend_to_the_caller(backend):
         pager.quiesce()
 
 
+@pytest.mark.parametrize("discard_on_write", [False, True])
+def test_discard_on_write_drops_stale_copies(backend, discard_on_write):
+    """Pages read back from the backend and then written while resident: with discard_on_write the
+    backend forgets each one's copy (pages_stored drops by their number), without it the stale copies stay; every byte reads back either way, and at close nothing is
+    left in the backend."""
+    k = BUDGET_PAGES // 4
+    with Pager(backend, BUDGET_PAGES * PS, discard_on_write=discard_on_write) as pager:
+        a = pager.alloc((4 * BUDGET_PAGES, PS), np.uint8)
+        rng = np.random.default_rng(5)
+        data = rng.integers(0, 256, a.shape, dtype=np.uint8)
+        pager.copy(a, data)
+        read_all(pager, a[k:])                    # the first k pages: in the backend only
+        read_all(pager, a[:k])                    # mapped again, clean, their copies valid
+        assert pager.quiesce(timeout=30)
+        stored, s0 = backend.stats().pages_stored, pager.stats()
+        new = rng.integers(0, 256, (k, PS), dtype=np.uint8)
+        pager.copy(a[:k], new)                    # first writes: no fault-in, no eviction
+        data[:k] = new
+        assert pager.quiesce(timeout=30)
+        s = pager.stats()
+        assert s.pages_in == s0.pages_in and s.evictions == s0.evictions and s.faults_wp == s0.faults_wp + k
+        if discard_on_write:  # (a write racing an eviction in the first sweep may have made one before)
+            assert backend.stats().pages_stored == stored - k
+            assert s.stale_copies - s0.stale_copies == s.discards - s0.discards == k
+            assert 1 <= s.discard_batches - s0.discard_batches <= k  # batched as the faults came
+        else:
+            assert backend.stats().pages_stored == stored
+            assert s.stale_copies == s.discards == 0
+        assert backend.stats().pages_stored == stored_by_pager(pager)
+        assert np.array_equal(read_all(pager, a), data)   # evicts the dirtied pages: written again
+        assert np.array_equal(read_all(pager, a), data)
+        check_stats(pager)
+    assert backend.stats().pages_stored == 0
+
+
+def _resident(addr: int) -> bool:
+    """Whether the page at addr is mapped (mincore; does not touch the page)."""
+    vec = (ctypes.c_ubyte * 1)()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(PS), vec) != 0:
+        raise OSError(ctypes.get_errno(), "mincore")
+    return bool(vec[0] & 1)
+
+
+def test_discard_never_hits_a_later_write_out(backend):
+    """The race the protocol orders: page X is dirtied (its copy queued for discard) and evicted —
+    written out afresh — before the discard runs; then dirtied, evicted, faulted in and dirtied
+    again. The resolver's discards are held back by a gate meanwhile, so the evictions surely come
+    first: a queued discard whose page was written out since must be skipped (the new copy kept),
+    and one whose page went stale again must drop only that copy. Contents and the backend's
+    holdings checked after each step; no timing involved."""
+    ledger = Ledger(backend)
+    budget = 16
+    with Pager(ledger, budget * PS, evict_batch=2, discard_on_write=True) as pager:
+        a = pager.alloc((4 * budget, PS), np.uint8)
+        rng = np.random.default_rng(6)
+        data = rng.integers(0, 256, a.shape, dtype=np.uint8)
+        pager.copy(a, data)
+        assert pager.quiesce(timeout=30)
+        res = pager._resolver
+        real, gate = res._discard, threading.Event()
+        res._discard = lambda: real() if gate.is_set() else time.sleep(0.001)
+        X, addr = 0, pager.regions[0].addr
+
+        def evict_x() -> None:
+            for _ in range(50):               # sweeps of other pages until X is unmapped
+                if not _resident(addr):
+                    return
+                read_all(pager, a[2 * budget:])
+            raise AssertionError("X never evicted")
+
+        def dirty_x(v: int) -> None:
+            got = np.empty(PS, np.uint8)
+            pager.copy(got, a[X])                 # fault in (unless mapped): clean, its copy valid
+            assert np.array_equal(got, data[X]) and _resident(addr)
+            stale = pager.stats().stale_copies
+            data[X] = v
+            pager.copy(a[X], data[X])             # first write: the copy is stale, discard queued
+            assert pager.stats().stale_copies == stale + 1
+
+        def check_x() -> None:
+            got = np.empty(PS, np.uint8)
+            pager.copy(got, a[X])
+            assert np.array_equal(got, data[X]) and not ledger.bad_reads
+
+        held = lambda: X + pager.id_base in ledger.held  # noqa: E731
+        evict_x()                                 # X in the backend only, whatever the first sweep did
+        s0 = pager.stats()
+        for round_, v in enumerate((1, 2)):
+            gate.clear()
+            dirty_x(v)
+            evict_x()                             # written out (copy v) while its discard waits
+            assert pager.stats().discards_skipped - s0.discards_skipped == 2 * round_ + 1
+            gate.set()
+            assert pager.quiesce(timeout=30)      # the queued discard must not drop copy v
+            assert held() and pager.stats().discards == s0.discards + round_
+            check_x()                             # faulted in: clean, copy v valid
+            gate.clear()
+            dirty_x(v + 10)
+            evict_x()                             # copy v+10, its discard skipped again
+            dirty_x(v + 20)                       # faulted in and dirtied again: copy v+10 stale
+            gate.set()
+            assert pager.quiesce(timeout=30)
+            s = pager.stats()
+            assert s.discards - s0.discards == round_ + 1 and not held()
+            assert s.discards_skipped - s0.discards_skipped == 2 * round_ + 2
+            assert s.stale_copies - s0.stale_copies == 3 * (round_ + 1)
+            evict_x()                             # copy v+20 written
+            assert held()
+            check_x()
+        assert np.array_equal(read_all(pager, a), data) and not ledger.bad_reads
+        assert pager.quiesce(timeout=30)
+        assert backend.stats().pages_stored == len(ledger.held) == stored_by_pager(pager)
+        check_stats(pager)
+
+
+def test_failed_discards_leave_the_copy_for_close(backend):
+    """backend.discard failing: counted as backend errors, the stale copies stay (no retry loop)
+    until the pages are written out over them, every byte reads back, and close() still discards
+    every page the pager put in the backend."""
+    flaky = FlakyBackend(backend, fail_discard=10**9)
+    k = BUDGET_PAGES // 4
+    with Pager(flaky, BUDGET_PAGES * PS, discard_on_write=True) as pager:
+        a = pager.alloc((4 * BUDGET_PAGES, PS), np.uint8)
+        data = np.random.default_rng(7).integers(0, 256, a.shape, dtype=np.uint8)
+        pager.copy(a, data)
+        read_all(pager, a[k:])
+        read_all(pager, a[:k])
+        assert pager.quiesce(timeout=30)
+        stored, s0 = backend.stats().pages_stored, pager.stats()
+        data[:k] = data[:k][::-1].copy()
+        pager.copy(a[:k], data[:k])
+        assert pager.quiesce(timeout=30)
+        s = pager.stats()
+        assert s.backend_errors >= 1 and s.stale_copies - s0.stale_copies == k and s.discards == s0.discards
+        assert backend.stats().pages_stored == stored == stored_by_pager(pager)
+        flaky.fail_discard = 0
+        assert np.array_equal(read_all(pager, a), data)
+        assert pager.quiesce(timeout=30)
+        assert pager.stats().discards_skipped - s0.discards_skipped == k  # written over on eviction
+        assert backend.stats().pages_stored == stored_by_pager(pager)
+    assert backend.stats().pages_stored == 0
+
+
 def test_untouched_memory_is_zero_and_free(backend):
     with Pager(backend, BUDGET_PAGES * PS) as pager:
         a = pager.alloc((8 * BUDGET_PAGES, 512), np.float64)
@@ -167,11 +365,18 @@ def test_untouched_memory_is_zero_and_free(backend):
 # ---------------------------------------------------------------- partial failure
 class FlakyBackend:
     """Delegates to ``inner``; ``swap_in`` of an id in ``bad_in`` raises; the first ``fail_out``
-    ``swap_out`` calls raise."""
+    ``swap_out`` calls raise, and the first ``fail_discard`` ``discard`` calls."""
 
-    def __init__(self, inner, bad_in=(), fail_out: int = 0) -> None:
+    def __init__(self, inner, bad_in=(), fail_out: int = 0, fail_discard: int = 0) -> None:
         self.inner, self.bad_in, self.fail_out = inner, np.asarray(list(bad_in), np.int64), fail_out
+        self.fail_discard = fail_discard
         self.page_size = inner.page_size
+
+    def discard(self, ids):
+        if self.fail_discard > 0:
+            self.fail_discard -= 1
+            raise OSError(5, "injected discard failure")
+        return self.inner.discard(ids)
 
     def swap_in(self, ids):
         if np.isin(ids, self.bad_in).any():

@@ -15,6 +15,7 @@ pytest.importorskip("zswap_host.pager")
 
 from zswap_host.bench import BenchSpec, plan  # noqa: E402
 from zswap_host.bench.plan import backend_factories  # noqa: E402
+from zswap_host.bench.runs import DISCARD_DIRTY  # noqa: E402
 from zswap_host.workloads.train import train  # noqa: E402
 from zswap_host.workloads.transparent import PlainDLRM, initial_weights, train_plain  # noqa: E402
 
@@ -64,7 +65,8 @@ def test_transparent_run_equals_plain_within_budget(pl, plain, run):
     try:
         r = train_plain(pl.model, pl.data, ITER, pl.batch_size, 0, backend=backend, budget_bytes=pl.budget_bytes,
                         clock=dev.now, on_idle=on_idle, charged_compute_s=charged,
-                        on_start=lambda: backend.stats(), on_end=lambda: backend.stats())
+                        on_start=lambda: backend.stats(), on_end=lambda: backend.stats(),
+                        discard_on_write=DISCARD_DIRTY[run])
     finally:
         backend.close()
         dev.close()
@@ -80,4 +82,6 @@ def test_transparent_run_equals_plain_within_budget(pl, plain, run):
     assert r.end.host_read_bytes == p["pages_in"] * 4096             # every fault read through the backend
     assert r.end.host_write_bytes >= p["pages_out"] * 4096 > r.start.host_write_bytes
     assert idles == list(charged)
+    # the store forgets a dirtied page's copy at once (as the bench's discard_dirty), Linux keeps it
+    assert (p["discards"] > 0) == DISCARD_DIRTY[run] and (p["stale_copies"] > 0) == DISCARD_DIRTY[run]
     assert (r.io_stall_s > 0).all() and r.init_io_s > 0 and r.clock == "modeled"

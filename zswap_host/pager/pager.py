@@ -29,8 +29,12 @@ class Pager:
 
     Untouched memory reads as zeros and costs nothing. A page never written is dropped on
     eviction without I/O; a clean page with a backend copy likewise; a dirty one is written with
-    ``swap_out``. A page whose backend read fails delivers SIGBUS to the threads that touched it
-    (the process dies unless it handles SIGBUS; other pages are unaffected).
+    ``swap_out``. ``discard_on_write``: when a page read from the backend is first written, its
+    backend copy is stale; with True the resolver ``discard``s it (batched, as soon as it wakes), so
+    a backend with GC need not move it; with False (the default, as Linux's swap cache keeps the
+    slot) it stays until the page is written out again, over it. A page whose backend read fails
+    delivers SIGBUS to the threads that touched it (the process dies unless it handles SIGBUS;
+    other pages are unaffected).
 
     The GIL contract: a thread touching a page that is not resident waits for the resolver, a
     Python thread. If the toucher holds the GIL (a small numpy access, ``arr[i]``), the resolver
@@ -44,7 +48,8 @@ class Pager:
     """
 
     def __init__(self, backend: SwapBackend, budget: int, page_size: int = 4096, stream: int = 0, *,
-                 id_base: int = 0, fetch_batch: int = 256, evict_batch: int = 256) -> None:
+                 id_base: int = 0, fetch_batch: int = 256, evict_batch: int = 256,
+                 discard_on_write: bool = False) -> None:
         sys_ps = os.sysconf("SC_PAGE_SIZE")
         if page_size != sys_ps:
             raise ValueError(f"page_size {page_size}: the pager maps whole system pages ({sys_ps} bytes)")
@@ -60,11 +65,13 @@ class Pager:
         self.budget_pages = budget_pages
         self.stream = int(stream)
         self.id_base = int(id_base)
+        self.discard_on_write = bool(discard_on_write)
         # evict in batches of up to `headroom` pages, starting before the budget is full
         self.headroom_pages = max(1, min(evict_batch, budget_pages // 8))
         self._ffi, self._lib = ffi, lib = pager_lib()
         out = ffi.new("pg_pager **")
-        check(lib.pg_open(budget_pages, self.headroom_pages, page_size, out), "userfaultfd pager")
+        check(lib.pg_open(budget_pages, self.headroom_pages, page_size, int(self.discard_on_write), out),
+              "userfaultfd pager")
         self._h = out[0]
         self._regions: list[Region] = []
         self._firsts = np.zeros(0, np.uint64)    # region first pages, for streams_of
@@ -135,8 +142,8 @@ class Pager:
 
     def quiesce(self, timeout: float | None = None) -> bool:
         """Wait until the resolver has nothing to do: no page queued or being read, no fault waiting
-        for room, no eviction running or due. Returns True when quiet, False after ``timeout``
-        seconds (None: wait as long as it takes). Once no thread touches paged memory and this
+        for room, no eviction running or due, no discard queued or running. Returns True when quiet,
+        False after ``timeout`` seconds (None: wait as long as it takes). Once no thread touches paged memory and this
         returned True, the pager makes no backend call until the next fault, so the caller may use
         the backend itself (``idle()``, reading its clock or stats) — the training loop of
         ``workloads.transparent`` does so between steps. Waits without the GIL."""
@@ -186,8 +193,9 @@ class Pager:
         """Serve the reads already queued, stop the threads, discard this pager's pages from the
         backend, unregister and unmap every region and close the userfaultfd. Every array and
         tensor the pager handed out is invalid afterwards (its memory is unmapped: touching it
-        is a use after free). Threads must have stopped touching paged memory before. Does not
-        close the backend. A second close is a no-op."""
+        is a use after free; stale copies still queued for discard go with the rest). Threads must
+        have stopped touching paged memory before. Does not close the backend. A second close is a
+        no-op."""
         if self._closed:
             return
         lib, ffi = self._lib, self._ffi

@@ -1,6 +1,7 @@
 """The resolver: the Python thread that does the pager's backend I/O. It blocks in the C core
-(``pg_wait``, GIL released) until faults need pages read or the budget needs pages evicted, then
-makes one ``swap_in`` per fetch batch and one ``swap_out`` per stream per eviction."""
+(``pg_wait``, GIL released) until faults need pages read, the budget needs pages evicted or (with
+``discard_on_write``) stale copies need discarding, then makes one ``swap_in`` per fetch batch, one
+``discard`` for the stale copies queued and one ``swap_out`` per stream per eviction."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ class Resolver(threading.Thread):
             mask = lib.pg_wait(self._h, 200)
             if mask & lib.PG_FETCH:
                 self._fetch()
+            if mask & lib.PG_DISCARD and not mask & lib.PG_STOPPED:  # at stop, close() discards them
+                self._discard()
             if mask & lib.PG_EVICT:
                 self._evict()
             if mask & lib.PG_STOPPED and not mask & lib.PG_FETCH:
@@ -76,6 +79,31 @@ class Resolver(threading.Thread):
         if data.shape != (len(ids), self._ps):
             raise ValueError(f"swap_in returned shape {data.shape}, expected {(len(ids), self._ps)}")
         return data
+
+    # ------------------------------------------------------------ discards
+    def _discard(self) -> None:
+        """One ``backend.discard`` for the stale copies queued (per 4096; before any eviction:
+        pager.c's protocol comment has why the order, and the core, keep a discard off a newer copy)."""
+        ffi, lib = self._ffi, self._lib
+        while True:
+            pages = np.empty(4096, np.uint64)
+            n = check(lib.pg_take_discards(self._h, ptr(ffi, pages, "uint64_t *"), len(pages)), "pg_take_discards")
+            self._discard_pages(pages[:n])
+            if n < len(pages):
+                return
+
+    def _discard_pages(self, pages: np.ndarray) -> None:
+        ffi, lib = self._ffi, self._lib
+        pages = np.ascontiguousarray(np.sort(pages))
+        ok = 1
+        if len(pages):
+            try:
+                self._backend.discard(pages.astype(np.int64) + self._id_base)
+            except Exception as exc:  # noqa: BLE001 - the copies stay stale, dropped later
+                self._note(exc)
+                ok = 0
+        check(lib.pg_discarded(self._h, ptr(ffi, pages, "uint64_t *") if len(pages) else ffi.NULL, len(pages), ok),
+              "pg_discarded")
 
     # ------------------------------------------------------------ writes
     def _evict(self) -> None:

@@ -29,6 +29,10 @@ class PagerStats:
     deferred: int             # faults that waited for room
     evict_waits: int          # writes that faulted on a page being evicted (waited, then re-read it)
     stale_events: int         # fault events already resolved (woken again; harmless)
+    stale_copies: int         # discard_on_write: first writes that made a backend copy stale (queued for discard)
+    discards: int             # discard_on_write: stale copies discarded (backend.discard)
+    discard_batches: int      # discard_on_write: backend.discard calls
+    discards_skipped: int     # discard_on_write: stale copies written over by an eviction before their discard ran
     uffd_errors: int          # unexpected userfaultfd ioctl failures (a bug if not 0)
     resident: int
     max_resident: int
