@@ -257,6 +257,16 @@ class Trainer:
                 pass
 
 
+def idle_overrun(on_idle, clock, window: float) -> float:
+    """Hand a compute window of ``window`` seconds to ``on_idle`` (the backend's idle time) and
+    return how far the clock moved past it: work started in the window that overran it (one GC
+    step at most), which the next step waits for. 0 without a clock."""
+    c0 = clock() if clock is not None else 0.0
+    on_idle(window)
+    over = clock() - c0 - window if clock is not None else 0.0
+    return over if over > 1e-12 else 0.0
+
+
 def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int, seed: int,
           on_idle=None, clock=None, progress=None, trace=None, *, threads: int | None = 1,
           discard_dirty: bool = False, charged_compute_s=None, source=None, lookahead: int = 0) -> TrainResult:
@@ -327,11 +337,7 @@ def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int
             elif ov is not None:                        # wall: the step waited for the worker
                 stall[i] += ov.blocked_s
             if on_idle is not None:
-                c0 = clock() if clock is not None else 0.0
-                on_idle(window)
-                over = clock() - c0 - window if clock is not None else 0.0
-                if over > 1e-12:               # work started in the window overran it (one GC step at
-                    stall[i] += over           # most): the next step waits for it
+                stall[i] += idle_overrun(on_idle, clock, window)
             if progress is not None:
                 progress(i + 1, n)
     finally:

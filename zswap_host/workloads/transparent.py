@@ -25,6 +25,7 @@ import numpy as np
 
 from .criteo import CriteoSynth
 from .paged_embedding import PagedEmbedding
+from .train import idle_overrun
 
 
 def initial_weights(mc, dc, seed: int, table: int) -> np.ndarray:
@@ -181,11 +182,7 @@ def train_plain(mc, dc, iterations: int, batch_size: int, seed: int, *, backend=
                 faults[i] = (s1.faults_missing + s1.faults_wp) - (s.faults_missing + s.faults_wp)
                 s = s1
             if on_idle is not None:
-                c1 = now()
-                on_idle(float(charged[i]))
-                over = now() - c1 - float(charged[i])
-                if over > 1e-12:            # work started in the window overran it
-                    stall[i] += over
+                stall[i] += idle_overrun(on_idle, now, float(charged[i]))
             if progress is not None:
                 progress(i + 1, n)
         final = pager.stats().as_dict() if pager is not None else {}
