@@ -10,9 +10,10 @@ import time
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError
-from .backing import Backing, punch_hole, save_sidecar
+from .backing import punch_hole, save_sidecar
 from .base import (Buffer, DeviceStats, IoCounters, ModelClock, SerialGroups, WallClock, as_bytes_view, check_aligned,
                    check_batch, check_groups, check_write_batch)
+from .fingerprint import make_backing
 
 _READ, _WRITE, _TRIM = 0, 1, 2
 
@@ -27,7 +28,7 @@ class EmulatedBlockDevice(ModelClock):
 
     def __init__(self, size: int, path: str | None = None, model=None, preset: str | None = None,
                  op: float | None = None, block_size: int = 4096, url: str | None = None,
-                 readonly: bool = False) -> None:
+                 readonly: bool = False, payload: bool = True) -> None:
         if size <= 0 or size % block_size:
             raise DeviceSpecError(f"device size {size} is not a positive multiple of the block size {block_size}")
         self.size = size
@@ -40,7 +41,9 @@ class EmulatedBlockDevice(ModelClock):
         self._lock = threading.RLock()
         self._io = IoCounters()
         self._fail_writes = 0
-        self._backing = Backing(size, path, readonly=readonly)   # read-only: the file is never written
+        self.payload = bool(payload)
+        # read-only: the file is never written
+        self._backing = make_backing(size, path, readonly, payload, block_size)
         if path is not None and not readonly:
             save_sidecar(path, self._sidecar())
 
@@ -157,7 +160,8 @@ class EmulatedBlockDevice(ModelClock):
     def describe(self) -> dict:
         return {"url": self.url, "kind": self.kind, "zoned": False, "path": self.path,
                 "size": self.size, "block_size": self.block_size, "preset": self.preset,
-                "op": self.op, "clock": "modeled" if self.model is not None else "none", **self.timing_options()}
+                "op": self.op, "clock": "modeled" if self.model is not None else "none", "payload": self.payload,
+                **self.timing_options()}
 
     def close(self) -> None:
         with self._lock:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
 from .backing import Backing, PersistedState, save_sidecar
+from .fingerprint import make_backing
 from .base import Buffer, DeviceStats, IoCounters, ModelClock, SerialAppends, as_bytes_view, check_aligned, check_append, check_append_batch, check_batch, check_zone_write
 from .units import ZoneUnits
 from .zone import Zone, ZoneCond, ZoneGeometry
@@ -73,8 +74,10 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
     interface = "zns"
 
     def __init__(self, geometry: ZoneGeometry, path: str | None = None, model=None,
-                 preset: str | None = None, url: str | None = None, readonly: bool = False) -> None:
+                 preset: str | None = None, url: str | None = None, readonly: bool = False,
+                 payload: bool = True) -> None:
         self.geometry = geometry
+        self.payload = bool(payload)
         self.path = path
         self.model = model
         self.preset = preset
@@ -98,7 +101,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
             elif readonly:
                 raise DeviceSpecError(f"{path}: no such emulated device ({zpath} is missing; a read-only "
                                       f"open creates nothing)")
-        self._backing = Backing(geometry.size, path, readonly=readonly)
+        self._backing = make_backing(geometry.size, path, readonly, payload, geometry.block_size)
         if path is None:
             self._state = np.zeros((nz, 2), dtype=np.int64)
         elif readonly:
@@ -431,7 +434,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
     def describe(self) -> dict:
         d = {"url": self.url, "kind": self.kind, "zoned": True, "path": self.path,
              "geometry": self.geometry.as_dict(), "preset": self.preset,
-             "clock": "modeled" if self.model is not None else "none",
+             "clock": "modeled" if self.model is not None else "none", "payload": self.payload,
              "open_zones": self._nr_open, "active_zones": self._nr_active, **self.timing_options(),
              "units": self.unit_traits().as_dict()}
         return d

@@ -25,7 +25,8 @@ class EmulatedFdpDevice(EmulatedBlockDevice):
 
     def __init__(self, size: int, ruhs: int, isolation: str = "persistent", ru_bytes: int | None = None,
                  path: str | None = None, model=None, preset: str | None = None, op: float | None = None,
-                 block_size: int = 4096, url: str | None = None, readonly: bool = False) -> None:
+                 block_size: int = 4096, url: str | None = None, readonly: bool = False,
+                 payload: bool = True) -> None:
         if not 1 <= int(ruhs) <= MAX_RUHS:
             raise ValueError(f"ruhs={ruhs}: an FDP device has 1 to {MAX_RUHS} placement handles")
         self.ruhs = int(ruhs)
@@ -33,7 +34,7 @@ class EmulatedFdpDevice(EmulatedBlockDevice):
         self.ru_bytes = model.ru_bytes if model is not None else ru_bytes    # the model's own when there is one
         self._host_by_handle = np.zeros(self.ruhs, np.int64)
         super().__init__(size, path=path, model=model, preset=preset, op=op, block_size=block_size,
-                         url=url or f"fdp://{path or ''}", readonly=readonly)
+                         url=url or f"fdp://{path or ''}", readonly=readonly, payload=payload)
 
     def _sidecar(self) -> dict:
         return {**super()._sidecar(), "kind": "fdp", "ruhs": self.ruhs, "isolation": self.isolation,

@@ -22,9 +22,10 @@ import threading
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
-from .backing import Backing, PersistedState, save_sidecar
+from .backing import PersistedState, save_sidecar
 from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view
 from .chunk import CHUNK_TYPE_SEQUENTIAL, ChunkInfo, ChunkState, OcssdGeometry
+from .fingerprint import make_backing
 
 _READ, _WRITE, _RESET = 0, 1, 2
 _STATE, _WP, _WEAR = 0, 1, 2          # columns of the chunk table
@@ -78,8 +79,10 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
     overlapped_io = False      # the timing model sees one request stream, in order
 
     def __init__(self, geometry: OcssdGeometry, path: str | None = None, model=None,
-                 preset: str | None = None, url: str | None = None, readonly: bool = False) -> None:
+                 preset: str | None = None, url: str | None = None, readonly: bool = False,
+                 payload: bool = True) -> None:
         self.geometry = g = geometry
+        self.payload = bool(payload)
         self.path = path
         self.model = model
         self.preset = preset
@@ -93,7 +96,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
             raise DeviceSpecError(f"the timing model has {model.nr_chunks} chunks of {model.sectors} sectors, the "
                                   f"device {g.nr_chunks} of {g.sectors}")
         fresh = self._check_files(path, readonly)
-        self._backing = Backing(g.size, path, readonly=readonly)
+        self._backing = make_backing(g.size, path, readonly, payload, g.sector_size)
         self._table = self._open_table(path, fresh, readonly)
         self._state = self._table[:, _STATE]
         self._wp = self._table[:, _WP]

@@ -3,9 +3,12 @@ DLRM training with paged embedding tables (``train``; needs the ``dlrm`` extra, 
 
 from .criteo import CriteoSynth, DataConfig, data_preset
 from .paged_embedding import PagedEmbedding
+from .chunked_trace import ChunkedTrace, TraceFileError
 from .trace import SwapTrace, TraceBuilder, replay, synthetic_dlrm_trace
+from .trace_gen import TraceGenError, generate_dlrm_trace
 from .train import PRESETS, BenchPreset, TrainResult, footprint, preset, train
 
-__all__ = ["SwapTrace", "replay", "synthetic_dlrm_trace",
+__all__ = ["SwapTrace", "replay", "synthetic_dlrm_trace", "ChunkedTrace", "TraceFileError", "TraceGenError",
+           "generate_dlrm_trace",
            "BenchPreset", "CriteoSynth", "DataConfig", "PRESETS", "PagedEmbedding", "TraceBuilder",
            "TrainResult", "data_preset", "footprint", "preset", "train"]

@@ -264,9 +264,23 @@ class CriteoSynth:
         labels = (rng.random(B) < p).astype(np.float32)
         return Batch(dense, sparse, labels, index)
 
+    def indices(self, rng: np.random.Generator, batch_size: int) -> np.ndarray:
+        """Only the ``sparse`` array of the ``batch`` that ``rng`` would give next, drawing the same
+        numbers from it (dense features and label draws included, their arithmetic skipped), so a
+        stream of these equals the batches' indices without building the batches (trace generation)."""
+        T, B, k = self.cfg.num_tables, int(batch_size), self.cfg.hot
+        rng.lognormal(0.0, 1.0, (B, NUM_DENSE))
+        sparse = self._rows_of(self._ranks_all(rng.random((T, B, k))))
+        rng.random(B)
+        return sparse
+
+    def batch_rng(self, seed: int = 0) -> np.random.Generator:
+        """The generator ``batches(…, seed)`` draws from."""
+        return np.random.default_rng([int(seed), 0xBA7C4])
+
     def batches(self, n: int, batch_size: int, seed: int = 0) -> Iterator[Batch]:
         """``n`` batches of ``batch_size`` samples; the same (cfg, seed) gives the same batches."""
-        rng = np.random.default_rng([int(seed), 0xBA7C4])
+        rng = self.batch_rng(seed)
         for i in range(int(n)):
             yield self.batch(rng, int(batch_size), i)
 

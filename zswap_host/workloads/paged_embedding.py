@@ -151,11 +151,14 @@ class PagedEmbedding:
     accumulates the wall time spent inside backend calls, ``bookkeeping_wall_s`` the rest of the wall
     time of gathers and updates (the cache's own work). ``id_base`` / ``stream_base``: added to every
     page id / stream handed to the backend (0: the ids are the page ids).
+    ``payload=False``: pages carry no values (no frames): the paging decisions only, driven by
+    ``touch`` (trace generation, ``trace_gen.py``).
     """
 
     def __init__(self, tables, dim, backend=None, budget=1.0, page_size: int = 4096, seed: int = 0,
                  optimizer: str = "sgd", lr: float = 0.1, trace=None, *, eps: float = 1e-8,
-                 clock=None, discard_dirty: bool = False, id_base: int = 0, stream_base: int = 0) -> None:
+                 clock=None, discard_dirty: bool = False, id_base: int = 0, stream_base: int = 0,
+                 payload: bool = True) -> None:
         self.tables = tuple(int(n) for n in tables)
         if not self.tables or min(self.tables) < 1:
             raise ValueError("every table needs at least one row")
@@ -216,9 +219,11 @@ class PagedEmbedding:
             raise ValueError(f"budget of {self.budget_bytes} bytes holds no {self.page_size}-byte page")
         self.dram_only = self.nframes >= self.total_pages
         n, P = self.nframes, self.total_pages
-        self.frames = np.zeros((n, self.page_size), np.uint8)       # lazily backed by the OS
+        self.payload = bool(payload)
+        # lazily backed by the OS; payload-free: no bytes at all (a 24 GB budget would not even map)
+        self.frames = np.zeros((n, self.page_size if self.payload else 0), np.uint8)
         self._f32 = self.frames.view(np.float32)                     # (n, page_size // 4)
-        if self.uniform:
+        if self.uniform and self.payload:
             self._rows = np.lib.stride_tricks.as_strided(
                 self._f32, shape=(n, R, self.dim), strides=(self.page_size, 4 * self.dim, 4), writeable=True)
         self.frame_page = np.full(n, -1, np.int64)
@@ -337,7 +342,7 @@ class PagedEmbedding:
                 self.pin[fa] = True
         self._make_resident(pages)
         f = self.page_frame[upage].astype(np.int64)
-        rows = self._rows[f, uslot] if self.uniform else None
+        rows = self._rows[f, uslot] if self.uniform and self.payload else None
         sf = self.page_frame[spage].astype(np.int64) if spage is not None else None
         self._ctx = _Pending(f, uslot, t, sf, sslot, rows)
         self.counters.unique_rows += int(ukeys.size)
@@ -399,6 +404,22 @@ class PagedEmbedding:
             states = self._states(p, sel, view)
             new_rows, states = builtin(rows, g, states) if rule is None else rule(t, rows, g, states)
             self._put(p, sel, view, new_rows, states)
+        self._dirtied(p.f, p.sf)
+
+    @_bookkeeping
+    def touch(self, indices) -> None:
+        """A payload-free step (``payload=False``): make the pages of per-table index arrays (as
+        ``gather_tables`` takes) resident and dirty them, exactly as ``gather_tables`` then
+        ``apply_tables`` would — the same evictions, faults, discards and trace events — without
+        any row values. ``RuntimeError`` on a cache with payload."""
+        if self.payload:
+            raise RuntimeError("touch() is the payload-free step; use gather_tables() and apply_tables()")
+        present, _, key = self._lookup_keys(indices)
+        self._gather_keys(key)
+        p = self._ctx
+        self._ctx = None
+        self.counters.lookups += int(key.size)
+        self.steps[present] += 1
         self._dirtied(p.f, p.sf)
 
     def read_rows(self, table: int, rows) -> np.ndarray:
@@ -665,7 +686,8 @@ class PagedEmbedding:
         if old.any():
             ids = missing[old]
             data = self._io(self.backend.swap_in, self._bid(ids))
-            self.frames[newf[old]] = data
+            if self.payload:
+                self.frames[newf[old]] = data
             self.dirty[newf[old]] = False
             c.faults += int(ids.size)
             c.swap_in_calls += 1
@@ -685,6 +707,8 @@ class PagedEmbedding:
 
     def _create(self, pages: np.ndarray, frames: np.ndarray) -> None:
         """First touch: the pages' initial values (``_weights``) into their frames; state pages zero."""
+        if not self.payload:
+            return
         t = self.table_of_page(pages)
         is_state = pages >= self.state_base[t]
         wf = frames[~is_state]

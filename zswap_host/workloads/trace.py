@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..backend import SwapBackend
+from ..errors import PageCorruptError
+from .page_words import PageVersions, describe, first_words, pages_with
 
 SWAP_IN, SWAP_OUT, DISCARD, IDLE, OVERLAP = 0, 1, 2, 3, 4
 
@@ -59,8 +61,8 @@ class SwapTrace:
                          np.concatenate([[0], np.cumsum(lens[keep])]), self.ids[mask],
                          {**self.meta, "without": [*self.meta.get("without", []), int(op)]})
 
-    def save(self, path: str) -> None:
-        np.savez_compressed(path, ops=self.ops, streams=self.streams, idle_s=self.idle_s,
+    def save(self, path: str, compress: bool = True) -> None:
+        (np.savez_compressed if compress else np.savez)(path, ops=self.ops, streams=self.streams, idle_s=self.idle_s,
                             bounds=self.bounds, ids=self.ids, meta=np.array(json.dumps(self.meta)))
 
     @classmethod
@@ -143,34 +145,38 @@ def synthetic_dlrm_trace(pages: int, dram_fraction: float = 0.1, batch_pages: in
     return tb.build()
 
 
-def _page_contents(ids: np.ndarray, page_size: int) -> np.ndarray:
-    """Cheap recognisable contents: the id in the first word of each page."""
-    out = np.zeros((ids.size, page_size), np.uint8)
-    out[:, :8] = ids.astype("<i8").view(np.uint8).reshape(-1, 8)
-    return out
-
-
-def replay(backend: SwapBackend, trace: SwapTrace, verify: bool = False, progress=None, clock=None) -> None:
+def replay(backend: SwapBackend, trace: SwapTrace, verify: bool = False, progress=None, clock=None,
+           versions: PageVersions | None = None) -> None:
     """Run a trace through a backend. Idle windows go to ``backend.idle`` (the store's GC, then the
     device clock; Linux swap only lets the device clock pass), so every backend sees the same
-    timeline. ``verify`` checks the first word of every page swapped in.
+    timeline. Each page swapped out carries its fingerprint word (``page_words``: id and version);
+    ``verify`` checks the word of every page swapped in and raises ``PageCorruptError`` naming the
+    first page that came back wrong (another page, or a stale version).
 
     ``clock()``: the backend's device clock. With it, the I/O after an overlap marker is taken out of
     the next idle window (the device was busy for that part of it: ``idle(max(0, window - io))``), as
     the workload that recorded it overlapped them; without it, overlapped I/O runs before the whole
-    window."""
+    window. ``versions``: the page versions so far, for a trace replayed in parts (chunks) through
+    one backend; None: a fresh ``PageVersions``. Ids within one swap-out event are distinct."""
     ps = backend.page_size
+    vers = versions if versions is not None else PageVersions(trace.pages)
     n = len(trace)
     since = None                                # the clock at the last overlap marker
     for k in range(n):
         op = int(trace.ops[k])
         ids = trace.event_ids(k)
         if op == SWAP_OUT:
-            backend.swap_out(ids, _page_contents(ids, ps), int(trace.streams[k]))
+            backend.swap_out(ids, pages_with(vers.stamp(ids), ps), int(trace.streams[k]))
         elif op == SWAP_IN:
             got = backend.swap_in(ids)
-            if verify and not np.array_equal(got[:, :8].copy().view("<i8").reshape(-1), ids):
-                raise AssertionError(f"event {k}: swap_in returned other pages' bytes")
+            if verify:
+                bad = vers.mismatches(ids, first_words(got))
+                if bad.size:
+                    i = int(bad[0])
+                    raise PageCorruptError(
+                        f"event {k}: swap_in of page {int(ids[i])} returned {describe(first_words(got[i:i + 1])[0])}, "
+                        f"expected {describe(vers.words(ids[i:i + 1])[0])} ({bad.size} pages wrong)",
+                        ids[bad].copy())
         elif op == DISCARD:
             backend.discard(ids)
         elif op == IDLE:

@@ -26,7 +26,7 @@ class EmuScheme(DeviceScheme):
     summary = "emulated ZNS device (in memory, or a sparse file PATH): zones, zone_size, zone_capacity, ..."
     params = {"zones": "count", "zone_size": "size", "zone_capacity": "size", "max_open": "count",
               "max_active": "count", "max_append": "size", "preset": "name", "block_size": "size",
-              "suspend": "flag"}
+              "suspend": "flag", "payload": "flag"}
 
     def open(self, url: str, *, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
         path, p = self.parse(url)
@@ -64,7 +64,8 @@ class EmuScheme(DeviceScheme):
             model = _model(lambda: ZNSSSD(preset, geometry.nr_zones, geometry.zone_size, geometry.zone_capacity,
                                           suspend=p.get("suspend", False)), geometry.size, url)
         return EmulatedZonedDevice(geometry, path=path, model=model,
-                                   preset=preset.name if preset else None, url=url, readonly=readonly)
+                                   preset=preset.name if preset else None, url=url, readonly=readonly,
+                                   payload=p.get("payload", True))
 
 
 class EmuConvScheme(DeviceScheme):
@@ -74,7 +75,7 @@ class EmuConvScheme(DeviceScheme):
     name = "emu-conv"
     summary = "emulated conventional SSD (in memory, or a sparse file PATH): size, op, idle_gc, ..."
     params = {"size": "size", "op": "fraction", "preset": "name", "block_size": "size", "suspend": "flag",
-              "idle_gc": "flag"}
+              "idle_gc": "flag", "payload": "flag"}
 
     kind = "conventional"           # the sidecar's kind
 
@@ -106,7 +107,8 @@ class EmuConvScheme(DeviceScheme):
             op = preset.conv_op if op is None else op
             model = _model(lambda: self._build_model(preset, size, op, p), size, url)
         return self._device(size, path=path, model=model, preset=preset.name if preset else None,
-                            op=op, block_size=block_size, url=url, readonly=readonly, p=p)
+                            op=op, block_size=block_size, url=url, readonly=readonly, p=p,
+                            payload=p.get("payload", True))
 
     def _reopen(self, path: str, saved: dict, p: dict) -> None:
         """Check the URL's own parameters against the sidecar and fill them in (subclasses)."""

@@ -27,7 +27,7 @@ class OcssdScheme(DeviceScheme):
 
     name = "ocssd"
     summary = "emulated Open-Channel SSD 2.0 (in memory, or a sparse file PATH): groups, pus, chunks, sectors, ..."
-    params = {**{k: "count" for k in _GEOMETRY_KEYS}, "preset": "name", "suspend": "flag"}
+    params = {**{k: "count" for k in _GEOMETRY_KEYS}, "preset": "name", "suspend": "flag", "payload": "flag"}
 
     def open(self, url: str, *, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
         path, p = self.parse(url)
@@ -52,7 +52,7 @@ class OcssdScheme(DeviceScheme):
             except (ValueError, MemoryError) as e:
                 raise DeviceSpecError(f"{url}: {e}; preset=none allows any geometry") from None
         return EmulatedOcssdDevice(geometry, path=path, model=model, preset=preset.name if preset else None,
-                                   url=url, readonly=readonly)
+                                   url=url, readonly=readonly, payload=p.get("payload", True))
 
 
 def _geometry(p: dict, flash) -> OcssdGeometry:

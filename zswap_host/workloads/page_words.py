@@ -1,0 +1,63 @@
+"""What a trace replay writes into pages so that every swap-in can be checked: the first 64-bit word
+of a page is its *fingerprint* — the page id in the low 40 bits, the page's version (how many times
+it was swapped out so far, from 1) above. The rest of the page is zeros. A backend that returns
+another page, or an older copy of the same page, returns another word.
+
+This is all a payload-free device keeps of a page (``devices/fingerprint.py``), so a replay over one
+verifies as fully as over a device with bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ID_BITS = 40                    # page ids below 2**40 (4 PiB of 4 KiB pages)
+_ID_MASK = np.uint64((1 << ID_BITS) - 1)
+
+
+class PageVersions:
+    """Per page id, how many times it was written; the fingerprint words of its versions."""
+
+    def __init__(self, pages: int = 0) -> None:
+        self.version = np.zeros(max(0, int(pages)), np.uint32)
+
+    def _grow(self, ids: np.ndarray) -> None:
+        top = int(ids.max()) + 1 if ids.size else 0
+        if top > self.version.size:
+            if top > 1 << ID_BITS:
+                raise ValueError(f"page id {top - 1} does not fit a fingerprint's {ID_BITS} bits")
+            self.version = np.concatenate([self.version, np.zeros(max(top, 2 * self.version.size) - self.version.size,
+                                                                    np.uint32)])
+
+    def stamp(self, ids: np.ndarray) -> np.ndarray:
+        """A new version of each page (``ids`` distinct): their fingerprint words, uint64."""
+        self._grow(ids)
+        self.version[ids] += 1
+        return self.words(ids)
+
+    def words(self, ids: np.ndarray) -> np.ndarray:
+        """The fingerprint words of the pages' current versions."""
+        self._grow(ids)
+        return ids.astype(np.uint64) | (self.version[ids].astype(np.uint64) << np.uint64(ID_BITS))
+
+    def mismatches(self, ids: np.ndarray, got: np.ndarray) -> np.ndarray:
+        """Positions where ``got`` (fingerprint words read back) is not the pages' current version."""
+        return np.flatnonzero(got != self.words(ids))
+
+
+def describe(word: int) -> str:
+    """A fingerprint word as 'page P version V' (error messages)."""
+    w = int(word)
+    return f"page {w & ((1 << ID_BITS) - 1)} version {w >> ID_BITS}"
+
+
+def pages_with(words: np.ndarray, width: int) -> np.ndarray:
+    """Pages of ``width`` bytes holding ``words`` in their first 8 bytes, zeros after."""
+    out = np.zeros((words.size, width), np.uint8)
+    out[:, :8] = words.view(np.uint8).reshape(-1, 8)
+    return out
+
+
+def first_words(pages: np.ndarray) -> np.ndarray:
+    """The first 64-bit word of each page (uint8 (n, width >= 8))."""
+    return np.ascontiguousarray(pages[:, :8]).view(np.uint64).reshape(-1)
