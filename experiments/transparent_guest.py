@@ -4,8 +4,9 @@ real kernel's swap under a cgroup ``memory.max`` of the same budget, one guest s
 Boots the Debian 6.1 kernel under QEMU (TCG, ``emulator.zns_vm``) with a 1 GiB conventional namespace
 (the kernel's swap area) and a zoned one (64 zones of 16 MiB, capacity 12 MiB, limits 14/14, the
 store's), and runs ``tests/qemu/guest_transparent.py`` inside it: the plain-``nn.EmbeddingBag`` DLRM
-of the ``quick`` preset (103 MiB of tables, the bench's 25% budget) three times — in DRAM, under the
-kernel's swap, through ``Pager`` over the store — same seed, same batches. Writes ``OUT/RUN.json``
+of the ``quick`` preset (103 MiB of tables, the bench's 25% budget) four times — in DRAM, under the
+kernel's swap, through ``Pager`` over the store, in DRAM again (the host's load may change during a
+session: the second DRAM run shows by how much) — same seed, same batches. Writes ``OUT/RUN.json``
 (the guest's records) and ``OUT/README.md`` (the table)::
 
     .venv/bin/python experiments/transparent_guest.py [--out experiments/results/transparent_guest]
@@ -42,9 +43,9 @@ CONFIG = dict(zones=64, zone_size=16 * MiB, zone_capacity=12 * MiB, max_open=14,
               max_append=512 << 10, block_size=4096, conv_size=1 << 30, memory="2G")
 PRESET, ITERATIONS, WARM = "quick", 150, 10
 GUEST_TIMEOUT = 60 * 60
-RUNS = ("dram", "kernel", "pager")
+RUNS = ("dram", "kernel", "pager", "dram-after")
 LABEL = {"dram": "DRAM (no limit)", "kernel": "kernel 6.1 swap, memory.max",
-         "pager": "pager -> store on ZNS"}
+         "pager": "pager -> store on ZNS", "dram-after": "DRAM again, last (load check)"}
 
 
 def config() -> ZnsVmConfig:
@@ -58,7 +59,7 @@ def guest_command(out: str, iterations: int = ITERATIONS, warm: int = WARM, pres
 
 
 def run(workdir: str, iterations: int = ITERATIONS, warm: int = WARM, preset: str = PRESET, echo: bool = False):
-    """Boot, run the three trainings, power off. Returns (GuestResult, {run: record}); a run that
+    """Boot, run the four trainings, power off. Returns (GuestResult, {run: record}); a run that
     wrote no record is missing from the dict."""
     workdir = os.path.abspath(workdir)
     out = os.path.join(workdir, "results")
@@ -105,6 +106,8 @@ def summarize(recs: dict) -> dict:
         row = {"steps": int(wall.size), "step_s_total": float(wall.sum()),
                "step_ms_p50": float(np.percentile(wall, 50) * 1e3), "step_ms_p99": float(np.percentile(wall, 99) * 1e3),
                "peak_rss_mib": r["peak_rss_kib"] / 1024, "build_s": r["build_s"]}
+        res = np.asarray(r.get("table_resident_pages") or [0] * len(r["step_wall_s"]))[w:] * 4096 / MiB
+        row["table_resident_mib_mean"], row["table_resident_mib_max"] = float(res.mean()), float(res.max())
         if ref is not None:
             row["stall_s"] = row["step_s_total"] - float(np.asarray(ref["step_wall_s"])[w:].sum())
             row["losses_equal_dram"] = r["loss"] == ref["loss"]
@@ -148,6 +151,8 @@ def table(rows: dict) -> str:
     row("stall vs DRAM, s", lambda r: _f(r.get("stall_s")))
     row("losses = DRAM bit for bit", lambda r: str(r.get("losses_equal_dram", "—")))
     row("final tables = DRAM bit for bit", lambda r: str(r.get("tables_equal_dram", "—")))
+    row("tables resident after a step, MiB mean / max", lambda r: f"{r['table_resident_mib_mean']:.1f} / "
+        f"{r['table_resident_mib_max']:.1f}")
     row("pages out / in", lambda r: f"{r['pages_out']:,} / {r['pages_in']:,}" if "pages_out" in r else "—")
     row("write requests, mean KiB", lambda r: f"{r['write_requests']:,}, {r['write_kib_mean']:.1f}"
         if "write_requests" in r else "—")

@@ -1,6 +1,6 @@
 """GUEST side of experiments/transparent_guest.py (issue 15): the transparent DLRM (plain
-``nn.EmbeddingBag`` tables, ``workloads.transparent.PlainDLRM``) in the 6.1 guest, three ways, one
-process each, same preset, seed and batches::
+``nn.EmbeddingBag`` tables, ``workloads.transparent.PlainDLRM``) in the 6.1 guest, three ways and
+DRAM once more, one process each, same preset, seed and batches::
 
     guest_transparent.py --out DIR [--preset quick --iterations 150 --warm 10 --runs dram,kernel,pager]
 
@@ -16,9 +16,13 @@ process instead).
   budget, discard_on_write=True)`` — the store on the real zoned namespace through the uring engine,
   every swapped-in page checked against the fingerprint taken when it was swapped out; requests from
   the store's device counters (appends go through the NVMe char device, which the block layer's
-  stat does not count).
+  stat does not count);
+- ``dram-after``: ``dram`` again, last: if its step times differ from the first's, the machine's
+  load changed during the session (the step times are wall clock under TCG).
 
-Every job disables THP (``PR_SET_THP_DISABLE``: 4 KiB pages in every run), uses one torch thread, and
+After every step the tables' resident pages are counted (``/proc/self/pagemap``): the kernel's
+limit leaves the tables whatever the rest of the job does not use, so what they really got is
+measured, not assumed. Every job disables THP (``PR_SET_THP_DISABLE``: 4 KiB pages in every run), uses one torch thread, and
 times every step (wall clock; the pager's steps include ``Pager.quiesce``: its faults and the
 evictions they set off). Figures after ``--warm`` steps only (the kernel's limit is not set before).
 The final tables are hashed in every run: equal hashes = every page of the tables came back right.
@@ -48,7 +52,7 @@ SWAP_DEV = "nvme0n1"
 ZNS_DEV = "/dev/nvme0n2"
 PM_PRESENT = 1 << 63
 PS = 4096
-RUNS = ("dram", "kernel", "pager")
+RUNS = ("dram", "kernel", "pager", "dram-after")
 
 
 def present_pages(tables) -> int:
@@ -115,6 +119,7 @@ def job(a) -> int:
            "budget_bytes": budget, "table_bytes": sum(e.weight.numel() * 4 for e in net.tables),
            "build_s": build_s}
     loss, wall = np.zeros(n), np.zeros(n)
+    resident = np.zeros(n, np.int64)          # table pages resident after each step (pagemap)
     marks = {}
 
     def mark(when: str) -> None:
@@ -153,10 +158,11 @@ def job(a) -> int:
         if pager is not None:
             pager.quiesce()
         wall[i] = time.perf_counter() - t
+        resident[i] = present_pages(net.tables)
         if (i + 1) % max(1, n // 10) == 0:
             log(f"[{a.job}] iteration {i + 1}/{n}: step {wall[i] * 1e3:.0f} ms")
     mark("end")
-    rec.update(loss=loss.tolist(), step_wall_s=wall.tolist(), marks=marks, tables_sha256=tables_sha(net.tables),
+    rec.update(loss=loss.tolist(), step_wall_s=wall.tolist(), table_resident_pages=resident.tolist(), marks=marks, tables_sha256=tables_sha(net.tables),
                peak_rss_kib=int(rd("/proc/self/status").split("VmHWM:")[1].split()[0]))
     if a.job == "kernel":
         rec["memory_events"] = rd(os.path.join(CG, a.cgroup, "memory.events"))

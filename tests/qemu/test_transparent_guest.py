@@ -4,7 +4,7 @@ guest once and trains the plain-``nn.EmbeddingBag`` DLRM in DRAM, under the kern
 cgroup ``memory.max`` of the bench's budget, and through the pager over the store on the zoned
 namespace — on the ``tiny`` preset (the experiment: ``quick``).
 
-Checked is what the guest recorded: all three ran; both swapped runs swapped during training; their
+Checked is what the guest recorded: all four ran; both swapped runs swapped during training; their
 losses and final tables equal the DRAM run's bit for bit; every page the store returned matched its
 fingerprint (``VerifyingBackend`` raises otherwise, which the pager turns into SIGBUS and the job
 into a failure) and the training read pages through the pager; requests were counted on both
@@ -44,7 +44,7 @@ def guest(tmp_path_factory):
 
 def test_every_run_trained_the_same_model(guest):
     recs, rows = guest
-    for name in ("kernel", "pager"):
+    for name in ("kernel", "pager", "dram-after"):
         assert rows[name]["steps"] == ITERATIONS - WARM
         assert rows[name]["losses_equal_dram"], name
         assert rows[name]["tables_equal_dram"], name
