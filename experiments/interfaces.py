@@ -26,6 +26,7 @@ import os
 import time
 
 from zswap_host.bench import BenchSpec, plan, run_bench
+from zswap_host.bench.same_flash import interface_urls
 
 # one bench per group (its runs train side by side): (device, extra BenchSpec fields, runs), each run
 # labelled (interface, software)
@@ -43,25 +44,6 @@ STYLE = {("conventional", "linux-swap-batched"): ("#9467bd", "o-"), ("convention
          ("fdp", "linux-swap-batched + stream handles"): ("#8c564b", "s--"),
          ("fdp", "store"): ("#ff7f0e", "s--"), ("zns", "store"): ("#2ca02c", "^-"),
          ("ocssd", "store"): ("#17becf", "v:"), ("ocssd", "store (isolate layout)"): ("#e377c2", "v:")}
-
-
-def fdp_url(conventional_url: str, ruhs: int, isolation: str) -> str:
-    """The FDP twin of the bench's emulated conventional SSD: the same size, OP and flash."""
-    return conventional_url.replace("emu-conv://", "fdp://", 1) + f"&ruhs={ruhs}&isolation={isolation}"
-
-
-def ocssd_url(zns_url: str) -> str:
-    """An Open-Channel SSD of the ZNS device's flash: a group per channel, a PU per die, a chunk per
-    die's share of a zone's capacity, as many chunks per PU as the ZNS device has zones."""
-    from urllib.parse import parse_qs, urlsplit
-
-    from zswap_host.ssdsim import get_preset
-
-    q = {k: v[0] for k, v in parse_qs(urlsplit(zns_url).query).items()}
-    p = get_preset(q["preset"])
-    sectors = int(q["zone_capacity"]) // (p.channels * p.dies_per_channel * 4096)
-    return (f"ocssd://?groups={p.channels}&pus={p.dies_per_channel}&chunks={q['zones']}&sectors={sectors}"
-            f"&preset={p.name}")
 
 
 def raw_flash(url: str) -> int:
@@ -90,8 +72,7 @@ def main() -> None:
         t = time.monotonic()
         base = BenchSpec(preset=a.preset, utilisation=u, lookahead=0)
         pl = plan(base)
-        urls = {"conventional": pl.baseline_url, "fdp": fdp_url(pl.baseline_url, a.ruhs, a.isolation),
-                "zns": pl.zns_url, "ocssd": ocssd_url(pl.zns_url)}
+        urls = interface_urls(pl, a.ruhs, a.isolation)
         flash[u] = {k: raw_flash(v) for k, v in urls.items()}
         losses = []
         for device, extra, runs in GROUPS:

@@ -42,12 +42,14 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from interfaces import draw, fdp_url, ocssd_url, raw_flash
+from interfaces import draw, raw_flash
 from zswap_host.bench import BenchSpec, plan, run_bench
 from zswap_host.bench.plan import READ_QD, linux_swap
-from zswap_host.devices import open_device, placement_units, wear_spread
-from zswap_host.store import StoreConfig, SwapStore
-from zswap_host.workloads import SwapTrace, replay, synthetic_dlrm_trace
+from zswap_host.bench.same_flash import interface_urls
+from zswap_host.devices import open_device
+from zswap_host.store import StoreConfig
+from zswap_host.sweep.replay_run import replay_measured, store_on
+from zswap_host.workloads import SwapTrace, synthetic_dlrm_trace
 from zswap_host.workloads.trace import DISCARD
 
 # (interface, software): how each run is built — device (key of the URL table), backend
@@ -60,12 +62,11 @@ CONFIGS = (
 
 def make_backend(iface: str, soft: str, urls: dict, pl, budget_pages: int):
     """(backend, device clock, the device to ask for wear) for one run on a fresh device."""
-    dev = open_device(urls[iface], zoned=None)
     if soft.startswith("linux"):
+        dev = open_device(urls[iface], zoned=None)
         return linux_swap(dev, budget_pages, "batched", "stream" if "handles" in soft else None), dev.now, dev
-    units = placement_units(dev, pl.zone_size, pl.zone_capacity,
-                            **({"layout": "isolate"} if "isolate" in soft else {}))
-    return SwapStore(units, StoreConfig(read_qd=READ_QD)), units.now, units
+    return store_on(urls[iface], pl.zone_size, pl.zone_capacity, StoreConfig(read_qd=READ_QD),
+                    **({"layout": "isolate"} if "isolate" in soft else {}))
 
 
 def run_one(task: tuple) -> dict:
@@ -78,21 +79,12 @@ def run_one(task: tuple) -> dict:
         # keeps a slot until it is overwritten, so it gets no discards (as in its own bench run)
         trace = trace.without(DISCARD)
     backend, clock, dev = make_backend(iface, soft, urls, pl, budget_pages)
-    wall, t0 = time.monotonic(), clock()
-    replay(backend, trace, clock=clock)
-    stall = clock() - t0 - float(trace.idle_s.sum())
-    s = backend.stats()
-    wear = wear_spread(dev.erase_counts())
+    wall = time.monotonic()
+    measured = replay_measured(backend, clock, dev, [trace])
     row = {"trace": source, "utilisation": u, "interface": iface, "software": soft,
            "tables_over_usable": round(pl.devices["tables_over_zns_usable"] if iface in ("zns", "ocssd")
                                        else pl.devices["tables_over_conventional_usable"], 4),
-           "stall_s": round(stall, 4), "write_amplification": round(s.write_amplification, 4),
-           "store_gc_mib": round(s.gc_write_bytes / 2**20, 1),
-           "device_gc_mib": round(s.device_gc_write_bytes / 2**20, 1),
-           "swap_in_p99_us": round(s.swap_in_latency_p99_s * 1e6, 1),
-           "erase_blocks": wear["blocks"], "erases": wear["erases"],
-           "wear_max_over_mean": round(wear["max_over_mean"], 3), "wear_cv": round(wear["cv"], 3),
-           "wall_s": round(time.monotonic() - wall, 1)}
+           **measured, "wall_s": round(time.monotonic() - wall, 1)}
     backend.close()
     dev.close()
     return row
@@ -166,8 +158,7 @@ def main() -> None:
     tasks, flash = [], {}
     for u in a.utilisations:
         pl = plan(BenchSpec(preset=a.preset, utilisation=u, lookahead=0))
-        urls = {"conventional": pl.baseline_url, "fdp": fdp_url(pl.baseline_url, a.ruhs, a.isolation),
-                "zns": pl.zns_url, "ocssd": ocssd_url(pl.zns_url)}
+        urls = interface_urls(pl, a.ruhs, a.isolation)
         flash[f"{u:g}"] = {k: raw_flash(v) for k, v in urls.items()}
         for source, path in traces.items():
             tasks += [(path, source, u, iface, soft, urls, budget_pages, a.preset) for iface, soft in CONFIGS]

@@ -109,6 +109,8 @@ def test_the_fast_path_is_taken_and_agrees_on_fresh_batches_of_2mib():
     fast = stores[0].fast_path
     assert fast["prepared"] >= ids.size // 512 - 10           # all but those that widen the direct array
     assert fast["one_commit_batches"] >= ids.size // 512 - ids.size // 3000 - 2
+    assert fast["one_batch_calls"] >= ids.size // 512 - 2 * (ids.size // 3000) - 2   # all but zone ends
+    assert stores[1].fast_path["one_batch_calls"] == 0
     assert stores[1].fast_path["prepared"] == 0
     for st in stores:
         st.check()
@@ -160,6 +162,31 @@ def test_a_mixed_run_with_failures_mid_batch_agrees_with_the_reference(placement
         st.check()
     assert stores[0].fast_path["prepared"] > 100
     assert stores[0].fast_path["one_commit_batches"] > 10
+    assert stores[0].fast_path["one_batch_calls"] > 10
+
+
+def test_a_failed_one_batch_call_goes_through_the_general_landing_and_agrees():
+    """A call on the one-batch path (a buffered unit and the caller's units) whose 1st..5th append
+    fails: its units are retried as the general path's would be (``_land``), same state."""
+    cfg = StoreConfig(placement="temporal", prefetch=False)
+    for at in range(1, 6):
+        stores, devs, fails = pair(GUEST, cfg)
+        ids = np.arange(4000, dtype=np.int64)
+        both(stores, lambda st: st.swap_out(ids[:520], pages_for(ids[:520])))   # 8 pages stay buffered
+        before = stores[0].fast_path["one_batch_calls"]
+        assert stores[0]._buffers[0].n == 8       # the next call: a buffered unit and the caller's
+        for f in fails:
+            f.arm(at, 2 if at == 5 else 1)
+        both(stores, lambda st: st.swap_out(ids[520:1032], pages_for(ids[520:1032])))
+        if at <= 4:                                # its batch of four appends failed: not the usual landing
+            assert stores[0].fast_path["one_batch_calls"] == before
+        same(state(stores[0]), state(stores[1]))
+        both(stores, lambda st: st.swap_out(ids[1032:1544], pages_for(ids[1032:1544])))
+        same(state(stores[0]), state(stores[1]))
+        assert stores[0].fast_path["one_batch_calls"] == before + 1   # one of the two calls landed as usual
+        for st in stores:
+            st.check()
+            assert np.array_equal(st.swap_in(ids[:1544]), pages_for(ids[:1544]))
 
 
 def test_bad_calls_are_refused_the_same_way():
@@ -210,7 +237,10 @@ def test_check_append_batch_small_and_long_batches_agree():
     cases = [([0, 1], data[:2 * PS], [PS, PS]), ([0, 99], data[:2 * PS], [PS, PS]), ([0, -1], data[:2 * PS], [PS, PS]),
              ([0, 1], data[:2 * PS], [PS, 0]), ([0, 1], data[:PS + 512], [PS, 512]), ([0], data[:3 * PS], [3 * PS]),
              ([0, 1], data[:3 * PS], [PS, PS]), ([0, 0], [data[:PS], data[PS:3 * PS]], [PS, 2 * PS]),
-             ([0, 0], [data[:PS], data[PS:3 * PS]], [PS, PS]), ([2], data[:100], [100])]
+             ([0, 0], [data[:PS], data[PS:3 * PS]], [PS, PS]), ([2], data[:100], [100]),
+             ([0, 0, 1], [data[:PS], data[PS:3 * PS]], [PS, PS, PS]),           # buffers of several units
+             ([0, 0, 1], [data[:PS], data[PS:3 * PS]], [PS, 2 * PS, PS]), ([0, 0], [data[:2 * PS]], [PS, 2 * PS]),
+             ([0, 0], [data[:3 * PS], data[:0]], [PS, 2 * PS]), ([0, 0], [data[:3 * PS]], [2 * PS, 2 * PS])]
     for zones, d, lengths in cases:
         res = []
         for fn in (check_append_batch, lambda g, z, d, l: base._check_append_batch_np(
@@ -287,3 +317,62 @@ def test_linux_zoned_uring_append_of_one_buffer_addresses_each_unit_in_place():
     ring3 = _FakeRing()
     _fake_linux_zoned(ring3).append_batch(np.array([0, 0, 0]), odd, lengths)
     assert ring3.seen[0] % 4 == 0 and ring3.seen[1] - ring3.seen[0] == 2 * PS
+
+
+class _FakeSmallRing(_FakeRing):
+    """``_FakeRing`` with the engine's ``append_small`` (int lists in, results and LBAs out)."""
+
+    SMALL = 64
+
+    def __init__(self, fail=()):
+        super().__init__(fail)
+        self.small_calls = 0
+
+    def append_small(self, ngfd, nsid, lba_size, zone_lbas, nzones, qd, zones, lengths, addrs):
+        self.small_calls += 1
+        res, alba, _ = self.append(ngfd, nsid, lba_size, zone_lbas, None, np.array(lengths, np.int64),
+                                   np.array(zones, np.int64), nzones, qd, addrs)
+        return res.tolist(), alba.astype(np.int64)
+
+
+@pytest.mark.parametrize("fail", [(), (1,), (0, 3)])
+def test_linux_zoned_lean_append_of_buffers_holding_several_units_agrees_with_the_general_path(fail):
+    """The lean uring-cmd path (a few buffers, each holding whole units back to back: a write
+    buffer's unit and the caller's units) gives each request its unit's address, and the same
+    offsets, failures and counters as the general path given a buffer per unit."""
+    data = np.zeros(6 * PS, np.uint8)
+    head, rest = data[:PS], data[2 * PS:]                       # two separate buffers
+    lengths = np.array([PS, 2 * PS, PS, PS], np.int64)
+    zones = np.array([1, 1, 1, 2], np.int64)
+    units = [head, rest[:2 * PS], rest[2 * PS:3 * PS], rest[3 * PS:]]
+    lean, general = _FakeSmallRing(fail), _FakeRing(fail)
+    d1, d2 = _fake_linux_zoned(lean), _fake_linux_zoned(general)
+    o1, f1 = d1.append_batch(zones, (head, rest), lengths)
+    o2, f2 = d2.append_batch(zones, units, lengths)
+    assert lean.small_calls == 1
+    assert lean.seen == general.seen == [u.ctypes.data for u in units]
+    assert o1.tolist() == o2.tolist() and [k for k, _ in f1] == [k for k, _ in f2] == sorted(fail)
+    assert [str(e) for _, e in f1] == [str(e) for _, e in f2]
+    for a in ("_appends", "_max_batches_at_once", "_in_flight_batches"):
+        assert getattr(d1, a) == getattr(d2, a), a
+    assert d1._io.write_bytes == d2._io.write_bytes and d1._io.write_hist == d2._io.write_hist
+
+
+def test_linux_zoned_lean_append_leaves_other_batches_to_the_general_path():
+    """Not dword aligned, not contiguous, or not adding up: the lean path does nothing and the
+    general path copies, or names the error."""
+    lengths = np.array([PS, PS], np.int64)
+    odd = np.zeros(2 * PS + 1, np.uint8)[1:]
+    ring = _FakeSmallRing()
+    d = _fake_linux_zoned(ring)
+    d.append_batch(np.array([0, 0]), odd, lengths)
+    assert ring.small_calls == 0 and ring.seen[0] % 4 == 0
+    d.append_batch(np.array([0, 0]), np.zeros((2, 2 * PS), np.uint8)[:, :PS], lengths)     # strided
+    assert ring.small_calls == 0
+    with pytest.raises(InvalidIOError):
+        d.append_batch(np.array([0, 0]), np.zeros(3 * PS, np.uint8), lengths)
+    with pytest.raises(InvalidIOError):
+        d.append_batch(np.array([0, 9]), np.zeros(2 * PS, np.uint8), lengths)
+    assert ring.small_calls == 0
+    d.append_batch(np.array([0, 3]), np.zeros(2 * PS, np.uint8), lengths)
+    assert ring.small_calls == 1

@@ -511,6 +511,106 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
         click.echo(f"wrote {json_path}")
 
 
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+
+
+@main.command()
+@click.option("--trace", "trace_path", required=True, metavar="PATH",
+              help="The trace to replay: a bench --trace-out .npz or a chunked trace directory (with --generate: "
+              "where the generated trace is written).")
+@click.option("--placements", default="temporal,hotness", show_default=True, metavar="NAME,...",
+              help=f"Store placements: {', '.join(placements())}.")
+@click.option("--victims", default="greedy,cost-benefit", show_default=True, metavar="NAME,...",
+              help="GC victim policies: greedy, cost-benefit, fifo.")
+@click.option("--utilisations", default="0.75,0.9", show_default=True, metavar="F,...",
+              help="Tables / the conventional SSD's usable bytes (0.05..0.99; 0.9 or 90%); every interface's "
+              "SSD is built from that SSD's raw flash.")
+@click.option("--interfaces", default="conventional,zns", show_default=True, metavar="NAME,...",
+              help="SSD interfaces the store runs on: conventional, fdp, zns, ocssd.")
+@click.option("--executor", type=click.Choice(["ray", "serial"]), default="ray", show_default=True,
+              help="ray: each point a Ray task (local Ray unless --address); serial: one after another here. "
+              "Both give the same rows.")
+@click.option("--address", default=None, metavar="ADDR", help="A running Ray cluster (ray://HOST:10001, auto) "
+              "[default: start a local Ray]; its nodes need zswap-host and the trace at the same path.")
+@click.option("--num-cpus", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Workers of the local Ray [default: this process's CPUs].")
+@click.option("--retries", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Extra attempts of a point that fails (a task error or a lost worker).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="The trace's seed (--generate draws its batches from it); recorded in every row.")
+@click.option("--generate", "gen_preset", default=None, metavar="PRESET",
+              help="First generate the bench preset's page trace into --trace (torch-free, from --seed).")
+@click.option("--iterations", type=click.IntRange(min=1), default=None, help="With --generate: iterations "
+              "[default: the preset's].")
+@click.option("--budget", default=None, help="With --generate: the DRAM budget (25%, 0.25, 64MiB) [default: the "
+              "preset's].")
+@click.option("--preset", "trace_preset", default=None, metavar="PRESET",
+              help="The bench preset the trace pages, if its meta does not say (traces recorded before it did).")
+@click.option("--out", "out_dir", default="sweep", show_default=True, type=click.Path(file_okay=False),
+              help="Directory for sweep.csv, sweep.json and sweep.png.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary (with every row) as JSON instead of text.")
+@friendly_errors
+def sweep(trace_path, placements, victims, utilisations, interfaces, executor, address, num_cpus, retries, seed,
+          gen_preset, iterations, budget, trace_preset, out_dir, as_json) -> None:
+    """Replay one trace through the store over a grid of placements x victim policies x utilisations x
+    interfaces, each point on a fresh emulated SSD (modeled clock), as Ray tasks or serially: stall,
+    write amplification, GC MiB, p99 swap-in wait and flash wear per point, into OUT/sweep.csv, .json
+    and .png. The rows do not depend on the executor or the order points finish in.
+
+    \b
+        zswap-host sweep --generate tiny --trace /tmp/tiny-trace --placements temporal,hotness \\
+            --victims greedy,fifo --utilisations 0.75,0.95 --interfaces zns,conventional
+    """
+    from tqdm import tqdm
+
+    from .sweep import Generate, SweepSpec, run_sweep
+    from .sweep.output import write_outputs
+
+    if gen_preset is None and (iterations is not None or budget is not None):
+        _fail("--iterations and --budget apply to --generate PRESET")
+    from .sweep import parse_utilisations
+
+    spec = SweepSpec(trace=trace_path, placements=_names(placements), victims=_names(victims),
+                     utilisations=tuple(parse_utilisations(utilisations)), interfaces=_names(interfaces),
+                     seed=seed, executor=executor, retries=retries, address=address, num_cpus=num_cpus,
+                     preset=trace_preset, generate=Generate(gen_preset, iterations, budget) if gen_preset else None)
+    bar = None
+
+    def progress(done: int, total: int, point) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc="sweep", unit="point", file=sys.stderr, dynamic_ncols=True, leave=False,
+                       disable=None)
+        bar.set_postfix_str(point.key, refresh=False)
+        bar.update(done - bar.n)
+
+    try:
+        summary = run_sweep(spec, progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    rows = summary.pop("rows")
+    gen = f" --generate {gen_preset}" + (f" --iterations {iterations}" if iterations else "") + \
+        (f" --budget {budget}" if budget else "") if gen_preset else ""
+    summary["command"] = (f"zswap-host sweep{gen} --trace {trace_path} --placements {','.join(spec.placements)} "
+                          f"--victims {','.join(spec.victims)} --utilisations {','.join(f'{u:g}' for u in spec.utilisations)} "
+                          f"--interfaces {','.join(spec.interfaces)} --seed {seed} --executor {executor} --out {out_dir}")
+    paths = write_outputs(rows, summary, out_dir, title=f"store sweep over the {summary['trace']['preset']} trace "
+                          f"(seed {seed}; modeled clock)")
+    if as_json:
+        click.echo(json.dumps({**summary, "rows": rows, "files": paths}, indent=1))
+        return
+    cols = ("placement", "victim", "utilisation", "interface", "stall_s", "write_amplification", "store_gc_mib",
+            "device_gc_mib", "swap_in_p99_us", "wear_max_over_mean")
+    click.echo("  ".join(cols))
+    for r in rows:
+        click.echo("  ".join(str(r[c]) for c in cols))
+    click.echo(f"{summary['points']} points on {executor} in {summary['wall_s']} s")
+    for p in paths:
+        click.echo(f"wrote {p}")
+
+
 def _confirm_zones_with_data(device: str, force: bool) -> None:
     """The store resets every zone of its device: ask first when a real device's zones hold data."""
     import os

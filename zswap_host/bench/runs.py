@@ -93,6 +93,7 @@ def _swap_run(name: str, pl, spec: BenchSpec, charged: np.ndarray, progress=None
                 lookahead=run_lookahead(spec, name),
                 progress=(lambda d, t: progress(name, d, t)) if progress else None)
     if trace is not None:
+        trace.meta["preset"] = spec.preset      # what sizes a replay's devices (zswap-host sweep)
         trace.build().save(spec.trace_out)
     rec = _record(name, res, "modeled" if modeled else "wall")
     w = np.array(written)

@@ -283,8 +283,9 @@ class ZonedDevice(Protocol):
     def append_batch(self, zones, data: Buffer | Sequence[Buffer], lengths, qd: int = 32) -> tuple[np.ndarray, list]:
         """Many zone appends as one queue with at most ``qd`` in flight: request i appends
         ``lengths[i]`` bytes to zone ``zones[i]``; ``data`` is one buffer holding the requests back
-        to back, or a sequence of one buffer per request (gathered without a copy where the device
-        can: a write unit and a write buffer go down together);
+        to back, or a sequence of buffers each holding one or more whole requests back to back (a
+        buffer per request, or a write buffer's unit and the caller's units: gathered without a
+        copy where the device can);
         several may go to one zone, and then they land in any order, each where the device chose.
         Arguments are checked before anything is written (``InvalidIOError``). Returns
         ``(offsets, failures)``: the byte offset each request landed at (-1 where it failed), and
@@ -471,10 +472,7 @@ def check_append_batch(g: ZoneGeometry, zones, data, lengths, views: bool = True
     # a batch of write units (the usual size): checked on Python ints, no numpy reduction
     zl, ll = zones.tolist(), lengths.tolist()
     if isinstance(data, (list, tuple)):
-        units = [as_bytes_view(d) for d in data]
-        sizes = [u.size for u in units]
-        if sizes != ll:
-            raise InvalidIOError(f"append batch: {lengths.size} lengths but buffers of sizes {sizes}")
+        units = _split_segments([as_bytes_view(d) for d in data], ll)
     else:
         view = as_bytes_view(data)
         if sum(ll) != view.size:
@@ -496,13 +494,31 @@ def check_append_batch(g: ZoneGeometry, zones, data, lengths, views: bool = True
     return zones, lengths, units
 
 
+def _split_segments(segs: list[np.ndarray], ll: list[int]) -> list[np.ndarray]:
+    """One view per request of an ``append_batch`` given as a sequence of buffers, each holding one
+    or more whole requests back to back (one buffer per request: the buffers themselves).
+    ``InvalidIOError`` when the buffers do not split into the lengths."""
+    sizes = [u.size for u in segs]
+    if sizes == ll:
+        return segs
+    units, k = [], 0
+    for seg in segs:
+        e = 0
+        while e < seg.size and k < len(ll) and ll[k] > 0 and e + ll[k] <= seg.size:
+            units.append(seg[e:e + ll[k]])
+            e, k = e + ll[k], k + 1
+        if e != seg.size:
+            break
+    else:
+        if k == len(ll):
+            return units
+    raise InvalidIOError(f"append batch: {len(ll)} lengths but buffers of sizes {sizes}")
+
+
 def _check_append_batch_np(g: ZoneGeometry, zones: np.ndarray, data, lengths: np.ndarray):
     """``check_append_batch`` of a long batch, with numpy reductions."""
     if isinstance(data, (list, tuple)):
-        units = [as_bytes_view(d) for d in data]
-        sizes = [u.size for u in units]
-        if sizes != lengths.tolist():
-            raise InvalidIOError(f"append batch: {lengths.size} lengths but buffers of sizes {sizes}")
+        units = _split_segments([as_bytes_view(d) for d in data], lengths.tolist())
     else:
         view = as_bytes_view(data)
         if int(lengths.sum()) != view.size:

@@ -168,7 +168,9 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
                 st[k] += ap[k]
             st["max_in_flight"] = max(st["max_in_flight"], ap["max_in_flight"])
         st.update(append_path=self.append_path, appends=self._appends,
-                  max_appends_per_zone=self._max_appends_zone, max_batches_at_once=self._max_batches_at_once)
+                  max_appends_per_zone=max(self._max_appends_zone, ap["max_appends_per_zone"]) if
+                  self._append_engine is not None else self._max_appends_zone,
+                  max_batches_at_once=self._max_batches_at_once)
         return st
 
     def close(self) -> None:
@@ -293,6 +295,10 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
 
     def append_batch(self, zones, data: Buffer, lengths, qd: int = 32) -> tuple[np.ndarray, list]:
         """See ``ZonedDevice.append_batch``: through the append path (``append_path``)."""
+        if self._ngfd >= 0 and self._passthrough:
+            out = self._append_lean(zones, data, lengths, qd)
+            if out is not None:
+                return out
         if self._ngfd >= 0 and self._passthrough and not isinstance(data, (list, tuple)):
             # uring-cmd with one buffer (the store's batch of write units): no view per unit, the
             # requests' addresses are the buffer's plus the lengths before them
@@ -315,6 +321,69 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
         else:
             offsets, failures = self._append_at_wp(zones, units, lengths, qd)
         return offsets, failures
+
+    def _append_lean(self, zones, data, lengths, qd: int):
+        """The store's usual batch on the uring-cmd path in a few calls (each Python call costs tens
+        of microseconds in the TCG guest, more than the ring's own work per append): at most
+        ``UringEngine.SMALL`` appends from one buffer or a few (numpy, C-contiguous, dword aligned,
+        each holding whole requests back to back), checked on ints, sent through the engine's
+        ``append_small``. None, with nothing done, for any other batch (the general path checks
+        it and names what is wrong). A batch with a failed request goes to ``_append_results``."""
+        eng = self._append_engine
+        if type(zones) is not np.ndarray or type(lengths) is not np.ndarray:
+            return None
+        zl, ll = zones.tolist(), lengths.tolist()
+        n = len(ll)
+        small = getattr(eng, "append_small", None)
+        if not 0 < n <= 64 or len(zl) != n or small is None or zones.ndim != 1:
+            return None
+        g = self.geometry
+        limit, bs, nz = g.max_append or g.zone_size, g.block_size, g.nr_zones
+        ffi = eng._ffi
+        addrs, k = [], 0
+        for seg in (data if type(data) is list or type(data) is tuple else (data,)):
+            if type(seg) is not np.ndarray or not seg.flags.c_contiguous:
+                return None
+            pos = int(ffi.cast("uintptr_t", ffi.from_buffer("uint8_t[]", seg)))
+            left = seg.nbytes
+            if pos % 4:
+                return None
+            while left > 0 and k < n:
+                ln, z = ll[k], zl[k]
+                if ln <= 0 or ln > limit or ln % bs or ln > left or z < 0 or z >= nz:
+                    return None
+                addrs.append(pos)
+                pos, left, k = pos + ln, left - ln, k + 1
+            if left:
+                return None
+        if k != n:
+            return None
+        with self._append_lock:
+            with self._stat_lock:
+                self._in_flight_batches += 1
+                if self._in_flight_batches > self._max_batches_at_once:
+                    self._max_batches_at_once = self._in_flight_batches
+            try:
+                t = time.perf_counter()
+                res, alba = small(self._ngfd, self.nsid, bs, g.zone_size // bs, nz, qd, zl, ll, addrs)
+                dt = time.perf_counter() - t
+            finally:
+                with self._stat_lock:
+                    self._in_flight_batches -= 1
+        offsets = alba
+        offsets *= bs
+        if any(res):
+            return self._append_results(np.asarray(zones, np.int64), None, np.asarray(lengths, np.int64), qd, data,
+                                        np.array(res, np.int32), offsets, dt)
+        with self._stat_lock:
+            self._busy += dt
+            io = self._io
+            io.write_bytes += sum(ll)
+            hist = io.write_hist
+            for ln in ll:
+                hist[ln] += 1
+            self._appends += n             # the most in flight per zone: the engine's, read by engine_stats
+        return offsets, []
 
     def _count_appends(self, n: int, per_zone: int) -> None:
         with self._stat_lock:
@@ -362,6 +431,14 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
                     self._in_flight_batches -= 1
         offsets = alba.view(np.int64)
         offsets *= g.block_size
+        return self._append_results(zones, units, lengths, qd, view, res, offsets, dt)
+
+    def _append_results(self, zones: np.ndarray, units: list | None, lengths: np.ndarray, qd: int, data,
+                        res: np.ndarray, offsets: np.ndarray, dt: float):
+        """Account for a uring-cmd batch (``res``: 0 or -errno or NVMe status per request, ``offsets``
+        where each landed) and type its failures; a refused passthrough redoes the refused requests
+        at the write pointer (``units``: a view per request, or None to cut them from ``data``)."""
+        g = self.geometry
         if lengths.size <= 64 and not any(res.tolist()):   # the usual batch: every append landed
             ll = lengths.tolist()                           # (counted on ints: no numpy reduction)
             with self._stat_lock:
@@ -380,7 +457,7 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
             self._count_appends(lengths.size, self._append_engine.max_appends_per_zone())
             return offsets, []
         if units is None:                               # per-unit views for the failure paths
-            units = check_append_batch(g, zones, view, lengths)[2]
+            units = check_append_batch(g, zones, data, lengths)[2]
         ok = res == 0
         offsets[~ok] = -1
         with self._stat_lock:

@@ -39,6 +39,9 @@ class NativeBook:
         self._counts_p = ffi.from_buffer("int64_t[]", self._counts)
         self._arrays: tuple = ()
         self._p: tuple = ()
+        # the last prepared batch's ids and handles with their pointers: insert and fill get them
+        # again without a from_buffer each (a call costs tens of microseconds in a TCG guest)
+        self._batch: tuple = (None, None, None, None)
 
     def _ptrs(self) -> tuple:
         """Pointers to (direct, id_of, loc, rmap, valid, buffer_of, in_flight), refreshed when one of
@@ -61,10 +64,11 @@ class NativeBook:
         n = ids.size
         h = np.empty(n, np.int64)
         fb = self._ffi.from_buffer
-        rc = self._lib.st_prepare(fb("int64_t[]", ids), n, p[0], self._arrays[0].size, p[2], p[5], p[6],
-                                  fb("int64_t[]", h), self._counts_p)
+        idp, hp = fb("int64_t[]", ids), fb("int64_t[]", h)
+        rc = self._lib.st_prepare(idp, n, p[0], self._arrays[0].size, p[2], p[5], p[6], hp, self._counts_p)
         if rc:
             return rc, None, 0, 0, 0
+        self._batch = (ids, idp, h, hp)
         c = self._counts
         return 0, h, int(c[0]), int(c[1]), int(c[2])
 
@@ -76,8 +80,13 @@ class NativeBook:
         if idm._free or nxt + fresh > idm.ids.size:
             return False
         p = self._ptrs()
-        fb = self._ffi.from_buffer
-        self._lib.st_insert(fb("int64_t[]", ids), ids.size, fb("int64_t[]", h), p[0], p[1], nxt)
+        b = self._batch
+        if ids is b[0] and h is b[2]:
+            idp, hp = b[1], b[3]
+        else:
+            fb = self._ffi.from_buffer
+            idp, hp = fb("int64_t[]", ids), fb("int64_t[]", h)
+        self._lib.st_insert(idp, ids.size, hp, p[0], p[1], nxt)
         idm._next = nxt + fresh
         idm.n += fresh
         return True
@@ -85,6 +94,9 @@ class NativeBook:
     def fill(self, which: int, h: np.ndarray, value: int) -> None:
         """``buffer_of[h] = value`` (which = 5) or ``in_flight[h] = value`` (which = 6)."""
         p = self._ptrs()
+        if h is self._batch[2]:
+            self._lib.st_fill(p[which], self._batch[3], h.size, value)
+            return
         h = np.ascontiguousarray(h, np.int64)
         self._lib.st_fill(p[which], self._ffi.from_buffer("int64_t[]", h), h.size, value)
 

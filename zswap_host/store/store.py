@@ -127,7 +127,7 @@ class SwapStore:
         lib = load_native() if native else None     # per-page bookkeeping in C (store/native.py)
         self._native = NativeBook(self, *lib) if lib is not None else None
         self._lens_cache: dict = {}                 # plan of write units -> (zones, byte lengths) arrays
-        self.fast_path = {"prepared": 0, "one_commit_batches": 0}   # fast path taken (tests look)
+        self.fast_path = {"prepared": 0, "one_commit_batches": 0, "one_batch_calls": 0}   # taken (tests look)
 
     # -- set-up ----------------------------------------------------------------------------------
     @property
@@ -193,11 +193,13 @@ class SwapStore:
             if fast:
                 as_page_ids(ids)                        # bad ids are named first
             raise ValueError(f"pages must be uint8 of shape ({ids.size}, {ps}), not {pages.dtype} {pages.shape}")
-        stream = self._stream_arg(stream)
+        if type(stream) is not int:
+            stream = self._stream_arg(stream)
         with self._lock:
-            if fast and self._closed:
-                as_page_ids(ids)
-            self._check_open()
+            if self._closed:
+                if fast:
+                    as_page_ids(ids)
+                self._check_open()
             if ids.size == 0:
                 return
             fresh_n = buffered_n = -1
@@ -600,12 +602,21 @@ class SwapStore:
                 i = n
                 self._buffer(k, handles, pages)
                 return
-            if buf.n and buf.n < self._min_write_pages:  # top the buffer up to one write unit
-                i = unit - buf.n
-                self._buffer(k, handles[:i], pages[:i])
-            if buf.n >= self._min_write_pages and n - i >= self._min_write_pages:
-                i += self._write_buffer_and(k, handles[i:], pages[i:], done[i:])
-            self._flush_buffer(k, force=False, least=self._min_write_pages)
+            plan = self._one_batch_plan(k, n) if self._native is not None else None
+            if plan is not None:                 # the usual call: one batch, planned in a few steps
+                top = plan[1]
+                if top:
+                    i = top
+                    self._buffer(k, handles[:top], pages[:top])
+                i += self._one_batch(k, handles[i:], pages[i:], done[i:], plan)
+            else:
+                if buf.n and buf.n < self._min_write_pages:  # top the buffer up to one write unit
+                    i = unit - buf.n
+                    self._buffer(k, handles[:i], pages[:i])
+                if buf.n >= self._min_write_pages and n - i >= self._min_write_pages:
+                    i += self._write_buffer_and(k, handles[i:], pages[i:], done[i:])
+            if buf.n >= self._min_write_pages:
+                self._flush_buffer(k, force=False, least=self._min_write_pages)
             while n - i >= self._min_write_pages:
                 done[i:] = False
                 i += self._write_one(k, handles[i:], pages[i:], self._min_write_pages, False, done[i:])
@@ -617,6 +628,91 @@ class SwapStore:
                 else:
                     rest = np.flatnonzero(~done[i:]) + i
                     self._buffer(k, handles[rest], pages[rest])
+
+    def _one_batch_plan(self, k: int, n: int) -> tuple | None:
+        """The plan of a user stream's usual call of ``n`` pages, or None: the buffer's pages (topped
+        up to a write unit when fewer than ``min_write_pages``) as one unit and the caller's pages
+        in whole units after it (while ``min_write_pages`` remain), at least two units, all into
+        the stream's open zone, which has room for them all. These are the units, in the same
+        order, that ``_stream_write``'s general steps (``_write_buffer_and`` or ``_write_one``)
+        would write; None leaves the call to them. Returns ``(zone, top-up pages, buffer unit
+        pages, caller pages written, cache key)``; changes nothing."""
+        if k >= self._n_user:
+            return None
+        buf, unit, least = self._buffers[k], self._unit_pages, self._min_write_pages
+        r = buf.n
+        if r > unit:
+            return None
+        z = self._zones.current(self._group_of[k])
+        if z is None:
+            return None
+        top = unit - r if 0 < r < least else 0
+        rest = n - top
+        tail = rest % unit
+        w = rest - tail if tail < least else rest    # whole units, and a last one of >= least pages
+        b = r + top
+        if (b and rest < least) or (not b and w <= unit) or b + w > self._zones.room(z):
+            return None
+        return z, top, b, w, ("one", z, b, w)
+
+    def _one_batch(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray, plan: tuple) -> int:
+        """Write ``_one_batch_plan``'s units as one ``append_batch`` (the buffer's unit and the
+        caller's pages as two buffers: no view per unit); when they landed back to back from the
+        zone's cursor (the usual batch), commit them as two runs. Anything else (a failure, another
+        order) goes to ``_land`` as the general path's jobs would, retries included. Returns the
+        caller's pages written (a prefix); ``done`` marks them as ``_write_jobs`` does."""
+        z, _, b, w, key = plan
+        ps, unit, least = self.page_size, self._unit_pages, self._min_write_pages
+        buf = self._buffers[k]
+        arrays = self._lens_cache.get(key)
+        if arrays is None:
+            lens = ([b] if b else []) + [unit] * (w // unit) + ([w % unit] if w % unit else [])
+            zarr, lbytes = self._plan_arrays(tuple((z, m) for m in lens))
+            arrays = self._lens_cache[key] = (zarr, lbytes, lens)
+        zarr, lbytes, lens = arrays
+        if b:
+            bids = buf.ids[:b].copy()
+            data = (buf.data[:b], pages[:w])
+        else:
+            data = pages[:w]
+        offsets, failures = self.device.append_batch(zarr, data, lbytes, self.config.append_qd)
+        if not failures:
+            first = z * self._slots.slots_per_zone + self._zones.written(z)
+            expect = first * ps
+            for off, m in zip(offsets.tolist(), lens):
+                if off != expect:
+                    break
+                expect += m * ps
+            else:                                # back to back in plan order: the usual batch
+                full = False
+                if b:
+                    full = self._commit(bids, z, first * ps, False, True)
+                    buf.drop_front(b)
+                if self._commit(handles[:w], z, (first + b) * ps, False, False):
+                    full = True
+                done[:w] = True
+                if full:
+                    self._seal(self._group_of[k], z)
+                self.fast_path["one_commit_batches"] += 1
+                self.fast_path["one_batch_calls"] += 1
+                return w
+        # the general path's jobs and plan for what happened
+        plan_units, a, j = [], 0, 0
+        if b:
+            plan_units.append((0, z, 0, b))
+            j = 1
+        for m in (lens[1:] if b else lens):
+            plan_units.append((j, z, a, m))
+            a += m
+        caller = (k, handles, pages, least, False, done)
+        if not b:
+            return self._land([caller], plan_units, {z: self._group_of[k]}, offsets, failures)[0]
+        done_buf = np.zeros(b, bool)
+        try:
+            return self._land([(k, bids, buf.data[:b], least, True, done_buf), caller], plan_units,
+                              {z: self._group_of[k]}, offsets, failures)[1]
+        finally:
+            self._drop_written(buf, bids, done_buf)
 
     def _write_buffer_and(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray) -> int:
         """Stream k's buffered write unit and the caller's next units as one batch (one trip to the

@@ -1,0 +1,70 @@
+"""The Ray executor: each point a Ray task (``ray.remote`` with ``max_retries``: a task that raises
+or whose worker dies is run again), gathered as they finish, merged in point order so the output
+does not depend on which finished first. Local Ray by default (started and stopped here, with
+``num_cpus`` workers); ``address`` joins a running cluster (``ray://host:10001`` or ``auto``), whose
+nodes must import this ``zswap_host`` and read the trace at the same path."""
+
+from __future__ import annotations
+
+import os
+
+from .grid import Point, SweepError
+from .point import run_point
+from .serial import Progress
+
+RAY_PIN = "ray==2.60.0"
+
+
+def import_ray():
+    """The ``ray`` module; ``SweepError`` naming the install command if it is missing."""
+    try:
+        import ray
+    except ImportError:
+        raise SweepError(f"the Ray executor needs Ray: pip install {RAY_PIN} (or --executor serial)") from None
+    return ray
+
+
+def default_cpus() -> int:
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def run_ray(points: list[Point], trace_path: str, seed: int = 0, preset: str | None = None, retries: int = 2,
+            progress: Progress | None = None, address: str | None = None, num_cpus: int | None = None) -> list[dict]:
+    """Rows of ``run_point`` for ``points``, computed as Ray tasks, sorted by point (equal to
+    ``run_serial``'s). A task is retried up to ``retries`` times (``max_retries``, application
+    errors included); a point that still fails cancels the rest and raises ``SweepError`` naming
+    it. An already initialised Ray (e.g. a test's session) is used as it is and left running;
+    otherwise Ray is started (local with ``num_cpus``, default this process's CPUs; or at
+    ``address``) and shut down at the end."""
+    if retries < 0:
+        raise SweepError(f"retries must be >= 0, not {retries}")
+    ray = import_ray()
+    started = not ray.is_initialized()
+    if started:
+        kw = {"address": address} if address else {"num_cpus": num_cpus or default_cpus(),
+                                                   "object_store_memory": 100 << 20}
+        # local workers inherit the driver's environment (PYTHONPATH: the same zswap_host)
+        ray.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR", **kw)
+    try:
+        task = ray.remote(num_cpus=1, max_retries=retries, retry_exceptions=True)(run_point)
+        pending = {task.remote(p, trace_path, seed, preset): p for p in points}
+        rows: dict[Point, dict] = {}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            p = pending.pop(ready[0])
+            try:
+                rows[p] = ray.get(ready[0])
+            except Exception as e:
+                for ref in pending:
+                    ray.cancel(ref, force=True)
+                cause = getattr(e, "cause", None) or e
+                if isinstance(cause, SweepError):
+                    raise SweepError(str(cause), p) from None
+                raise SweepError(f"point {p.key} failed after {retries} retries: {type(cause).__name__}: "
+                                 f"{str(cause).strip().splitlines()[-1] if str(cause).strip() else ''}", p) from None
+            if progress is not None:
+                progress(len(rows), len(points), p)
+        return [rows[p] for p in sorted(rows)]
+    finally:
+        if started:
+            ray.shutdown()

@@ -1,0 +1,35 @@
+"""The serial executor: every point in this process, one after another, each retried as the Ray
+executor retries its tasks — the reference the Ray executor's output must equal."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .grid import Point, SweepError
+from .point import run_point
+
+Progress = Callable[[int, int, Point], None]
+
+
+def run_serial(points: list[Point], trace_path: str, seed: int = 0, preset: str | None = None,
+               retries: int = 2, progress: Progress | None = None) -> list[dict]:
+    """Rows of ``run_point`` for ``points``, sorted by point. A point that raises is run again up to
+    ``retries`` times; if it still fails, ``SweepError`` names it and its last error (the points
+    after it are not run). ``progress(done, total, point)`` after each point."""
+    if retries < 0:
+        raise SweepError(f"retries must be >= 0, not {retries}")
+    rows = []
+    for i, p in enumerate(sorted(points)):
+        for attempt in range(retries + 1):
+            try:
+                rows.append(run_point(p, trace_path, seed, preset))
+                break
+            except SweepError:
+                raise                               # bad input: the same on every attempt
+            except Exception as e:
+                if attempt == retries:
+                    raise SweepError(f"point {p.key} failed after {retries} retries: {type(e).__name__}: {e}",
+                                     p) from e
+        if progress is not None:
+            progress(i + 1, len(points), p)
+    return rows
