@@ -17,6 +17,12 @@ budget = 25.8 MiB):
   pager fault is) on the emulated conventional SSD, and ``zns-host-gc`` (SwapStore) on emulated ZNS.
   The pager's budget = the bench's page-cache budget (``Plan.budget_bytes``); the tables take the
   same pages (one region per table, rows never straddle a page: 64 rows of 16 floats per page).
+- ``transparent … (fault-around N)`` (``--fault-around N``, repeatable): the same with
+  ``Pager(fault_around=N)``: each fault batch also reads up to N of the backend's ``neighbours`` of the
+  faulted pages in its ``swap_in`` (the store: pages written next to them in their zone; the Linux
+  model: their aligned swap-slot cluster of 2^page_cluster = 8 slots). Read ahead: the pager's
+  ``spec_pages_in``; hit ratio: the share of them touched (a fault named them: the sparse SGD step
+  writes every row the step looked up, so every page it used) before their eviction.
 - DRAM references: the module without a backend (the bench's ``dram-only`` losses), the plain
   model in DRAM with sparse gradients (what the transparent runs must equal bit for bit), and with
   dense gradients (``sparse=False``: equals the module bit for bit — the module's fused SGD is
@@ -61,6 +67,7 @@ arrived while it ran, so the transparent runs' I/O counts can move slightly from
 (losses cannot).
 
     python experiments/transparent_dlrm.py [--preset quick] [--iterations N] [--jobs 2] [--out DIR]
+                                           [--fault-around N [N ...]]
     python experiments/transparent_dlrm.py --render RESULT.json [--out DIR]   # table and summary only
 """
 
@@ -88,7 +95,25 @@ TRANSPARENT_RUNS = {"transparent linux-swap": "linux-swap", "transparent zns-hos
 CUMULATIVE = ("host_write_bytes", "device_write_bytes", "media_write_bytes", "gc_write_bytes", "write_amplification",
               "write_size_histogram")      # the transparent runs' backend figures with the tables' build
 DRAM_RUNS = ("dram module", "dram plain sparse", "dram plain dense")
-ORDER = (*DRAM_RUNS, *TRANSPARENT_RUNS, *MODULE_RUNS)   # the slow runs first (two workers)
+
+
+def transparent_runs(fault_around=()) -> dict[str, tuple[str, int]]:
+    """Transparent run name -> (backend run, fault_around): the two without read-ahead, then each
+    backend with each ``fault_around`` value, next to each other."""
+    out = {}
+    for name, run in TRANSPARENT_RUNS.items():
+        out[name] = (run, 0)
+        for n in fault_around:
+            out[f"{name} (fault-around {n})"] = (run, int(n))
+    return out
+
+
+def order(fault_around=()) -> tuple[str, ...]:
+    return (*DRAM_RUNS, *transparent_runs(fault_around), *MODULE_RUNS)   # the slow runs first (two workers)
+
+
+def transparent_names(runs: dict) -> list[str]:
+    return [n for n in runs if n.startswith("transparent")]
 
 
 def _spec(a, lookahead: int = 1) -> BenchSpec:
@@ -158,13 +183,13 @@ def run_one(name: str, a: dict, progress=None) -> dict:
         rec["pages_in"] = int(sum(rec.pop("pages_in_per_iteration")))
         rec["pages_out"] = int(sum(rec.pop("pages_out_per_iteration")))
     else:
-        run = TRANSPARENT_RUNS[name]
+        run, fault_around = transparent_runs(a.get("fault_around", ()))[name]
         spec = _spec(a, 0)
         backend, dev = backend_factories(pl, spec)[run]()
         r = train_plain(pl.model, pl.data, n, bs, seed, backend=backend, budget_bytes=pl.budget_bytes,
                         clock=dev.now, on_idle=backend.idle, charged_compute_s=charged, progress=tell,
                         on_start=lambda: backend.stats().as_dict(), on_end=lambda: backend_block(backend, dev),
-                        discard_on_write=DISCARD_DIRTY[run])
+                        discard_on_write=DISCARD_DIRTY[run], fault_around=fault_around)
         backend.close()
         dev.close()
         stall = r.io_stall_s
@@ -177,7 +202,7 @@ def run_one(name: str, a: dict, progress=None) -> dict:
                "iterations": n, "io_stall_per_iteration_s": stall.tolist(), "loss": r.loss.tolist(),
                "pages_in": int(r.pages_in.sum()), "pages_out": int(r.pages_out.sum()), "faults": int(r.faults.sum()),
                "init_io_s": r.init_io_s, "init_pages_out": r.init_pages_out, "pager": r.pager,
-               "budget_bytes": r.budget_bytes, "table_bytes": r.table_bytes,
+               "budget_bytes": r.budget_bytes, "table_bytes": r.table_bytes, "fault_around": fault_around,
                "step_wall_s": float(r.step_wall_s.sum())}
         rec["swap_in_bytes"], rec["swap_out_bytes"] = rec["host_read_bytes"], rec["host_write_bytes"]
     rec["run_wall_s"] = round(time.monotonic() - t0, 1)
@@ -192,7 +217,7 @@ def requests(hist: dict) -> tuple[int, float]:
 
 def table(runs: dict) -> str:
     """The side-by-side table (markdown) of the swap runs."""
-    names = [*TRANSPARENT_RUNS, *MODULE_RUNS]
+    names = [*transparent_names(runs), *MODULE_RUNS]
     ref = np.array(runs["dram module"]["loss"])
     plain = np.array(runs["dram plain sparse"]["loss"])
 
@@ -201,8 +226,9 @@ def table(runs: dict) -> str:
         loss = np.array(r["loss"])
         w, wkib = requests(r["write_size_histogram"])
         rd, rkib = requests(r["read_size_histogram"])
-        transparent = name in TRANSPARENT_RUNS
+        transparent = name.startswith("transparent")
         same = plain if transparent else ref
+        pg = r.get("pager", {})
         return {
             "losses": ("= plain DRAM (bit for bit)" if np.array_equal(loss, same) else
                        f"≠ plain DRAM (max {np.abs(loss - same).max():.1e})") if transparent else
@@ -220,6 +246,9 @@ def table(runs: dict) -> str:
             "faults (missing + write-protect)": f"{r['faults']:,}" if transparent else "—",
             "swap_in calls (pager: fetch batches)": f"{r['pager']['fetch_batches']:,}" if transparent
             else f"{r['paging']['swap_in_calls']:,}",
+            "fault-around: pages read ahead, hit ratio": (
+                f"{pg.get('spec_pages_in', 0):,}, {pg.get('readahead_hit_ratio', 0.0):.0%}"
+                if transparent and r.get("fault_around") else "—"),
             "device write requests, mean KiB": f"{w:,}, {wkib:.1f}",
             "device read requests, mean KiB": f"{rd:,}, {rkib:.1f}",
             "requests < 32 KiB (write / read / all)": f"{100 * r['write_requests_under_32k_share']:.0f}% / "
@@ -246,6 +275,8 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2, help="runs at once (spawned workers; results do not depend on it)")
+    ap.add_argument("--fault-around", type=int, nargs="+", default=[], metavar="N",
+                    help="also run each transparent run with Pager(fault_around=N), for each N")
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--render", metavar="JSON", help="only rewrite the JSON's summary and table and the README "
                     "from an existing result file (into --out)")
@@ -257,11 +288,16 @@ def main() -> None:
             report.pop(k, None)
         render(report, args.out)
         return
-    a = {"preset": args.preset, "iterations": args.iterations, "seed": args.seed}
+    if any(n < 1 for n in args.fault_around):
+        ap.error("--fault-around values must be >= 1")
+    a = {"preset": args.preset, "iterations": args.iterations, "seed": args.seed,
+         "fault_around": tuple(args.fault_around)}
     pl = plan(_spec(a))
     cmd = (f"python experiments/transparent_dlrm.py --preset {args.preset}"
            + (f" --iterations {args.iterations}" if args.iterations else "") + f" --seed {args.seed}"
-           + f" --jobs {args.jobs} --out {os.path.relpath(args.out)}")
+           + f" --jobs {args.jobs}"
+           + (f" --fault-around {' '.join(map(str, args.fault_around))}" if args.fault_around else "")
+           + f" --out {os.path.relpath(args.out)}")
     print(f"{cmd}\n{pl.iterations} iterations of {pl.batch_size}, tables {pl.table_bytes / 2**20:.1f} MiB, "
           f"budget {pl.budget_bytes / 2**20:.1f} MiB ({pl.budget_pages} pages)", flush=True)
     t0 = time.monotonic()
@@ -272,12 +308,13 @@ def main() -> None:
             last[name] = done
             print(f"  {name}: {done}/{total} ({time.monotonic() - t0:.0f} s)", flush=True)
 
-    runs = run_parallel(run_one, list(ORDER), (a,), args.jobs, progress)
+    names = order(args.fault_around)
+    runs = run_parallel(run_one, list(names), (a,), args.jobs, progress)
     wall = time.monotonic() - t0
-    for n in ORDER:
+    for n in names:
         print(f"{n}: {runs[n]['run_wall_s']} s" + (f", stall {runs[n]['io_stall_time_s']:.2f} s"
                                                    if "io_stall_time_s" in runs[n] else ""))
-    runs = {n: runs[n] for n in ORDER}
+    runs = {n: runs[n] for n in names}
     report = {"command": cmd, "preset": pl.preset.name, "iterations": pl.iterations, "batch_size": pl.batch_size,
               "seed": args.seed, "table_bytes": pl.table_bytes, "budget_bytes": pl.budget_bytes,
               "budget_pages": pl.budget_pages, "compute": pl.compute.as_dict(),
@@ -295,12 +332,12 @@ def summary(runs: dict) -> dict:
               "sparse_plain_max_abs_diff_vs_module": float(np.abs(plain - ref).max()),
               "sparse_plain_steps_equal_module": int((plain == ref).sum()),
               "transparent_equal_plain_sparse": {n: bool(np.array_equal(np.array(runs[n]["loss"]), plain))
-                                                 for n in TRANSPARENT_RUNS},
+                                                 for n in transparent_names(runs)},
               "module_runs_equal_dram_module": {n: bool(np.array_equal(np.array(runs[n]["loss"]), ref))
                                                 for n in MODULE_RUNS}}
     vs = {}
-    for t, m in (("transparent zns-host-gc", "module zns-host-gc (lookahead 0)"),
-                 ("transparent linux-swap", "module linux-swap")):
+    for t in transparent_names(runs):
+        m = "module zns-host-gc (lookahead 0)" if "zns-host-gc" in t else "module linux-swap"
         a, b = runs[t], runs[m]
         vs[f"{t} / {m}"] = {k: (a[k] / b[k] if b[k] else None)
                             for k in ("io_stall_time_s", "train_time_s", "pages_in", "pages_out", "device_write_bytes")}
@@ -329,6 +366,12 @@ def render(report: dict, out: str) -> None:
                 f"plain `sparse=True` vs module: max |Δ| {check['sparse_plain_max_abs_diff_vs_module']:.1e} "
                 f"(torch's sparse SGD adds a row's lookups one at a time); transparent = plain `sparse=True` "
                 f"in DRAM bit for bit: {check['transparent_equal_plain_sparse']}.\n")
+        fa = [n for n in transparent_names(runs) if runs[n].get("fault_around")]
+        if fa:
+            f.write("\nFault-around (stall, pages read, against the same backend without it): " + "; ".join(
+                f"{n}: {runs[n]['io_stall_time_s'] / runs[n.split(' (')[0]]['io_stall_time_s']:.2f}x, "
+                f"{runs[n]['pages_in'] / runs[n.split(' (')[0]]['pages_in']:.2f}x, hit ratio "
+                f"{runs[n]['pager']['readahead_hit_ratio']:.1%}" for n in fa) + ".\n")
     print(md)
     print(f"wrote {out}/transparent_dlrm.json, README.md")
 

@@ -14,7 +14,9 @@
  * Flags: DIRTY (written since mapped: the WP fault saw it), REF (faulted since the CLOCK hand
  * last passed), COPY (the backend holds a copy; valid iff not DIRTY), WAITER (a write faulted on
  * it while EVICTING), STALE (discard_on_write only: the backend holds an out-of-date copy that is
- * queued for discard; never with COPY, always with DIRTY). Invariant: a RESIDENT page without
+ * queued for discard; never with COPY, always with DIRTY), SPEC (read by fault-around and not
+ * touched since: no fault has named it), AHEAD (claimed by fault-around, until pg_fetched).
+ * Invariant: a RESIDENT page without
  * DIRTY is write-protected, so a write to it cannot go unseen; "used" = RESIDENT + EVICTING +
  * QUEUED + FETCHING pages <= budget.
  *
@@ -54,6 +56,15 @@
  *   page's discard is never in flight beside its swap_out; (3) a taken page is RESIDENT and DIRTY
  *   and stays so until pg_discarded (only an eviction could change it), so ok=0 can restore STALE.
  *   pg_stored_pages lists COPY and STALE pages, so close discards the stale copies still queued.
+ * Fault-around: after pg_take_fetch the resolver may pg_claim pages the backend says are likely
+ *   needed with the taken ones: only STORED pages with a valid COPY, in the order given, while
+ *   used + pending < budget (so a claim never makes a fault wait, and asks for no eviction the
+ *   headroom rule would not ask for anyway). Claimed: STORED -> FETCHING|SPEC, room reserved, read in
+ *   the same swap_in and resolved by the same pg_fetched as the taken pages (a fault on one meanwhile
+ *   waits like on any FETCHING page). Mapped without REF (so CLOCK takes an untouched one first).
+ *   Any fault event naming a SPEC page (a read that came before it was mapped, a first write) clears
+ *   SPEC and counts a hit; a SPEC page evicted counts unused. Reads of a mapped page make no fault, so
+ *   a page only read after it was mapped counts unused: the hit count is a lower bound.
  * Any other event (a MISSING for a mapped page, a WP for an unmapped one) is stale: a thread
  * may have been woken already, or a signal interrupted its wait; UFFDIO_WAKE it again, it
  * retries the access and faults afresh if it must.
@@ -78,7 +89,7 @@
 #include <unistd.h>
 
 enum { ST_NEVER, ST_STORED, ST_QUEUED, ST_FETCHING, ST_RESIDENT, ST_EVICTING };
-enum { F_DIRTY = 1, F_REF = 2, F_COPY = 4, F_WAITER = 8, F_STALE = 16 };
+enum { F_DIRTY = 1, F_REF = 2, F_COPY = 4, F_WAITER = 8, F_STALE = 16, F_SPEC = 32, F_AHEAD = 64 };
 #define MSG_BATCH 64
 #define STUCK_NS 10000000000LL  /* warn once when faults wait this long for a resolver that does not come */
 
@@ -234,9 +245,18 @@ static void make_resident(pg_pager *p, uint64_t page, uint8_t flags) {
     note_used(p);
 }
 
+/* A fault event named page: a page read by fault-around was wanted after all (a hit; one still
+ * being read is counted by pg_fetched once mapped). Lock held. */
+static void touch(pg_pager *p, uint64_t page) {
+    if (!(p->flags[page] & F_SPEC)) return;
+    p->flags[page] = (uint8_t)((p->flags[page] & ~F_SPEC) | F_REF);
+    if (p->state[page] != ST_FETCHING) p->st.spec_hits++;
+}
+
 /* A MISSING fault (or a pending one being retried) on page. Lock held. */
 static void admit(pg_pager *p, uint64_t page, uint32_t tid, int write) {
     uint64_t addr = addr_of(p, page);
+    touch(p, page);
     switch (p->state[page]) {
     case ST_RESIDENT:
     case ST_EVICTING:
@@ -292,6 +312,7 @@ static void on_fault(pg_pager *p, const struct uffd_msg *m) {
     if (page < 0) { p->st.stale_events++; return; }
     if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
         p->st.faults_wp++;
+        touch(p, (uint64_t)page);
         switch (p->state[page]) {
         case ST_RESIDENT:
             if (p->discard_on_write && (p->flags[page] & (F_COPY | F_DIRTY)) == F_COPY) {
@@ -492,6 +513,23 @@ int pg_take_fetch(pg_pager *p, uint64_t *pages, uint32_t cap) {
     return (int)n;
 }
 
+int pg_claim(pg_pager *p, const uint64_t *candidates, uint32_t n, uint64_t *out, uint32_t cap) {
+    pthread_mutex_lock(&p->mu);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n && k < cap && used(p) + npending(p) < p->budget && !p->stopping; i++) {
+        uint64_t page = candidates[i];
+        if (page >= p->npages || p->state[page] != ST_STORED || (p->flags[page] & (F_COPY | F_DIRTY)) != F_COPY)
+            continue;
+        p->state[page] = ST_FETCHING;
+        p->flags[page] |= F_SPEC | F_AHEAD;
+        p->reserved++;
+        out[k++] = page;
+    }
+    note_used(p);
+    pthread_mutex_unlock(&p->mu);
+    return (int)k;
+}
+
 int pg_fetched(pg_pager *p, const uint64_t *pages, const uint8_t *data, const uint8_t *ok, uint32_t n) {
     int bad = 0;
     pthread_mutex_lock(&p->mu);
@@ -502,10 +540,16 @@ int pg_fetched(pg_pager *p, const uint64_t *pages, const uint8_t *data, const ui
         int rc = ok[i] ? u_copy(p, addr, data + (size_t)i * p->ps, 1) : -EIO;
         if (rc == -EEXIST) p->st.uffd_errors++, rc = 0;
         p->reserved--;
+        uint8_t spec = p->flags[page] & F_SPEC;  /* still set: no fault has asked for it */
+        uint8_t ahead = p->flags[page] & F_AHEAD;
+        p->flags[page] &= (uint8_t)~(F_SPEC | F_AHEAD);
         if (rc == 0) {
             p->flags[page] |= F_COPY;
             make_resident(p, page, 0);
+            if (spec) p->flags[page] = (uint8_t)((p->flags[page] & ~F_REF) | F_SPEC);
             p->st.pages_in++;
+            p->st.spec_pages_in += ahead != 0;
+            p->st.spec_hits += ahead && !spec;  /* touched while it was being read */
             release_waiters(p, page, 0);  /* UFFDIO_COPY woke them */
         } else {
             if (rc != -EIO) p->st.uffd_errors++;
@@ -608,6 +652,7 @@ int pg_evict_end(pg_pager *p, int ok) {
             if (p->victim_dirty[i]) p->st.pages_out++, f |= F_COPY;  /* overwrites a STALE copy */
             else p->st.clean_drops++;
             if (f & F_STALE) p->st.discards_skipped++;
+            if (f & F_SPEC) p->st.spec_unused++;
             p->state[page] = (f & F_COPY) ? ST_STORED : ST_NEVER;
             p->flags[page] = f & F_COPY;  /* STALE goes: its queue entry is skipped */
             p->resident--;

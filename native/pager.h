@@ -3,8 +3,8 @@
  * A pager owns one userfaultfd, a handler thread that reads its fault events, and regions of
  * anonymous memory registered MISSING|WP. Pages are numbered across regions (a region's pages are
  * [first, first + npages)); the Python side turns a page number into a backend id. The backend is
- * Python, so the C side never does I/O: pages to read are handed out (pg_take_fetch) and their
- * data handed back (pg_fetched); victims to write are handed out with their bytes
+ * Python, so the C side never does I/O: pages to read are handed out (pg_take_fetch), pages to
+ * read ahead with them claimed (pg_claim, fault-around), and their data handed back (pg_fetched); victims to write are handed out with their bytes
  * (pg_evict_begin) and the outcome handed back (pg_evict_end); with discard_on_write, pages whose
  * backend copy went stale are handed out to discard (pg_take_discards, pg_discarded). The
  * protocol is at the top of pager.c. Every call here releases the GIL (cffi's default); none of
@@ -41,6 +41,9 @@ typedef struct {
     uint64_t discard_batches;    /* discard_on_write: backend discard calls that succeeded */
     uint64_t discards_skipped;   /* discard_on_write: stale copies written over by an eviction before
                                     their discard ran (no discard needed) */
+    uint64_t spec_pages_in;      /* fault-around: pages read speculatively (pg_claim) and mapped */
+    uint64_t spec_hits;          /* fault-around: of those, touched before eviction (a fault on them) */
+    uint64_t spec_unused;        /* fault-around: of those, evicted untouched */
     uint64_t uffd_errors;        /* unexpected ioctl failures (should stay 0) */
     uint64_t resident;           /* now: pages mapped in the regions */
     uint64_t max_resident;       /* most pages mapped + being fetched at once */
@@ -64,6 +67,14 @@ int pg_add_region(pg_pager *p, uint64_t npages, uint64_t *addr, uint64_t *first)
 int pg_wait(pg_pager *p, int timeout_ms);
 /* Take up to cap queued pages to read (they become "being fetched"). Returns how many. */
 int pg_take_fetch(pg_pager *p, uint64_t *pages, uint32_t cap);
+/* Fault-around: claim pages to read speculatively with the pages taken. candidates[0..n) in order
+ * of preference; a candidate is claimed when it is a page of this pager whose only contents are a
+ * valid backend copy (not mapped, not queued or being read, not dirty) and there is room (pages
+ * mapped + in flight + faults waiting for room < budget; no eviction is asked for on its behalf). A
+ * claimed page is "being fetched" exactly like a taken one (never a victim; a fault on it waits for
+ * pg_fetched) and must be resolved by pg_fetched. Up to cap into out; returns how many. Candidates
+ * out of range or not claimable are skipped. */
+int pg_claim(pg_pager *p, const uint64_t *candidates, uint32_t n, uint64_t *out, uint32_t cap);
 /* Resolve taken pages: ok[i] = 1: data row i (page_size bytes) is page pages[i]'s contents,
  * mapped write-protected; ok[i] = 0: the read failed, each thread waiting on the page gets
  * SIGBUS and the page stays in the backend. data may be NULL when every ok[i] is 0. */

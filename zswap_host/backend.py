@@ -19,6 +19,12 @@ class SwapBackend(Protocol):
     Swapping out an id already stored replaces it. A failed call leaves every previously readable
     page readable with the same bytes.
 
+    Optional (not part of the protocol's checks; found with ``getattr``): ``neighbours(page_ids,
+    limit) -> int64 array``, the ids stored that are likely needed with these, most likely first, at
+    most ``limit``, none of ``page_ids`` (``neighbours.NeighbourHint``). The pager reads them ahead
+    with a fault (``Pager(fault_around=...)``); ``SwapStore`` and ``ConventionalSwap`` have it, and
+    ``VerifyingBackend`` forwards it.
+
     Errors: ``KeyError`` from ``swap_in`` of an id not stored; ``ValueError`` for malformed
     arguments (ids out of range, pages of the wrong shape, a negative or non-finite idle window);
     ``SwapFullError`` when the pages do not fit; the device's ``DeviceIOError`` when it fails.

@@ -91,6 +91,11 @@ class VerifyingBackend:
         self._known[ids] = False
         return r
 
+    def neighbours(self, page_ids, limit: int) -> np.ndarray:
+        """The wrapped backend's fault-around hint; none (an empty array) when it has none."""
+        hint = getattr(self.backend, "neighbours", None)
+        return np.zeros(0, np.int64) if hint is None else hint(page_ids, limit)
+
     def verify_stats(self) -> dict:
         return {"pages_checked": self.pages_checked, "pages_fingerprinted": self.pages_fingerprinted}
 

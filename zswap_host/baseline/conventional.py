@@ -58,8 +58,9 @@ import numpy as np
 
 from ..backend import LatencyLog, SwapStats
 from ..errors import SwapFullError
+from ..neighbours import check_limit, first_distinct, slots_near
 from ..store.idmap import MAX_PAGE_ID, IdMap, as_page_ids
-from .readahead import SwapCache, VmaReadahead, merge_runs
+from .readahead import SWAP_RA_ORDER_CEILING, SwapCache, VmaReadahead, merge_runs
 from .slots import ClusterAllocator
 
 SWAP_CLUSTER_MAX = 32       # include/linux/swap.h: pages per reclaim batch
@@ -151,6 +152,7 @@ class ConventionalSwap:
         # orphan; discard forgets it (its handle is reused).
         self._ids = IdMap()
         self._slot = np.full(1024, -1, np.int64)       # slot (-1: none)
+        self._owner = np.zeros(self._alloc.nslots, np.int32)   # slot -> state index holding it (0: none)
         self._resident = np.zeros(1024, np.bool_)      # swapped in since last swap_out (PTE present)
         self._keep = np.zeros(1024, np.bool_)          # resident and its slot kept in the swap cache
         self._orph = np.zeros(1024, np.bool_)          # resident, slot freed at the fault (vm_swap_full)
@@ -294,6 +296,8 @@ class ConventionalSwap:
             self._fit()
             self._orph[hx[new]] = False
         orph = self._orph[hx]
+        self._owner[old[old >= 0]] = 0                # before the new ones: in-place rewrites keep theirs
+        self._owner[slots] = hx
         self._slot[hx] = slots
         self._resident[hx] = False
         self._keep[hx] = False
@@ -489,6 +493,7 @@ class ConventionalSwap:
             if self.in_place and not keep and fpos_all.size:   # folio_free_swap(): the slots go back now
                 slots = self._slot[hin]
                 self._slot[hin] = -1
+                self._owner[slots[slots >= 0]] = 0
                 self._orph[hin] = True
                 self._keep_orphans(hin, out if fpos_all.size == n else out[fpos_all])
                 self._freed_on_fault += int(fpos_all.size)
@@ -680,6 +685,7 @@ class ConventionalSwap:
                 self._orph[hx] = False
                 self._drop_orphans(hx[orph])
                 slots = slots[~orph]
+            self._owner[slots[slots >= 0]] = 0
             self._slot[hx] = -1
             self._resident[hx] = False
             self._keep[hx] = False
@@ -688,6 +694,28 @@ class ConventionalSwap:
                 self._cache.drop(ids.tolist())
             self._live -= ids.size
             self._free_slots(slots)
+
+    def neighbours(self, page_ids: np.ndarray, limit: int) -> np.ndarray:
+        """Fault-around hint (``SwapBackend``'s optional ``neighbours``): up to ``limit`` swapped-out
+        ids (a slot, not resident) whose slots share the aligned cluster of ``2^page_cluster`` slots
+        of one of ``page_ids``' slots, nearest first — the window of the kernel's
+        ``swap_cluster_readahead`` (the slot-order read-ahead before VMA read-ahead). Distinct, none
+        of ``page_ids``; ids not swapped out have none; ``page_cluster`` 0: none. int64; changes
+        nothing. ``ValueError`` for bad ids or a negative limit, or after ``close()``."""
+        ids = as_page_ids(page_ids)
+        limit = check_limit(limit)
+        with self._lock:
+            self._check_open()
+            win = 1 << min(self.page_cluster, SWAP_RA_ORDER_CEILING)
+            if ids.size == 0 or limit == 0 or win == 1:
+                return np.zeros(0, np.int64)
+            sl = self._slot[self._hx(ids)]
+            sl = sl[sl >= 0]
+            lo = sl & ~np.int64(win - 1)
+            cand = slots_near(sl, lo, np.minimum(lo + win, self._owner.size), win - 1)
+            hx = self._owner[cand].astype(np.int64)
+            hx = hx[(hx > 0) & ~self._resident[hx]]
+            return first_distinct(self._ids.ids[hx - 1], ids, limit)
 
     def flush(self) -> None:
         with self._lock:

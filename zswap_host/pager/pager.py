@@ -36,6 +36,14 @@ class Pager:
     delivers SIGBUS to the threads that touched it (the process dies unless it handles SIGBUS;
     other pages are unaffected).
 
+    ``fault_around`` (pages, default 0: off): each fetch batch also reads up to that many of the
+    backend's ``neighbours`` of the faulted pages (the pages it says are likely needed with them:
+    for ``SwapStore`` those written next to them) in the same ``swap_in``, if they are pages of this
+    pager held only by the backend and there is room in the budget (the budget rule is unchanged;
+    read-ahead never waits for or asks for an eviction). A backend without ``neighbours`` reads
+    ahead nothing. ``stats()`` counts them (``spec_pages_in``) and how many were touched before
+    eviction (``spec_hits``, ``readahead_hit_ratio``).
+
     The GIL contract: a thread touching a page that is not resident waits for the resolver, a
     Python thread. If the toucher holds the GIL (a small numpy access, ``arr[i]``), the resolver
     can never run and the process hangs. Touch paged memory only from code that releases the GIL:
@@ -49,7 +57,7 @@ class Pager:
 
     def __init__(self, backend: SwapBackend, budget: int, page_size: int = 4096, stream: int = 0, *,
                  id_base: int = 0, fetch_batch: int = 256, evict_batch: int = 256,
-                 discard_on_write: bool = False) -> None:
+                 discard_on_write: bool = False, fault_around: int = 0) -> None:
         sys_ps = os.sysconf("SC_PAGE_SIZE")
         if page_size != sys_ps:
             raise ValueError(f"page_size {page_size}: the pager maps whole system pages ({sys_ps} bytes)")
@@ -58,14 +66,15 @@ class Pager:
         budget_pages = int(budget) // page_size
         if budget_pages < MIN_BUDGET_PAGES:
             raise ValueError(f"budget {budget} bytes is under {MIN_BUDGET_PAGES} pages of {page_size}")
-        if id_base < 0 or fetch_batch < 1 or evict_batch < 1:
-            raise ValueError("id_base must be >= 0, fetch_batch and evict_batch >= 1")
+        if id_base < 0 or fetch_batch < 1 or evict_batch < 1 or fault_around < 0:
+            raise ValueError("id_base and fault_around must be >= 0, fetch_batch and evict_batch >= 1")
         self.backend = backend
         self.page_size = page_size
         self.budget_pages = budget_pages
         self.stream = int(stream)
         self.id_base = int(id_base)
         self.discard_on_write = bool(discard_on_write)
+        self.fault_around = int(fault_around)
         # evict in batches of up to `headroom` pages, starting before the budget is full
         self.headroom_pages = max(1, min(evict_batch, budget_pages // 8))
         self._ffi, self._lib = ffi, lib = pager_lib()
@@ -80,7 +89,8 @@ class Pager:
         self._closed = False
         self._resolver = Resolver(ffi, lib, self._h, backend, id_base=self.id_base, page_size=page_size,
                                   streams_of=self._streams_of, fetch_batch=fetch_batch,
-                                  evict_batch=max(evict_batch, self.headroom_pages))
+                                  evict_batch=max(evict_batch, self.headroom_pages),
+                                  fault_around=self.fault_around, npages=self._npages)
         self._resolver.start()
 
     # ------------------------------------------------------------ allocation
@@ -173,6 +183,10 @@ class Pager:
     def _streams_of(self, pages: np.ndarray) -> np.ndarray:
         firsts, streams = self._firsts, self._streams
         return streams[np.searchsorted(firsts, pages, side="right") - 1]
+
+    def _npages(self) -> int:
+        r = self._regions
+        return r[-1].first_page + r[-1].npages if r else 0
 
     def _check_open(self) -> None:
         if self._closed:

@@ -1,7 +1,8 @@
 """The resolver: the Python thread that does the pager's backend I/O. It blocks in the C core
 (``pg_wait``, GIL released) until faults need pages read, the budget needs pages evicted or (with
-``discard_on_write``) stale copies need discarding, then makes one ``swap_in`` per fetch batch, one
-``discard`` for the stale copies queued and one ``swap_out`` per stream per eviction."""
+``discard_on_write``) stale copies need discarding, then makes one ``swap_in`` per fetch batch (with
+fault-around: the faulted pages and the neighbours the C core let it claim), one ``discard`` for the
+stale copies queued and one ``swap_out`` per stream per eviction."""
 
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ class Resolver(threading.Thread):
     """Serves one pager until ``pg_stop``. ``streams_of(pages) -> int64 array`` names each page's
     stream. Backend exceptions are kept in ``errors`` (the last 16) and counted in ``nerrors``;
     they never stop the thread: a failed read becomes SIGBUS for its faulting threads, a failed
-    write leaves the victims resident and is retried after a back-off."""
+    write leaves the victims resident and is retried after a back-off. ``fault_around``: pages to
+    read ahead per fetch batch, among ``backend.neighbours`` of the faulted ones (0, or a backend
+    without ``neighbours``: none); ``npages()``: the pager's page count now (its regions' pages)."""
 
     def __init__(self, ffi, lib, handle, backend, *, id_base: int, page_size: int,
-                 streams_of: Callable[[np.ndarray], np.ndarray], fetch_batch: int, evict_batch: int) -> None:
+                 streams_of: Callable[[np.ndarray], np.ndarray], fetch_batch: int, evict_batch: int,
+                 fault_around: int = 0, npages: Callable[[], int] = lambda: 0) -> None:
         super().__init__(name="zswap-pager-resolver", daemon=True)
         self._ffi, self._lib, self._h = ffi, lib, handle
         self._backend = backend
@@ -29,6 +33,9 @@ class Resolver(threading.Thread):
         self._ps = page_size
         self._streams_of = streams_of
         self._fetch_batch, self._evict_batch = fetch_batch, evict_batch
+        self._fault_around = int(fault_around)
+        self._neighbours = getattr(backend, "neighbours", None) if fault_around else None
+        self._npages = npages
         self.errors: list[BaseException] = []
         self.nerrors = 0
         self._write_failures = 0
@@ -57,7 +64,11 @@ class Resolver(threading.Thread):
         n = check(lib.pg_take_fetch(self._h, ptr(ffi, pages, "uint64_t *"), len(pages)), "pg_take_fetch")
         if n == 0:
             return
-        pages = np.sort(pages[:n])  # ascending ids: the backend's best case
+        pages = pages[:n]
+        if self._neighbours is not None:
+            pages = np.concatenate([pages, self._claim(pages)])
+        pages = np.sort(pages)  # ascending ids: the backend's best case
+        n = len(pages)
         ids = pages.astype(np.int64) + self._id_base
         ok = np.ones(n, np.uint8)
         try:
@@ -73,6 +84,26 @@ class Resolver(threading.Thread):
                     ok[k] = 0
         check(lib.pg_fetched(self._h, ptr(ffi, pages, "uint64_t *"), ptr(ffi, data, "uint8_t *"),
                              ptr(ffi, ok, "uint8_t *"), n), "pg_fetched")
+
+    def _claim(self, pages: np.ndarray) -> np.ndarray:
+        """Fault-around: up to ``fault_around`` of the backend's neighbours of ``pages`` that the
+        core lets this batch read ahead (pages of this pager, in the backend only, room left). A
+        failing hint is noted and costs only the read-ahead."""
+        ffi, lib = self._ffi, self._lib
+        try:
+            ids = np.asarray(self._neighbours(pages.astype(np.int64) + self._id_base, self._fault_around),
+                             np.int64).reshape(-1)
+        except Exception as exc:  # noqa: BLE001 - a hint; the faulted pages are read regardless
+            self._note(exc)
+            return np.zeros(0, np.uint64)
+        cand = ids - self._id_base
+        cand = np.ascontiguousarray(cand[(cand >= 0) & (cand < self._npages())], np.uint64)
+        if cand.size == 0:
+            return np.zeros(0, np.uint64)
+        out = np.empty(self._fault_around, np.uint64)
+        k = check(lib.pg_claim(self._h, ptr(ffi, cand, "uint64_t *"), len(cand), ptr(ffi, out, "uint64_t *"),
+                               len(out)), "pg_claim")
+        return out[:k]
 
     def _read(self, ids: np.ndarray) -> np.ndarray:
         data = np.ascontiguousarray(self._backend.swap_in(ids), dtype=np.uint8)

@@ -33,6 +33,9 @@ class PagerStats:
     discards: int             # discard_on_write: stale copies discarded (backend.discard)
     discard_batches: int      # discard_on_write: backend.discard calls
     discards_skipped: int     # discard_on_write: stale copies written over by an eviction before their discard ran
+    spec_pages_in: int        # fault_around: pages read ahead with the faulted ones (in pages_in too)
+    spec_hits: int            # fault_around: of those, touched (a fault named them) before eviction
+    spec_unused: int          # fault_around: of those, evicted untouched (read-only use makes no fault)
     uffd_errors: int          # unexpected userfaultfd ioctl failures (a bug if not 0)
     resident: int
     max_resident: int
@@ -40,5 +43,13 @@ class PagerStats:
     waiting: int
     backend_errors: int       # exceptions from the backend (swap_in or swap_out)
 
+    @property
+    def readahead_hit_ratio(self) -> float:
+        """spec_hits / spec_pages_in (0.0 before any read-ahead). A lower bound: a page read ahead
+        and then only read, never written, makes no fault and is not counted as a hit."""
+        return self.spec_hits / self.spec_pages_in if self.spec_pages_in else 0.0
+
     def as_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["readahead_hit_ratio"] = self.readahead_hit_ratio
+        return d

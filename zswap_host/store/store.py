@@ -36,6 +36,7 @@ from ..errors import (DeviceIOError, PageLostError, StoreClosedError, StoreInvar
                       ZswapError)
 from ..gc.collector import Collector
 from ..gc.scheduler import GcScheduler
+from ..neighbours import check_limit, first_distinct, slots_near
 from .buffers import PrefetchBuffer, WriteBuffer
 from .config import StoreConfig
 from .idmap import IdMap, as_page_ids
@@ -407,6 +408,32 @@ class SwapStore:
             on_device = self._slots.mapped(hk) & (self._buffer_of[hk] == 0)
             out[known[on_device]] = self._slots.zone_of(self._slots.slots(hk[on_device]).astype(np.int64))
             return out
+
+    def neighbours(self, page_ids, limit: int) -> np.ndarray:
+        """Fault-around hint (``SwapBackend``'s optional ``neighbours``): up to ``limit`` ids whose
+        newest copy sits in the same zone as one of ``page_ids``' within ``limit`` slots of it,
+        nearest first — pages swapped out together are written side by side (the temporal
+        placement's groups; other placements' streams likewise), so these tend to be wanted
+        together. Distinct, none of ``page_ids``; ids not stored or whose newest copy waits in a
+        host buffer have none. int64; changes nothing. ``ValueError`` for bad ids or a negative
+        limit; ``StoreClosedError``."""
+        ids = as_page_ids(page_ids)
+        limit = check_limit(limit)
+        with self._lock:
+            self._check_open()
+            if ids.size == 0 or limit == 0:
+                return np.zeros(0, np.int64)
+            h = self._idmap.lookup(ids)
+            h = h[h >= 0]
+            h = h[self._slots.mapped(h) & (self._buffer_of[h] == 0)]
+            sl = self._slots.slots(h).astype(np.int64)
+            spz = self._slots.slots_per_zone
+            lo = sl // spz * spz
+            cand = slots_near(sl, lo, lo + spz, min(limit, spz))
+            owners = self._slots.owners(cand)
+            owners = owners[owners >= 0]
+            owners = owners[self._buffer_of[owners] == 0]     # else its newest copy is elsewhere
+            return first_distinct(self._idmap.ids[owners], ids, limit)
 
     def zone_contents(self, z: int) -> np.ndarray:
         """Page ids whose newest copy is in zone ``z``, sorted: what losing the zone would lose.
