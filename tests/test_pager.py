@@ -97,6 +97,42 @@ class Ledger:
         return getattr(self.inner, name)
 
 
+def random_reads_and_writes(pager: Pager, a: np.ndarray, oracle: np.ndarray, nthreads: int, chunk: int,
+                            seed: int, ops: int = 400) -> list[str]:
+    """``nthreads`` threads each doing ``ops`` random reads and writes (spanning pages) of paged ``a``,
+    thread t owning the interleaved ``chunk``-byte chunks t, t + nthreads, ...; writes go to
+    ``oracle`` too and reads are checked against it. Even threads copy with ``Pager.copy``, odd ones
+    with ``memmove`` (both without the GIL). Returns the mismatches found (a thread stops at its
+    first)."""
+    failures: list[str] = []
+
+    def worker(t: int) -> None:
+        rng = np.random.default_rng(seed + t)
+        copy = pager.copy if t % 2 == 0 else memmove
+        chunks = np.arange(t, a.nbytes // chunk, nthreads)
+        for op in range(ops):
+            c = int(rng.choice(chunks))
+            off = c * chunk + int(rng.integers(0, chunk - 1))
+            n = int(rng.integers(1, c * chunk + chunk - off + 1))
+            if rng.random() < 0.5:
+                data = rng.integers(0, 256, n, dtype=np.uint8)
+                copy(a[off:off + n], data)
+                oracle[off:off + n] = data
+            else:
+                got = np.empty(n, np.uint8)
+                copy(got, a[off:off + n])
+                if not np.array_equal(got, oracle[off:off + n]):
+                    failures.append(f"thread {t} op {op}: bytes {off}..{off + n} differ")
+                    return
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(nthreads)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return failures
+
+
 def stored_by_pager(pager: Pager) -> int:
     """How many pages the pager's core counts as having a backend copy (valid or stale)."""
     return int(pager._lib.pg_stored_pages(pager._h, pager._ffi.NULL, 0))
@@ -117,32 +153,7 @@ def test_random_reads_and_writes_from_threads(backend, nthreads, budget, discard
     with Pager(ledger, budget * PS, evict_batch=max(4, budget // 8), discard_on_write=discard_on_write) as pager:
         a = pager.alloc(npages * PS, np.uint8)
         oracle = np.zeros(npages * PS, np.uint8)
-        failures: list[str] = []
-
-        def worker(t: int) -> None:
-            rng = np.random.default_rng(100 + t)
-            copy = pager.copy if t % 2 == 0 else memmove
-            chunks = np.arange(t, npages * PS // chunk, nthreads)
-            for op in range(400):
-                c = int(rng.choice(chunks))
-                off = c * chunk + int(rng.integers(0, chunk - 1))
-                n = int(rng.integers(1, c * chunk + chunk - off + 1))
-                if rng.random() < 0.5:
-                    data = rng.integers(0, 256, n, dtype=np.uint8)
-                    copy(a[off:off + n], data)
-                    oracle[off:off + n] = data
-                else:
-                    got = np.empty(n, np.uint8)
-                    copy(got, a[off:off + n])
-                    if not np.array_equal(got, oracle[off:off + n]):
-                        failures.append(f"thread {t} op {op}: bytes {off}..{off + n} differ")
-                        return
-
-        threads = [threading.Thread(target=worker, args=(t,)) for t in range(nthreads)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        failures = random_reads_and_writes(pager, a, oracle, nthreads, chunk, seed=100)
         assert not failures, failures[:3]
         assert np.array_equal(read_all(pager, a), oracle)
         assert pager.quiesce(timeout=60)

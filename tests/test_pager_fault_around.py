@@ -17,8 +17,8 @@ from zswap_host import ConventionalSwap, SwapStore, open_device
 from zswap_host.verify import VerifyingBackend
 
 pytest.importorskip("zswap_host.pager")
-from test_pager import (BUDGET_PAGES, PS, RSS_SLACK_PAGES, Ledger, _resident, check_stats,  # noqa: E402
-                        make_backend, memmove, read_all, stored_by_pager)
+from test_pager import (BUDGET_PAGES, PS, RSS_SLACK_PAGES, Ledger, _resident, check_stats, random_reads_and_writes,  # noqa: E402
+                        make_backend, read_all, stored_by_pager)
 
 from zswap_host.pager import Pager, range_rss  # noqa: E402
 
@@ -94,32 +94,7 @@ def test_random_reads_and_writes_with_fault_around(backend, fault_around, discar
         a = pager.alloc(npages * PS, np.uint8)
         oracle = np.random.default_rng(9).integers(0, 256, npages * PS, dtype=np.uint8)
         pager.copy(a, oracle)                     # all pages exist: reads fault them in with neighbours
-        failures: list[str] = []
-
-        def worker(t: int) -> None:
-            rng = np.random.default_rng(200 + t)
-            copy = pager.copy if t % 2 == 0 else memmove
-            chunks = np.arange(t, npages * PS // chunk, nthreads)
-            for op in range(400):
-                c = int(rng.choice(chunks))
-                off = c * chunk + int(rng.integers(0, chunk - 1))
-                n = int(rng.integers(1, c * chunk + chunk - off + 1))
-                if rng.random() < 0.5:
-                    data = rng.integers(0, 256, n, dtype=np.uint8)
-                    copy(a[off:off + n], data)
-                    oracle[off:off + n] = data
-                else:
-                    got = np.empty(n, np.uint8)
-                    copy(got, a[off:off + n])
-                    if not np.array_equal(got, oracle[off:off + n]):
-                        failures.append(f"thread {t} op {op}: bytes {off}..{off + n} differ")
-                        return
-
-        threads = [threading.Thread(target=worker, args=(t,)) for t in range(nthreads)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        failures = random_reads_and_writes(pager, a, oracle, nthreads, chunk, seed=200)
         assert not failures, failures[:3]
         same = np.array_equal(read_all(pager, a), oracle)  # (an assert would repr paged memory)
         assert same

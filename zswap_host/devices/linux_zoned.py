@@ -375,6 +375,12 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
         if any(res):
             return self._append_results(np.asarray(zones, np.int64), None, np.asarray(lengths, np.int64), qd, data,
                                         np.array(res, np.int32), offsets, dt)
+        self._count_landed(ll, dt)
+        return offsets, []
+
+    def _count_landed(self, ll: list, dt: float) -> None:
+        """Stats of a uring-cmd batch whose appends all landed (``ll``: their lengths as ints, counted
+        without numpy). The most appends in flight per zone is the engine's, read by engine_stats."""
         with self._stat_lock:
             self._busy += dt
             io = self._io
@@ -382,8 +388,7 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
             hist = io.write_hist
             for ln in ll:
                 hist[ln] += 1
-            self._appends += n             # the most in flight per zone: the engine's, read by engine_stats
-        return offsets, []
+            self._appends += len(ll)
 
     def _count_appends(self, n: int, per_zone: int) -> None:
         with self._stat_lock:
@@ -440,15 +445,7 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
         at the write pointer (``units``: a view per request, or None to cut them from ``data``)."""
         g = self.geometry
         if lengths.size <= 64 and not any(res.tolist()):   # the usual batch: every append landed
-            ll = lengths.tolist()                           # (counted on ints: no numpy reduction)
-            with self._stat_lock:
-                self._busy += dt
-                io = self._io
-                io.write_bytes += sum(ll)
-                hist = io.write_hist
-                for n in ll:
-                    hist[n] += 1
-            self._count_appends(len(ll), self._append_engine.max_appends_per_zone())
+            self._count_landed(lengths.tolist(), dt)
             return offsets, []
         if not res.any():
             with self._stat_lock:
