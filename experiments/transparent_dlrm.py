@@ -23,6 +23,9 @@ budget = 25.8 MiB):
   model: their aligned swap-slot cluster of 2^page_cluster = 8 slots). Read ahead: the pager's
   ``spec_pages_in``; hit ratio: the share of them touched (a fault named them: the sparse SGD step
   writes every row the step looked up, so every page it used) before their eviction.
+- ``transparent … (rearm-wp)`` (``--rearm-wp``): the same with ``Pager(rearm_wp=True)`` (the
+  CLOCK hand write-protects a dirty page again when it clears its referenced bit, so the next write
+  marks it referenced); the runs without the suffix pass ``rearm_wp=False`` (the pager before it).
 - DRAM references: the module without a backend (the bench's ``dram-only`` losses), the plain
   model in DRAM with sparse gradients (what the transparent runs must equal bit for bit), and with
   dense gradients (``sparse=False``: equals the module bit for bit — the module's fused SGD is
@@ -97,19 +100,22 @@ CUMULATIVE = ("host_write_bytes", "device_write_bytes", "media_write_bytes", "gc
 DRAM_RUNS = ("dram module", "dram plain sparse", "dram plain dense")
 
 
-def transparent_runs(fault_around=()) -> dict[str, tuple[str, int]]:
-    """Transparent run name -> (backend run, fault_around): the two without read-ahead, then each
-    backend with each ``fault_around`` value, next to each other."""
+def transparent_runs(fault_around=(), rearm_wp=False) -> dict[str, tuple[str, int, bool]]:
+    """Transparent run name -> (backend run, fault_around, rearm_wp): the two without read-ahead,
+    then each backend with each ``fault_around`` value, and (``rearm_wp``) with
+    ``Pager(rearm_wp=True)``, next to each other."""
     out = {}
     for name, run in TRANSPARENT_RUNS.items():
-        out[name] = (run, 0)
+        out[name] = (run, 0, False)
         for n in fault_around:
-            out[f"{name} (fault-around {n})"] = (run, int(n))
+            out[f"{name} (fault-around {n})"] = (run, int(n), False)
+        if rearm_wp:
+            out[f"{name} (rearm-wp)"] = (run, 0, True)
     return out
 
 
-def order(fault_around=()) -> tuple[str, ...]:
-    return (*DRAM_RUNS, *transparent_runs(fault_around), *MODULE_RUNS)   # the slow runs first (two workers)
+def order(fault_around=(), rearm_wp=False) -> tuple[str, ...]:
+    return (*DRAM_RUNS, *transparent_runs(fault_around, rearm_wp), *MODULE_RUNS)   # the slow runs first (two workers)
 
 
 def transparent_names(runs: dict) -> list[str]:
@@ -183,13 +189,14 @@ def run_one(name: str, a: dict, progress=None) -> dict:
         rec["pages_in"] = int(sum(rec.pop("pages_in_per_iteration")))
         rec["pages_out"] = int(sum(rec.pop("pages_out_per_iteration")))
     else:
-        run, fault_around = transparent_runs(a.get("fault_around", ()))[name]
+        run, fault_around, rearm_wp = transparent_runs(a.get("fault_around", ()), a.get("rearm_wp", False))[name]
         spec = _spec(a, 0)
         backend, dev = backend_factories(pl, spec)[run]()
         r = train_plain(pl.model, pl.data, n, bs, seed, backend=backend, budget_bytes=pl.budget_bytes,
                         clock=dev.now, on_idle=backend.idle, charged_compute_s=charged, progress=tell,
                         on_start=lambda: backend.stats().as_dict(), on_end=lambda: backend_block(backend, dev),
-                        discard_on_write=DISCARD_DIRTY[run], fault_around=fault_around)
+                        discard_on_write=DISCARD_DIRTY[run], fault_around=fault_around,
+                        rearm_wp=rearm_wp)
         backend.close()
         dev.close()
         stall = r.io_stall_s
@@ -203,6 +210,7 @@ def run_one(name: str, a: dict, progress=None) -> dict:
                "pages_in": int(r.pages_in.sum()), "pages_out": int(r.pages_out.sum()), "faults": int(r.faults.sum()),
                "init_io_s": r.init_io_s, "init_pages_out": r.init_pages_out, "pager": r.pager,
                "budget_bytes": r.budget_bytes, "table_bytes": r.table_bytes, "fault_around": fault_around,
+               "rearm_wp": rearm_wp,
                "step_wall_s": float(r.step_wall_s.sum())}
         rec["swap_in_bytes"], rec["swap_out_bytes"] = rec["host_read_bytes"], rec["host_write_bytes"]
     rec["run_wall_s"] = round(time.monotonic() - t0, 1)
@@ -249,6 +257,8 @@ def table(runs: dict) -> str:
             "fault-around: pages read ahead, hit ratio": (
                 f"{pg.get('spec_pages_in', 0):,}, {pg.get('readahead_hit_ratio', 0.0):.0%}"
                 if transparent and r.get("fault_around") else "—"),
+            "rearm_wp: re-arms, writes that hit one": (f"{pg.get('rearms', 0):,}, {pg.get('rearm_faults', 0):,}"
+                                                       if transparent and r.get("rearm_wp") else "—"),
             "device write requests, mean KiB": f"{w:,}, {wkib:.1f}",
             "device read requests, mean KiB": f"{rd:,}, {rkib:.1f}",
             "requests < 32 KiB (write / read / all)": f"{100 * r['write_requests_under_32k_share']:.0f}% / "
@@ -277,6 +287,9 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2, help="runs at once (spawned workers; results do not depend on it)")
     ap.add_argument("--fault-around", type=int, nargs="+", default=[], metavar="N",
                     help="also run each transparent run with Pager(fault_around=N), for each N")
+    ap.add_argument("--rearm-wp", action="store_true",
+                    help="also run each transparent run with Pager(rearm_wp=True) (CLOCK re-arms write "
+                         "protection on dirty pages)")
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--render", metavar="JSON", help="only rewrite the JSON's summary and table and the README "
                     "from an existing result file (into --out)")
@@ -291,12 +304,13 @@ def main() -> None:
     if any(n < 1 for n in args.fault_around):
         ap.error("--fault-around values must be >= 1")
     a = {"preset": args.preset, "iterations": args.iterations, "seed": args.seed,
-         "fault_around": tuple(args.fault_around)}
+         "fault_around": tuple(args.fault_around), "rearm_wp": args.rearm_wp}
     pl = plan(_spec(a))
     cmd = (f"python experiments/transparent_dlrm.py --preset {args.preset}"
            + (f" --iterations {args.iterations}" if args.iterations else "") + f" --seed {args.seed}"
            + f" --jobs {args.jobs}"
            + (f" --fault-around {' '.join(map(str, args.fault_around))}" if args.fault_around else "")
+           + (" --rearm-wp" if args.rearm_wp else "")
            + f" --out {os.path.relpath(args.out)}")
     print(f"{cmd}\n{pl.iterations} iterations of {pl.batch_size}, tables {pl.table_bytes / 2**20:.1f} MiB, "
           f"budget {pl.budget_bytes / 2**20:.1f} MiB ({pl.budget_pages} pages)", flush=True)
@@ -308,7 +322,7 @@ def main() -> None:
             last[name] = done
             print(f"  {name}: {done}/{total} ({time.monotonic() - t0:.0f} s)", flush=True)
 
-    names = order(args.fault_around)
+    names = order(args.fault_around, args.rearm_wp)
     runs = run_parallel(run_one, list(names), (a,), args.jobs, progress)
     wall = time.monotonic() - t0
     for n in names:

@@ -15,10 +15,14 @@
  * last passed), COPY (the backend holds a copy; valid iff not DIRTY), WAITER (a write faulted on
  * it while EVICTING), STALE (discard_on_write only: the backend holds an out-of-date copy that is
  * queued for discard; never with COPY, always with DIRTY), SPEC (read by fault-around and not
- * touched since: no fault has named it), AHEAD (claimed by fault-around, until pg_fetched).
+ * touched since: no fault has named it), AHEAD (claimed by fault-around, until pg_fetched),
+ * REARMED (rearm_wp only: a RESIDENT|DIRTY page the CLOCK hand write-protected again when it
+ * cleared REF; only ever on a RESIDENT, mapped page, always with DIRTY).
  * Invariant: a RESIDENT page without
- * DIRTY is write-protected, so a write to it cannot go unseen; "used" = RESIDENT + EVICTING +
- * QUEUED + FETCHING pages <= budget.
+ * DIRTY is write-protected, so a write to it cannot go unseen; a RESIDENT|DIRTY page is
+ * write-protected iff REARMED (or after an aborted eviction, below); write protection is only
+ * ever set on a mapped page (RESIDENT or EVICTING); "used" = RESIDENT + EVICTING + QUEUED +
+ * FETCHING pages <= budget.
  *
  * MISSING fault on NEVER/STORED: if used < budget, admit it: NEVER -> UFFDIO_COPY of zeros
  *   (with MODE_WP, or without and DIRTY for a write fault) -> RESIDENT; STORED -> QUEUED (the
@@ -31,10 +35,23 @@
  * WP fault on RESIDENT: DIRTY|REF, UFFDIO_WRITEPROTECT mode 0 (which wakes the writer). With
  *   discard_on_write and COPY: the copy is stale now: COPY -> STALE and the page joins the discard
  *   queue (a FIFO of page numbers; an entry whose page has lost STALE since is skipped).
+ *   A WP fault on a RESIDENT|REARMED page (rearm_wp) only clears REARMED, sets REF and
+ *   unprotects: the page is DIRTY already, so the discard test (COPY without DIRTY) cannot queue
+ *   it again, and its backend copy state (COPY/STALE) is untouched.
  * WP fault on EVICTING: WAITER; the writer sleeps until the eviction ends (below).
  * Eviction (resolver, when used + pending > budget - headroom/2, down to budget - headroom):
  *   pg_evict_begin: CLOCK over the RESIDENT pages in fault order (a REF page loses REF and goes
- *   round again) -> EVICTING; each dirty victim is write-protected *then* copied, so a write
+ *   round again) -> EVICTING; with rearm_wp a DIRTY page losing REF is write-protected again and
+ *   marked REARMED (so a write to it is a referenced signal again: without it, a dirty page in
+ *   constant use gives no signal after its first write and CLOCK degrades to FIFO for it); the
+ *   re-arms are issued after the hand stops, sorted and merged into ranges of adjacent pages, under
+ *   the lock, for the pages still RESIDENT|REARMED (a page re-armed and then taken as a victim in
+ *   the same scan loses REARMED and is protected as a victim instead). Every page the hand passes is
+ *   RESIDENT (mapped) and stays so while the lock is held, so a re-arm never lands on an unmapped
+ *   page; a WP event already read for it before the lock is taken is handled by its state then
+ *   (RESIDENT|REARMED: unprotect; EVICTING: WAITER). Victims lose REARMED: they are protected as
+ *   victims; on ok=0 they are RESIDENT|DIRTY write-protected without REARMED, which the plain WP
+ *   path handles (DIRTY|REF, unprotect). Each dirty victim is write-protected *then* copied, so a write
  *   after the copy faults and waits. Python writes the dirty copies with one swap_out.
  *   pg_evict_end(ok=1): MADV_DONTNEED each victim -> STORED (dirty, or clean with COPY) or NEVER
  *   (clean, never stored: still zeros), and wake its WAITERs: they fault again as MISSING and read
@@ -89,7 +106,7 @@
 #include <unistd.h>
 
 enum { ST_NEVER, ST_STORED, ST_QUEUED, ST_FETCHING, ST_RESIDENT, ST_EVICTING };
-enum { F_DIRTY = 1, F_REF = 2, F_COPY = 4, F_WAITER = 8, F_STALE = 16, F_SPEC = 32, F_AHEAD = 64 };
+enum { F_DIRTY = 1, F_REF = 2, F_COPY = 4, F_WAITER = 8, F_STALE = 16, F_SPEC = 32, F_AHEAD = 64, F_REARMED = 128 };
 #define MSG_BATCH 64
 #define STUCK_NS 10000000000LL  /* warn once when faults wait this long for a resolver that does not come */
 
@@ -116,6 +133,9 @@ struct pg_pager {
     fifo discardq;              /* pages whose stale backend copy awaits a discard (STALE; else skipped) */
     uint32_t ndiscarding;       /* pages handed out by pg_take_discards, not yet pg_discarded */
     int discard_on_write;
+    int rearm_wp;               /* the CLOCK hand write-protects DIRTY pages again when it clears REF */
+    uint64_t *rearm;            /* pages re-armed by the current pg_evict_begin scan */
+    size_t cap_rearm;
     fault_rec *waiters;         /* threads blocked on QUEUED/FETCHING pages (for SIGBUS) */
     size_t nwaiters, cap_waiters;
     fault_rec *pending;         /* faults waiting for room, FIFO from pending_head */
@@ -190,14 +210,16 @@ static int u_copy(pg_pager *p, uint64_t addr, const uint8_t *src, int wp) {
     }
 }
 
-static int u_protect(pg_pager *p, uint64_t addr, int on) {
-    struct uffdio_writeprotect w = {.range = {.start = addr, .len = p->ps},
+static int u_protect_range(pg_pager *p, uint64_t addr, uint64_t len, int on) {
+    struct uffdio_writeprotect w = {.range = {.start = addr, .len = len},
                                     .mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0};
     while (ioctl(p->uffd, UFFDIO_WRITEPROTECT, &w) != 0) {
         if (errno != EAGAIN) { p->st.uffd_errors++; return -errno; }
     }
     return 0;
 }
+
+static int u_protect(pg_pager *p, uint64_t addr, int on) { return u_protect_range(p, addr, p->ps, on); }
 
 static void u_wake(pg_pager *p, uint64_t addr) {
     struct uffdio_range r = {.start = addr, .len = p->ps};
@@ -315,6 +337,12 @@ static void on_fault(pg_pager *p, const struct uffd_msg *m) {
         touch(p, (uint64_t)page);
         switch (p->state[page]) {
         case ST_RESIDENT:
+            if (p->flags[page] & F_REARMED) {  /* re-armed by the hand: DIRTY already, only a reference */
+                p->flags[page] = (uint8_t)((p->flags[page] & ~F_REARMED) | F_REF);
+                p->st.rearm_faults++;
+                u_protect(p, addr, 0);  /* wakes the writer */
+                break;
+            }
             if (p->discard_on_write && (p->flags[page] & (F_COPY | F_DIRTY)) == F_COPY) {
                 p->flags[page] = (uint8_t)((p->flags[page] & ~F_COPY) | F_STALE);
                 if (fifo_push(&p->discardq, (uint64_t)page)) p->st.uffd_errors++;
@@ -400,7 +428,7 @@ static int open_uffd(void) {
 }
 
 int pg_open(uint64_t budget_pages, uint64_t headroom_pages, uint32_t page_size, int discard_on_write,
-            pg_pager **out) {
+            int rearm_wp, pg_pager **out) {
     if (budget_pages < 16 || headroom_pages < 1 || headroom_pages >= budget_pages ||
         page_size != (uint32_t)sysconf(_SC_PAGESIZE))
         return -EINVAL;
@@ -408,6 +436,7 @@ int pg_open(uint64_t budget_pages, uint64_t headroom_pages, uint32_t page_size, 
     if (!p) return -ENOMEM;
     p->ps = page_size, p->budget = budget_pages, p->pid = getpid();
     p->discard_on_write = discard_on_write != 0;
+    p->rearm_wp = rearm_wp != 0;
     p->low = budget_pages - headroom_pages;
     p->trigger = budget_pages - headroom_pages / 2;
     p->efd = -1;
@@ -595,6 +624,31 @@ int pg_discarded(pg_pager *p, const uint64_t *pages, uint32_t n, int ok) {
     return 0;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Write-protect the re-armed pages p->rearm[0..n) still RESIDENT|REARMED, adjacent ones as one
+ * range (same region: contiguous addresses). Lock held; every such page is mapped. */
+static void rearm_pages(pg_pager *p, size_t n) {
+    qsort(p->rearm, n, sizeof *p->rearm, cmp_u64);
+    uint64_t start = 0, len = 0;  /* the open range: address, bytes, from p->rearm[i0] */
+    size_t i0 = 0;
+    for (size_t i = 0; i <= n; i++) {
+        uint64_t page = i < n ? p->rearm[i] : 0, addr = 0;
+        if (i < n) {
+            if (p->state[page] != ST_RESIDENT || !(p->flags[page] & F_REARMED)) continue;
+            addr = addr_of(p, page);
+            if (len && addr == start + len) { len += p->ps; continue; }
+        }
+        if (len && u_protect_range(p, start, len, 1) == 0) p->st.rearms += len / p->ps;
+        else if (len)  /* not protected (counted in uffd_errors): the pages stay plain DIRTY */
+            for (size_t k = i0; k < i; k++) p->flags[p->rearm[k]] &= (uint8_t)~F_REARMED;
+        start = addr, len = p->ps, i0 = i;
+    }
+}
+
 int pg_evict_begin(pg_pager *p, uint32_t cap, uint64_t *pages, uint8_t *buf, uint32_t *ndirty) {
     *ndirty = 0;
     pthread_mutex_lock(&p->mu);
@@ -604,20 +658,28 @@ int pg_evict_begin(pg_pager *p, uint32_t cap, uint64_t *pages, uint8_t *buf, uin
     uint64_t want = used(p) + npending(p) > p->low ? used(p) + npending(p) - p->low : 0;
     if (want > cap) want = cap;
     if (grow((void **)&p->victims, &p->cap_victims, want, sizeof *p->victims) ||
-        grow((void **)&p->victim_dirty, &p->cap_victim_dirty, want, 1)) {
+        grow((void **)&p->victim_dirty, &p->cap_victim_dirty, want, 1) ||
+        (p->rearm_wp && grow((void **)&p->rearm, &p->cap_rearm, p->clock.len + 1, sizeof *p->rearm))) {
         pthread_mutex_unlock(&p->mu);
         return -ENOMEM;
     }
     uint32_t n = 0;
+    size_t nrearm = 0;
     for (uint64_t spins = 2 * p->clock.len + 1; n < want && p->clock.len && spins; spins--) {
         uint64_t page = fifo_pop(&p->clock);
         if (p->flags[page] & F_REF) {  /* second chance */
             p->flags[page] &= (uint8_t)~F_REF;
+            if (p->rearm_wp && (p->flags[page] & (F_DIRTY | F_REARMED)) == F_DIRTY && nrearm < p->cap_rearm) {
+                p->flags[page] |= F_REARMED;  /* protected below, before the lock is released */
+                p->rearm[nrearm++] = page;
+            }
             fifo_push(&p->clock, page);
             continue;
         }
+        p->flags[page] &= (uint8_t)~F_REARMED;  /* a victim: protected as one below */
         p->victims[n++] = page;
     }
+    if (nrearm) rearm_pages(p, nrearm);
     /* dirty victims first: protect, then copy (a later write faults and waits for the end) */
     uint32_t d = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -732,6 +794,7 @@ int pg_close(pg_pager *p) {
     pthread_cond_destroy(&p->cv);
     free(p->regions), free(p->state), free(p->flags), free(p->clock.v), free(p->fetchq.v), free(p->discardq.v);
     free(p->waiters), free(p->pending), free(p->victims), free(p->victim_dirty), free(p->zero);
+    free(p->rearm);
     free(p);
     return rc;
 }

@@ -44,6 +44,8 @@ typedef struct {
     uint64_t spec_pages_in;      /* fault-around: pages read speculatively (pg_claim) and mapped */
     uint64_t spec_hits;          /* fault-around: of those, touched before eviction (a fault on them) */
     uint64_t spec_unused;        /* fault-around: of those, evicted untouched */
+    uint64_t rearms;             /* rearm_wp: dirty pages write-protected again by the CLOCK hand */
+    uint64_t rearm_faults;       /* rearm_wp: WP faults on re-armed pages (only set REF, unprotect) */
     uint64_t uffd_errors;        /* unexpected ioctl failures (should stay 0) */
     uint64_t resident;           /* now: pages mapped in the regions */
     uint64_t max_resident;       /* most pages mapped + being fetched at once */
@@ -55,9 +57,12 @@ typedef struct {
  * full down to budget_pages - headroom_pages. page_size must be the system page size. Opens
  * the userfaultfd (syscall, else /dev/userfaultfd) and starts the handler thread.
  * discard_on_write: the first write to a mapped page with a backend copy queues that copy for a
- * discard (pg_take_discards); otherwise the stale copy stays until the page is written out. */
+ * discard (pg_take_discards); otherwise the stale copy stays until the page is written out.
+ * rearm_wp: when the CLOCK hand clears a dirty page's referenced bit it write-protects the page
+ * again, so its next write is a reference (one WP fault); otherwise a dirty page is referenced
+ * only by faults, i.e. never again once written. */
 int pg_open(uint64_t budget_pages, uint64_t headroom_pages, uint32_t page_size, int discard_on_write,
-            pg_pager **out);
+            int rearm_wp, pg_pager **out);
 /* Map a region of npages (MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE) and register it MISSING|WP.
  * *addr: its address; *first: the number of its first page. */
 int pg_add_region(pg_pager *p, uint64_t npages, uint64_t *addr, uint64_t *first);

@@ -59,6 +59,7 @@ def check_stats(pager: Pager) -> None:
     s = pager.stats()
     assert s.uffd_errors == 0 and s.backend_errors == 0
     assert s.max_resident <= pager.budget_pages
+    assert s.rearm_faults <= s.rearms and (pager.rearm_wp or s.rearms == 0)  # only re-armed pages fault so
 
 
 # ---------------------------------------------------------------- correctness under concurrency
@@ -166,6 +167,8 @@ def test_random_reads_and_writes_from_threads(backend, nthreads, budget, discard
             assert s.stale_copies == s.discards + s.discards_skipped  # quiet: none queued
         else:
             assert s.stale_copies == s.discards == s.discards_skipped == ledger.discard_calls == 0
+        if pager.rearm_wp:  # the default: dirty pages were re-armed, and writes hit some of them
+            assert s.rearms > 0 and s.rearm_faults > 0
         check_stats(pager)
 
 

@@ -1,6 +1,6 @@
 """The transparent DLRM (experiments/transparent_dlrm.py's code path, workloads.transparent): plain
 nn.EmbeddingBag tables adopted by the pager train to the plain in-DRAM run's losses bit for bit on
-both backends, within the pager's budget, with real swap-outs and swap-ins; the plain model with
+both backends (with and without rearm_wp), within the pager's budget, with real swap-outs and swap-ins; the plain model with
 dense gradients is the bench's module bit for bit."""
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ def test_initial_weights_are_the_modules_first_touch(pl):
         assert np.abs(w).max() <= 1 / np.sqrt(pl.data.tables[t])
 
 
+@pytest.mark.parametrize("rearm_wp", [False, True])
 @pytest.mark.parametrize("run", ["zns-host-gc", "linux-swap"])
-def test_transparent_run_equals_plain_within_budget(pl, plain, run):
+def test_transparent_run_equals_plain_within_budget(pl, plain, run, rearm_wp):
     spec = BenchSpec(preset="tiny", iterations=ITER, runs=(run,))
     backend, dev = backend_factories(pl, spec)[run]()
     charged = np.full(ITER, pl.compute.us_per_sample * 1e-6 * pl.batch_size)
@@ -66,7 +67,7 @@ def test_transparent_run_equals_plain_within_budget(pl, plain, run):
         r = train_plain(pl.model, pl.data, ITER, pl.batch_size, 0, backend=backend, budget_bytes=pl.budget_bytes,
                         clock=dev.now, on_idle=on_idle, charged_compute_s=charged,
                         on_start=lambda: backend.stats(), on_end=lambda: backend.stats(),
-                        discard_on_write=DISCARD_DIRTY[run])
+                        discard_on_write=DISCARD_DIRTY[run], rearm_wp=rearm_wp)
     finally:
         backend.close()
         dev.close()
@@ -85,3 +86,5 @@ def test_transparent_run_equals_plain_within_budget(pl, plain, run):
     # the store forgets a dirtied page's copy at once (as the bench's discard_dirty), Linux keeps it
     assert (p["discards"] > 0) == DISCARD_DIRTY[run] and (p["stale_copies"] > 0) == DISCARD_DIRTY[run]
     assert (r.io_stall_s > 0).all() and r.init_io_s > 0 and r.clock == "modeled"
+    # Pager(rearm_wp=True): the CLOCK hand write-protected dirty pages again, and writes hit some
+    assert (p["rearms"] > 0) == rearm_wp and (p["rearm_faults"] > 0) == rearm_wp

@@ -44,6 +44,14 @@ class Pager:
     ahead nothing. ``stats()`` counts them (``spec_pages_in``) and how many were touched before
     eviction (``spec_hits``, ``readahead_hit_ratio``).
 
+    ``rearm_wp`` (default True): eviction is CLOCK over the mapped pages; a fault marks a page
+    referenced, and the hand, passing a referenced page, clears the mark. A write to a dirty page
+    makes no fault, so without re-arming (False, the behaviour before) a dirty page in constant use
+    looks untouched once the hand cleared its mark. With True, the hand write-protects such a dirty
+    page again, so its next write is one write-protect fault that marks it referenced (no I/O, no
+    discard; ``stats().rearms``, ``rearm_faults``). Reads still give no signal. On the transparent
+    DLRM it cut pages read by 16% and the modeled stall by 15% (experiments/results/transparent_dlrm/).
+
     The GIL contract: a thread touching a page that is not resident waits for the resolver, a
     Python thread. If the toucher holds the GIL (a small numpy access, ``arr[i]``), the resolver
     can never run and the process hangs. Touch paged memory only from code that releases the GIL:
@@ -57,7 +65,7 @@ class Pager:
 
     def __init__(self, backend: SwapBackend, budget: int, page_size: int = 4096, stream: int = 0, *,
                  id_base: int = 0, fetch_batch: int = 256, evict_batch: int = 256,
-                 discard_on_write: bool = False, fault_around: int = 0) -> None:
+                 discard_on_write: bool = False, fault_around: int = 0, rearm_wp: bool = True) -> None:
         sys_ps = os.sysconf("SC_PAGE_SIZE")
         if page_size != sys_ps:
             raise ValueError(f"page_size {page_size}: the pager maps whole system pages ({sys_ps} bytes)")
@@ -75,11 +83,13 @@ class Pager:
         self.id_base = int(id_base)
         self.discard_on_write = bool(discard_on_write)
         self.fault_around = int(fault_around)
+        self.rearm_wp = bool(rearm_wp)
         # evict in batches of up to `headroom` pages, starting before the budget is full
         self.headroom_pages = max(1, min(evict_batch, budget_pages // 8))
         self._ffi, self._lib = ffi, lib = pager_lib()
         out = ffi.new("pg_pager **")
-        check(lib.pg_open(budget_pages, self.headroom_pages, page_size, int(self.discard_on_write), out),
+        check(lib.pg_open(budget_pages, self.headroom_pages, page_size, int(self.discard_on_write),
+                          int(self.rearm_wp), out),
               "userfaultfd pager")
         self._h = out[0]
         self._regions: list[Region] = []

@@ -36,6 +36,8 @@ class PagerStats:
     spec_pages_in: int        # fault_around: pages read ahead with the faulted ones (in pages_in too)
     spec_hits: int            # fault_around: of those, touched (a fault named them) before eviction
     spec_unused: int          # fault_around: of those, evicted untouched (read-only use makes no fault)
+    rearms: int               # rearm_wp: dirty pages the CLOCK hand write-protected again (second chance)
+    rearm_faults: int         # rearm_wp: writes to re-armed pages (a WP fault that only marks the page referenced)
     uffd_errors: int          # unexpected userfaultfd ioctl failures (a bug if not 0)
     resident: int
     max_resident: int

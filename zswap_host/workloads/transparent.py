@@ -127,10 +127,10 @@ class TransparentResult:
 def train_plain(mc, dc, iterations: int, batch_size: int, seed: int, *, backend=None, budget_bytes: int = 0,
                 clock=None, on_idle=None, charged_compute_s=None, sparse: bool = True, progress=None,
                 threads: int | None = 1, page_size: int = 4096, on_start=None, on_end=None,
-                discard_on_write: bool = False, fault_around: int = 0) -> TransparentResult:
+                discard_on_write: bool = False, fault_around: int = 0, rearm_wp: bool = True) -> TransparentResult:
     """Train :class:`PlainDLRM` for ``iterations`` batches of the bench's batch stream. With
     ``backend``, its tables live in a ``Pager(backend, budget_bytes, discard_on_write=...,
-    fault_around=...)`` (``discard_on_write`` as the bench's ``discard_dirty``: True for the store,
+    fault_around=..., rearm_wp=...)`` (``discard_on_write`` as the bench's ``discard_dirty``: True for the store,
     False for the Linux-swap model; ``fault_around``: pages read ahead per fault batch, 0: none).
 
     Timing (modeled clock ``clock``, e.g. the emulated device's ``now``): a step's I/O stall is the
@@ -157,7 +157,8 @@ def train_plain(mc, dc, iterations: int, batch_size: int, seed: int, *, backend=
     if backend is not None:
         from ..pager import Pager
 
-        pager = Pager(backend, budget_bytes, page_size, discard_on_write=discard_on_write, fault_around=fault_around)
+        pager = Pager(backend, budget_bytes, page_size, discard_on_write=discard_on_write, fault_around=fault_around,
+                      rearm_wp=rearm_wp)
     now = clock if clock is not None else (lambda: 0.0)
     try:
         c0 = now()
