@@ -432,12 +432,18 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
               help="Record the zns-host-gc run's page fault/eviction trace (.npz) for replay without torch.")
 @click.option("--force", is_flag=True, help=_FORCE_HELP)
 @click.option("--yes", is_flag=True, help="Do not ask before the run resets zones of a real ZNS device that hold data.")
+@click.option("--ranks", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Sharded training on N ranks (torch.distributed, gloo; or the ranks torchrun started): tables "
+              "table-wise over the ranks (the largest row-wise when it exceeds a rank's share), each rank with "
+              "its own --budget (of its shards) and its own device (--device: a URL template, {rank} replaced; "
+              "default: a fresh emulated ZNS device per rank). Runs dram-only and zns-host-gc (--runs: either), "
+              "without lookahead, next to the 1-rank losses.")
 @io_engine_option
 @friendly_errors
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed, runs_csv,
           lookahead, sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
           jobs, model_twin, twin_preset, data_path, data_format, max_ind_range, cat_mapping, skip_bad_lines,
-          json_path, plot_dir, trace_out, force=False, yes=False) -> None:
+          json_path, plot_dir, trace_out, force=False, yes=False, ranks=None) -> None:
     """Train DLRM in DRAM only and over four swap configurations, side by side: Linux swap (one fault at
     a time, as the kernel does), Linux swap with each step's pages announced (MADV_WILLNEED: one deep
     read queue), the host-managed store on the conventional SSD (zoned view), and the store on a ZNS
@@ -452,6 +458,16 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
     --data PATH trains on a Criteo file instead of the synthetic generator: dense features log(x + 1),
     categorical values mapped into the preset's tables, batches in file order.
     """
+    if ranks is not None:
+        given = [f"--{k.replace('_', '-')}" for k, v in (
+            ("baseline_device", baseline_device), ("data", data_path), ("trace_out", trace_out), ("plot", plot_dir),
+            ("verify", verify), ("compute_us_per_sample", compute_us_per_sample), ("utilisation", utilisation),
+            ("suspend", suspend), ("jobs", jobs), ("no_idle_gc", not idle_gc),
+            ("compute measured", compute_kind == "measured")) if v]
+        if given:
+            _fail(f"{given[0]} does not apply to a sharded bench (--ranks)")
+        return _sharded_bench(ranks, device, preset or ("quick" if quick else "default"), budget, placement, victim,
+                              iterations, batch_size, seed, runs_csv, json_path)
     from tqdm import tqdm
 
     from .bench import BenchSpec, ComputeBasis, format_table, run_bench
@@ -505,6 +521,28 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
         for path in plot_bench(report, plot_dir):
             click.echo(f"wrote {path}")
     report.pop("_extras", None)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(report, f, indent=1)
+        click.echo(f"wrote {json_path}")
+
+
+def _sharded_bench(ranks, device, preset, budget, placement, victim, iterations, batch_size, seed, runs_csv,
+                   json_path) -> None:
+    """``bench --ranks N``: the sharded runs (``distributed.bench``); under torchrun rank 0 reports."""
+    import os
+
+    from .distributed import DistSpec
+    from .distributed.bench import SHARDED_RUNS, format_sharded, run_sharded_bench
+
+    runs = SHARDED_RUNS if runs_csv is None else tuple(dict.fromkeys(r.strip() for r in runs_csv.split(",")
+                                                                      if r.strip()))
+    spec = DistSpec(ranks=ranks, preset=preset, iterations=iterations, batch_size=batch_size, seed=seed,
+                    budget=_budget(budget), device=device, placement=placement, victim=victim)
+    report = run_sharded_bench(spec, runs)
+    if int(os.environ.get("RANK", "0")) != 0:
+        return
+    click.echo(format_sharded(report))
     if json_path:
         with open(json_path, "w") as f:
             json.dump(report, f, indent=1)

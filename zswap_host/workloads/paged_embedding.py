@@ -207,6 +207,7 @@ class PagedEmbedding:
         self.total_pages = int(self.page_base[-1])
         self.total_bytes = self.total_pages * self.page_size
         self._bound = (1.0 / np.sqrt(rows.astype(np.float64))).astype(np.float64)
+        self._init_shift = np.zeros(T, np.int64)     # first touch's page id - the page id (init_as)
         self._words = self.rpp * dims                                # fp32 words of rows per weight page
         with np.errstate(over="ignore"):
             self._word_mix = np.arange(self.page_size // 4, dtype=np.uint32) * np.uint32(0x9E3779B1)
@@ -730,6 +731,22 @@ class PagedEmbedding:
             out[w, :W] = vals
         return out
 
+    def init_as(self, first_pages, rows) -> None:
+        """Make first touch create the values a shard would have in the whole tables: table t's weight
+        page p gets those of page ``first_pages[t] + p`` (a page id of the whole tables' layout) of a
+        table of ``rows[t]`` rows (DLRM's init bound is the whole table's). A sharded run then starts
+        from the same tables as the unsharded one (``zswap_host.distributed``); a row shard must start
+        on a page boundary. ``ValueError`` once any page was touched, or for arrays of the wrong length."""
+        first = np.asarray(first_pages, np.int64)
+        n = np.asarray(rows, np.int64)
+        T = len(self.tables)
+        if first.shape != (T,) or n.shape != (T,) or first.min() < 0 or n.min() < 1:
+            raise ValueError(f"init_as needs {T} page ids >= 0 and {T} row counts >= 1")
+        if (self.page_state != UNTOUCHED).any():
+            raise ValueError("init_as after pages were touched: their values would not match")
+        self._init_shift = first - self.page_base[:-1]
+        self._bound = 1.0 / np.sqrt(n.astype(np.float64))
+
     def _weights(self, wp: np.ndarray, wt: np.ndarray) -> tuple[np.ndarray, int]:
         """Initial values of weight pages ``wp`` of tables ``wt``: (float32 (n, W), W) for the first W
         words of each page (the rest is padding, zero). A counter-based hash of (seed, page, word),
@@ -737,6 +754,7 @@ class PagedEmbedding:
         W = int(self._words[wt].max())
         # per-page 32-bit seed (splitmix64 of page id and seed), then murmur3's fmix32 of
         # seed ^ word * golden: cheap uint32 passes over the (pages, words) block
+        wp = wp + self._init_shift[wt]
         ps = splitmix64(wp.astype(np.uint64) ^ np.uint64((self.seed * 0x9E3779B1 + 0x51ED) & (2**64 - 1)))
         h = (ps >> np.uint64(32)).astype(np.uint32)[:, None] ^ self._word_mix[None, :W]
         h *= np.uint32(0x85EBCA6B)
