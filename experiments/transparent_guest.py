@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -218,10 +219,12 @@ def main(argv=None) -> int:
     for name, r in recs.items():
         with open(os.path.join(a.out, f"{name}.json"), "w") as f:
             json.dump(r, f)
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or "unknown"
     with open(os.path.join(a.out, "summary.json"), "w") as f:
-        json.dump({"command": cmd, "guest_boot_and_run_s": wall, "rows": rows}, f, indent=1)
+        json.dump({"command": cmd, "commit": commit, "guest_boot_and_run_s": wall, "rows": rows}, f, indent=1)
     with open(os.path.join(a.out, "README.md"), "w") as f:
-        f.write(readme(rows, recs, cmd, wall))
+        f.write(readme(rows, recs, cmd, wall) + f"\nRun at commit {commit}.\n")
     print(table(rows))
     return 0
 
