@@ -201,8 +201,8 @@ def main(argv=None) -> int:
     if gone:
         print("cannot boot the guest, missing: " + "; ".join(gone), file=sys.stderr)
         return 2
-    if not 0 < a.warm < a.iterations:
-        print("error: need 0 < --warm < --iterations", file=sys.stderr)
+    if not 2 < a.warm < a.iterations:
+        print("error: need 2 < --warm < --iterations", file=sys.stderr)
         return 2
     cmd = ".venv/bin/python experiments/transparent_guest.py"
     if (a.preset, a.iterations, a.warm) != (PRESET, ITERATIONS, WARM):
