@@ -649,6 +649,142 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
         click.echo(f"wrote {p}")
 
 
+@main.command()
+@click.option("--trace", "trace_path", required=True, metavar="PATH",
+              help="The trace to replay: a bench --trace-out .npz or a chunked trace directory (with --generate: "
+              "where the generated trace is written, or reused if it is there with the same parameters).")
+@click.option("--runs", "runs_csv", default=None, metavar="RUN,...",
+              help="Runs to replay, in this order [default: linux-swap-batched, store-on-conventional, store-on-fdp, "
+              "zns-host-gc, store-on-ocssd; also linux-swap].")
+@click.option("--utilisation", type=float, default=None, metavar="FRACTION",
+              help="Tables / the conventional SSD's usable bytes (0.05..0.99) [default: the bench's, 1/1.3]; every "
+              "run's SSD is built from that SSD's raw flash.")
+@click.option("--preset", "trace_preset", default=None, metavar="PRESET",
+              help="The bench preset whose tables the trace pages, only if its meta does not say.")
+@click.option("--budget", default=None, metavar="BUDGET", help="The DRAM budget (25%, 0.25, 64MiB): with --generate, the trace's; "
+              "otherwise only for a trace whose meta does not record it.")
+@click.option("--generate", "gen_preset", default=None, metavar="PRESET",
+              help="First generate the bench preset's page trace into --trace (torch-free).")
+@click.option("--iterations", type=click.IntRange(min=1), default=None, help="With --generate: iterations "
+              "[default: the preset's].")
+@click.option("--compute-us-per-sample", type=click.FloatRange(min=0), default=None, metavar="US",
+              help="With --generate: the compute per sample, the trace's idle windows [default: the preset's "
+              "calibration; mlperf has none].")
+@click.option("--seed", type=int, default=None, help="With --generate: the batches' seed [default: 0].")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Keep OUT/replay.jsonl, a line per finished run: a run already there for this trace and "
+              "sizing is not run again.")
+@click.option("--restart", is_flag=True, help="With --out: forget the finished runs, run them all again.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True),
+              help="Write the summary (trace, sizing, every run's row) as JSON.")
+@friendly_errors
+def replay(trace_path, runs_csv, utilisation, trace_preset, budget, gen_preset, iterations, compute_us_per_sample,
+           seed, out_dir, restart, json_path) -> None:
+    """Replay a page trace through named swap runs, each on fresh payload-free emulated SSDs (no page
+    bytes kept: a trace of tables far beyond RAM replays in a few GB) sized as the bench sizes them,
+    all from the same raw flash, every swap-in verified against its fingerprint. Per run: modeled
+    stall, write amplification, store and device GC MiB, swap-in p99 (modeled clock), and the wall
+    time, pages/s and peak RSS it took here (each run in a process of its own).
+
+    \b
+    Runs: linux-swap, linux-swap-batched (the bench's Linux-swap model on the conventional SSD; they
+    replay without the trace's discards), store-on-conventional (its zoned view), store-on-fdp (an
+    NVMe FDP SSD, a placement handle per stream), zns-host-gc (ZNS), store-on-ocssd (Open-Channel).
+
+    \b
+        zswap-host replay --generate default --trace /tmp/default-trace --out replay-out
+        zswap-host replay --trace run.npz --runs zns-host-gc,store-on-fdp --json replay.json
+    """
+    import os
+
+    from tqdm import tqdm
+
+    from .replay import DEFAULT_RUNS, ReplaySpec, check_runs, ensure_trace, run_replay
+
+    if gen_preset is None:
+        given = [o for o, v in (("--iterations", iterations), ("--compute-us-per-sample", compute_us_per_sample),
+                                ("--seed", seed)) if v is not None]
+        if given:
+            _fail(f"{given[0]} applies to --generate PRESET")
+    if restart and not out_dir:
+        _fail("--restart applies to --out DIR (the runs it keeps)")
+    if utilisation is not None and not 0.05 <= utilisation <= 0.99:
+        _fail(f"utilisation must be within 0.05..0.99 of the usable capacity, not {utilisation}")
+    runs = check_runs(runs_csv.split(",")) if runs_csv is not None else DEFAULT_RUNS
+    bars: dict = {}
+    if gen_preset is not None:
+        if trace_preset is not None:
+            _fail("--preset names a recorded trace's preset; with --generate the preset is --generate's")
+
+        def gen_progress(done: int, total: int) -> None:
+            if "trace" not in bars:
+                bars["trace"] = tqdm(total=total, desc="trace", unit="it", file=sys.stderr, dynamic_ncols=True,
+                                     leave=False, disable=None)
+            bars["trace"].update(done - bars["trace"].n)
+
+        try:
+            made = ensure_trace(trace_path, gen_preset, budget=budget, iterations=iterations,
+                                us_per_sample=compute_us_per_sample, seed=seed or 0, progress=gen_progress)
+        finally:
+            if "trace" in bars:
+                bars.pop("trace").close()
+        click.echo(f"{'generated' if made else 'reusing'} the {gen_preset} trace in {trace_path}", err=True)
+
+    def progress(name: str, done: int, total: int, chunk: int, chunks: int, wall: float) -> None:
+        if name not in bars:
+            bars[name] = tqdm(total=total, desc=f"{name:22}", unit="page", unit_scale=True, file=sys.stderr,
+                              dynamic_ncols=True, leave=False, disable=None)     # None: no bar off a tty
+            if bars[name].disable:
+                click.echo(f"replaying: {name} ({total:,} pages)", err=True)
+        bars[name].update(done - bars[name].n)
+        if done == total and chunk == chunks:
+            bars.pop(name).close()
+
+    def on_row(row: dict, resumed: bool) -> None:
+        if resumed:
+            click.echo(f"{row['run']}: finished before (in {journal}), not run again", err=True)
+
+    journal = os.path.join(out_dir, "replay.jsonl") if out_dir else None
+    spec = ReplaySpec(trace=trace_path, runs=runs, preset=trace_preset,
+                      budget=None if gen_preset else budget, utilisation=utilisation, journal=journal,
+                      restart=restart)
+    try:
+        summary = run_replay(spec, progress, on_row)
+    finally:
+        for b in bars.values():
+            b.close()
+    gen = (f" --generate {gen_preset}" + (f" --iterations {iterations}" if iterations else "")
+           + (f" --budget {budget}" if budget else "")
+           + (f" --compute-us-per-sample {compute_us_per_sample:g}" if compute_us_per_sample is not None else "")
+           + (f" --seed {seed}" if seed is not None else "")) if gen_preset else ""
+    summary = {"command": f"zswap-host replay{gen} --trace {trace_path} --runs {','.join(runs)}"
+               + (f" --utilisation {utilisation:g}" if utilisation is not None else "")
+               + (f" --preset {trace_preset}" if trace_preset else "")
+               + (f" --budget {budget}" if budget and not gen_preset else "")
+               + (f" --out {out_dir}" if out_dir else "") + (f" --json {json_path}" if json_path else ""),
+               **summary}
+    click.echo(_format_replay(summary))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(summary, f, indent=1)
+        click.echo(f"wrote {json_path}")
+
+
+def _format_replay(summary: dict) -> str:
+    t = summary["trace"]
+    head = (f"{t['preset']} trace: {t['swap_in_pages']:,} pages in, {t['swap_out_pages']:,} out, "
+            f"{t['idle_s']:.2f} s of compute windows; DRAM budget {t['budget_pages']:,} pages")
+    cols = ("run", "stall s", "WAF", "store GC MiB", "device GC MiB", "swap-in p99 ms", "wall s", "pages/s",
+            "peak RSS MiB")
+    rows = [(r["run"], f"{r['stall_s']:.4f}", f"{r['write_amplification']:.4f}", f"{r['store_gc_mib']:.1f}",
+             f"{r['device_gc_mib']:.1f}", f"{r['swap_in_p99_ms']:.3f}", f"{r['wall_s']:.1f}",
+             f"{r['pages_per_s']:,}", f"{r['peak_rss_mib']:.0f}") for r in summary["runs"]]
+    w = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+    line = lambda cells: "  ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(cells))  # noqa: E731
+    return "\n".join([head, line(cols), *(line(r) for r in rows),
+                      "stall, WAF, GC and p99: modeled clock; wall, pages/s, RSS: this machine"])
+
+
 def _confirm_zones_with_data(device: str, force: bool) -> None:
     """The store resets every zone of its device: ask first when a real device's zones hold data."""
     import os

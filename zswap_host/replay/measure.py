@@ -1,0 +1,66 @@
+"""One run's replay: the trace's chunks one after another through the run's backend (one page
+version history, so a chunked trace replays as its whole would; every swap-in verified against its
+fingerprint), then the end of training (``flush``), and what it cost: modeled stall (the replay's
+modeled time minus its compute windows), write amplification, the store's and the device's GC MiB,
+swap-in p99, and the wall time, pages/s and peak RSS it took here. Linux-swap runs replay without
+the trace's discards, as their bench runs issue none."""
+
+from __future__ import annotations
+
+import resource
+import time
+from typing import Callable
+
+from .runs import Sizing, make_run, run_url
+
+# progress(run, pages done, pages in all, chunks done, chunks, wall s)
+Progress = Callable[[str, int, int, int, int, float], None]
+
+
+def replay_run(name: str, trace_path: str, preset: str, sizing: Sizing, progress: Progress | None = None,
+               verify: bool = True) -> dict:
+    """The row of run ``name`` (``runs.RUNS``) replaying the trace at ``trace_path`` (a ``.npz`` or a
+    chunked trace directory of bench preset ``preset``) on fresh devices of ``sizing``: ``run``,
+    ``stall_s``, ``write_amplification``, ``store_gc_mib``, ``device_gc_mib``, ``swap_in_p99_ms``,
+    ``compute_s``, ``pages``, ``wall_s``, ``pages_per_s``, ``peak_rss_mib`` (this process's: run it in
+    a process of its own for the run's), ``device`` (URL) and ``devices`` (the plan's sizing).
+    Raises ``PageCorruptError`` for a page that comes back wrong, what the backend raises otherwise
+    (e.g. ``SwapFullError``)."""
+    from ..sweep.trace_source import TraceSource
+    from ..workloads import replay
+    from ..workloads.page_words import PageVersions
+    from ..workloads.trace import DISCARD
+
+    src = TraceSource(trace_path, preset)
+    total = src.counts()
+    pages_total = total["swap_in_pages"] + total["swap_out_pages"]
+    nchunks = int(total.get("chunks", 1))
+    backend, clock, dev = make_run(name, sizing)
+    try:
+        vers = PageVersions(int(src.meta.get("total_pages", 0)))
+        wall0, t0, done, idle = time.monotonic(), clock(), 0, 0.0
+        if progress is not None:
+            progress(name, 0, pages_total, 0, nchunks, 0.0)
+        for i, chunk in enumerate(src.chunks()):
+            c = chunk.counts()
+            if name.startswith("linux"):
+                chunk = chunk.without(DISCARD)
+            replay(backend, chunk, verify=verify, clock=clock, versions=vers)
+            done += c["swap_in_pages"] + c["swap_out_pages"]
+            idle += c["idle_s"]
+            if progress is not None:
+                progress(name, done, pages_total, i + 1, nchunks, time.monotonic() - wall0)
+        backend.flush()                 # the end of training, as the bench ends it
+        wall = time.monotonic() - wall0
+        s = backend.stats()
+        return {"run": name, "stall_s": round(clock() - t0 - idle, 4) or 0.0,
+                "write_amplification": round(s.write_amplification, 4),
+                "store_gc_mib": round(s.gc_write_bytes / 2**20, 1),
+                "device_gc_mib": round(s.device_gc_write_bytes / 2**20, 1),
+                "swap_in_p99_ms": round(s.swap_in_latency_p99_s * 1e3, 3), "compute_s": round(idle, 3),
+                "pages": pages_total, "wall_s": round(wall, 1), "pages_per_s": round(pages_total / max(wall, 1e-9)),
+                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "device": run_url(name, sizing), "devices": sizing.devices}
+    finally:
+        backend.close()
+        dev.close()

@@ -1,0 +1,79 @@
+"""The runs a trace replays through, by name: the bench's swap runs (Linux swap, the store on the
+conventional SSD's zoned view, the store on ZNS) and the store on the FDP and Open-Channel twins of
+the same raw flash (``bench.same_flash``), each on fresh payload-free emulated devices (``payload=0``:
+zone state, FTL and timing, a fingerprint word per page, no page bytes) sized as the bench sizes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ZswapError
+
+# replay has no lookahead, so the bench's linux-swap-lookahead run has no replay twin
+RUNS = ("linux-swap", "linux-swap-batched", "store-on-conventional", "store-on-fdp", "zns-host-gc",
+        "store-on-ocssd")
+DEFAULT_RUNS = ("linux-swap-batched", "store-on-conventional", "store-on-fdp", "zns-host-gc", "store-on-ocssd")
+
+
+class ReplayError(ZswapError, ValueError):
+    """A replay that cannot run as asked (unknown run, bad trace, budget or sizing), or a run that
+    failed (the message names it)."""
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What a run's devices are, from a bench plan (``bench.plan``, same-flash sizing): the
+    conventional and ZNS SSDs' URLs, the zoned view's units, and the DRAM budget in pages (the Linux
+    model ages readahead within it). ``devices``: the plan's description, for the report."""
+
+    baseline_url: str
+    zns_url: str
+    zone_size: int
+    zone_capacity: int
+    budget_pages: int
+    devices: dict = field(default_factory=dict)
+
+    @classmethod
+    def of_plan(cls, pl, budget_pages: int) -> "Sizing":
+        return cls(pl.baseline_url, pl.zns_url, pl.zone_size, pl.zone_capacity, int(budget_pages), dict(pl.devices))
+
+
+def check_runs(names) -> tuple[str, ...]:
+    """``names`` in the order given, duplicates dropped; ``ReplayError`` (listing the known ones)
+    for an unknown name or none."""
+    runs = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))
+    bad = [r for r in runs if r not in RUNS]
+    if bad or not runs:
+        raise ReplayError(f"unknown run {bad[0] if bad else '(none)'!r}; known: {', '.join(RUNS)}")
+    return runs
+
+
+def payload_free(url: str) -> str:
+    return url + ("&" if "?" in url else "?") + "payload=0"
+
+
+def run_url(name: str, sizing: Sizing) -> str:
+    """The (payload-free) device URL run ``name`` opens."""
+    from ..bench.same_flash import fdp_url, ocssd_url
+
+    url = {"linux-swap": sizing.baseline_url, "linux-swap-batched": sizing.baseline_url,
+           "store-on-conventional": sizing.baseline_url, "store-on-fdp": fdp_url(sizing.baseline_url),
+           "zns-host-gc": sizing.zns_url, "store-on-ocssd": ocssd_url(sizing.zns_url)}[check_runs([name])[0]]
+    return payload_free(url)
+
+
+def make_run(name: str, sizing: Sizing):
+    """(backend, device clock, device) of run ``name`` on fresh devices; the caller closes both.
+    Linux runs: ``ConventionalSwap`` as the bench configures it. Store runs: ``SwapStore`` on the
+    device's placement units (an FDP SSD's LBA ranges of the zone size, each stream under a handle
+    of its own; an Open-Channel SSD's chunk stripes). Raises what ``open_device`` / ``SwapStore`` raise."""
+    from ..bench.plan import READ_QD, linux_swap
+    from ..devices import open_device
+    from ..store import StoreConfig
+    from ..sweep.replay_run import store_on
+
+    url = run_url(name, sizing)
+    if name.startswith("linux"):
+        dev = open_device(url, zoned=False)
+        return linux_swap(dev, sizing.budget_pages, "serial" if name == "linux-swap" else "batched"), dev.now, dev
+    return store_on(url, sizing.zone_size, sizing.zone_capacity, StoreConfig(read_qd=READ_QD))

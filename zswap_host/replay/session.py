@@ -1,0 +1,79 @@
+"""A whole replay: the runs checked and the trace opened and sized before anything runs (bad input
+fails in one line, nothing written), then each run not already in the journal replayed in a process
+of its own, recorded as it finishes, and the summary."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from .journal import Journal
+from .measure import Progress, replay_run
+from .runs import DEFAULT_RUNS, check_runs
+from .trace_input import ReplayTrace
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    """What to replay. ``trace``: a ``.npz`` SwapTrace or a chunked trace directory. ``preset`` /
+    ``budget``: for a trace whose meta lacks them. ``utilisation``: tables / the conventional SSD's
+    usable bytes (None: the bench's). ``journal``: the resumable jsonl (None: none); ``key``: what its
+    rows are keyed on (None: the trace's digest, preset, budget and utilisation); ``restart``: forget
+    the journal first. ``isolate``: each run in a spawned process (its peak RSS its own)."""
+
+    trace: str
+    runs: tuple[str, ...] = DEFAULT_RUNS
+    preset: str | None = None
+    budget: str | float | None = None
+    utilisation: float | None = None
+    journal: str | None = None
+    key: dict | None = None
+    restart: bool = False
+    isolate: bool = True
+    verify: bool = True
+
+
+def run_replay(spec: ReplaySpec, progress: Progress | None = None,
+               on_row: Callable[[dict, bool], None] | None = None) -> dict:
+    """Replay ``spec.trace`` through every run; the summary: ``trace`` (path, digest, preset, counts,
+    iterations, batch size, budget pages, compute per sample), ``utilisation``, ``devices`` (the
+    sizing), ``wall_s`` (this call) and ``runs`` (one row per run, in ``spec.runs`` order: see
+    ``measure.replay_run``; each with its ``key``). ``progress``: per chunk of each run;
+    ``on_row(row, resumed)``: per run, as it finishes or is found in the journal. ``ReplayError`` for
+    bad input (before any run) or a run that failed (named; the runs before it stay journalled)."""
+    runs = check_runs(spec.runs)
+    tr = ReplayTrace(spec.trace, spec.preset, spec.budget)
+    sizing = tr.sizing(spec.utilisation)
+    t0 = time.monotonic()
+    digest = tr.identity()
+    key = spec.key if spec.key is not None else {"trace_sha256": digest, "preset": tr.preset,
+                                                 "budget_pages": sizing.budget_pages, "utilisation": spec.utilisation}
+    journal = Journal(spec.journal, key)
+    if spec.restart:
+        journal.restart()
+    done = journal.done()
+    for name in runs:
+        if name in done and on_row is not None:
+            on_row(done[name], True)
+    for name in (r for r in runs if r not in done):
+        args = (name, spec.trace, tr.preset, sizing)
+        if spec.isolate:
+            from .isolate import in_child
+
+            row = in_child(_replay_run, (*args, spec.verify), progress, what=f"run {name}")
+        else:
+            row = replay_run(*args, progress=progress, verify=spec.verify)
+        done[name] = journal.add(row)
+        if on_row is not None:
+            on_row(done[name], False)
+    m = tr.meta
+    return {"trace": {"path": spec.trace, "sha256": digest, "preset": tr.preset, **tr.counts(),
+                      **{k: m.get(k) for k in ("kind", "iterations", "batch_size", "seed", "us_per_sample")},
+                      "budget_pages": sizing.budget_pages},
+            "utilisation": spec.utilisation, "devices": sizing.devices,
+            "wall_s": round(time.monotonic() - t0, 1), "runs": [done[r] for r in runs]}
+
+
+def _replay_run(name, trace, preset, sizing, verify, progress=None) -> dict:
+    return replay_run(name, trace, preset, sizing, progress=progress, verify=verify)
