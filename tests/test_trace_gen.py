@@ -58,14 +58,13 @@ def test_equals_the_bench_trace_and_replays_to_its_numbers(tmp_path):
     from zswap_host.bench import BenchSpec, run_bench
     from zswap_host.workloads import SwapTrace
 
-    sys.path.insert(0, os.path.join(ROOT, "experiments"))
-    from mlperf_replay import run_one
+    from zswap_host.replay import ReplayTrace, replay_run
 
     rec = str(tmp_path / "rec.npz")
     rep = run_bench(BenchSpec(preset="tiny", lookahead=0, runs=("zns-host-gc",), jobs=1, trace_out=rec))
     gen = generate_dlrm_trace(str(tmp_path / "gen"), "tiny", chunk_iterations=6)
     assert _same(SwapTrace.load(rec), gen.whole())
-    row = run_one(("zns-host-gc", gen.path, "tiny", None, gen.meta["us_per_sample"], None))
+    row = replay_run("zns-host-gc", gen.path, "tiny", ReplayTrace(gen.path).sizing())
     bench = rep["runs"][-1]
     assert row["stall_s"] == pytest.approx(bench["io_stall_time_s"], abs=1e-4)
     assert row["write_amplification"] == pytest.approx(bench["write_amplification"], abs=1e-4)
