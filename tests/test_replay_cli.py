@@ -1,0 +1,206 @@
+"""``zswap-host replay`` (``zswap_host/replay``): the command's rows are the library's, a finished run
+is not run again, the FDP and Open-Channel runs verify every page they swap in, and bad input is one
+line and exit 2 with nothing written. A tiny generated trace and a tiny synthetic ``.npz``."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from zswap_host.cli import main
+from zswap_host.errors import PageCorruptError
+from zswap_host.replay import RUNS, ReplaySpec, ReplayTrace, replay_run, run_replay
+from zswap_host.workloads import generate_dlrm_trace, synthetic_dlrm_trace
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELED = ("stall_s", "write_amplification", "store_gc_mib", "device_gc_mib", "swap_in_p99_ms", "compute_s", "pages")
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    return generate_dlrm_trace(str(tmp_path_factory.mktemp("trace") / "tiny"), "tiny").path
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    """A synthetic trace (no preset, its budget a fraction of its pages) over the tiny tables' pages."""
+    pages = _tiny_pages()
+    path = str(tmp_path_factory.mktemp("npz") / "synthetic.npz")
+    synthetic_dlrm_trace(pages, dram_fraction=0.3, batch_pages=64, iterations=8, idle_s=1e-3, seed=2,
+                         discard_faulted=True).save(path)
+    return path
+
+
+def _tiny_pages() -> int:
+    from zswap_host.bench import BenchSpec, plan
+
+    return plan(BenchSpec(preset="tiny", lookahead=0)).table_pages
+
+
+def cli(*args):
+    return CliRunner().invoke(main, ["replay", *args])
+
+
+def test_the_command_reports_what_the_library_measures(trace, tmp_path):
+    runs = ["zns-host-gc", "store-on-fdp", "linux-swap-batched"]
+    r = cli("--trace", trace, "--runs", ",".join(runs), "--json", str(tmp_path / "r.json"))
+    assert r.exit_code == 0, r.output
+    got = json.loads((tmp_path / "r.json").read_text())
+    assert [x["run"] for x in got["runs"]] == runs
+    assert got["command"].startswith("zswap-host replay --trace")
+    sizing = ReplayTrace(trace).sizing()
+    for row in got["runs"]:
+        direct = replay_run(row["run"], trace, "tiny", sizing)
+        assert {k: row[k] for k in MODELED} == {k: direct[k] for k in MODELED}
+        assert row["pages_per_s"] > 0 and row["peak_rss_mib"] > 0 and row["device"] == direct["device"]
+        assert f"{row['stall_s']:.4f}" in r.output and f"{row['write_amplification']:.4f}" in r.output
+    assert got["trace"]["swap_in_pages"] + got["trace"]["swap_out_pages"] == got["runs"][0]["pages"]
+
+
+def test_every_run_shares_the_raw_flash(trace):
+    """FDP is the conventional SSD with handles, Open-Channel the ZNS device's flash as chunks."""
+    from zswap_host.replay.runs import run_url
+
+    s = ReplayTrace(trace).sizing()
+    urls = {n: run_url(n, s) for n in RUNS}
+    assert urls["store-on-fdp"].startswith("fdp://?size=" + s.baseline_url.split("size=")[1].split("&")[0])
+    assert urls["store-on-ocssd"].startswith("ocssd://") and all(u.endswith("payload=0") for u in urls.values())
+
+
+def test_a_finished_run_is_not_run_again(trace, tmp_path):
+    out = str(tmp_path / "out")
+    first = cli("--trace", trace, "--runs", "zns-host-gc", "--out", out, "--json", str(tmp_path / "a.json"))
+    assert first.exit_code == 0, first.output
+    more = cli("--trace", trace, "--runs", "zns-host-gc,store-on-ocssd", "--out", out, "--json", str(tmp_path / "b.json"))
+    assert more.exit_code == 0, more.output
+    assert "zns-host-gc: finished before" in more.output and "replaying: zns-host-gc" not in more.output
+    assert "replaying: store-on-ocssd" in more.output
+    a, b = (json.loads((tmp_path / f).read_text())["runs"] for f in ("a.json", "b.json"))
+    assert b[0] == a[0]                                     # the journalled row itself, wall time included
+    with open(os.path.join(out, "replay.jsonl")) as f:
+        assert [json.loads(line)["run"] for line in f] == ["zns-host-gc", "store-on-ocssd"]
+    again = cli("--trace", trace, "--runs", "zns-host-gc", "--out", out, "--restart")
+    assert again.exit_code == 0 and "replaying: zns-host-gc" in again.output and "finished before" not in again.output
+    with open(os.path.join(out, "replay.jsonl")) as f:
+        assert [json.loads(line)["run"] for line in f] == ["zns-host-gc"]
+
+
+def test_a_journal_of_another_sizing_is_not_resumed(trace, tmp_path):
+    j = str(tmp_path / "j.jsonl")
+    run_replay(ReplaySpec(trace, runs=("zns-host-gc",), journal=j, isolate=False))
+    seen = []
+    run_replay(ReplaySpec(trace, runs=("zns-host-gc",), journal=j, utilisation=0.9, isolate=False),
+               on_row=lambda row, resumed: seen.append(resumed))
+    assert seen == [False]
+
+
+class _WrongPage:
+    """A backend that hands back one page's neighbour on its ``nth`` swap-in call."""
+
+    def __init__(self, backend, nth: int) -> None:
+        self._b, self._nth, self._calls = backend, nth, 0
+
+    def swap_in(self, ids):
+        got = self._b.swap_in(ids)
+        self._calls += 1
+        if self._calls == self._nth and len(ids) > 1:
+            got = np.array(got)
+            got[[0, 1]] = got[[1, 0]]
+        return got
+
+    def __getattr__(self, name):
+        return getattr(self._b, name)
+
+
+@pytest.mark.parametrize("run", ["store-on-fdp", "store-on-ocssd"])
+def test_fdp_and_ocssd_runs_verify_every_page(trace, monkeypatch, run):
+    import zswap_host.replay.measure as measure
+    from zswap_host.replay.runs import make_run
+
+    sizing = ReplayTrace(trace).sizing()
+    row = replay_run(run, trace, "tiny", sizing, verify=True)        # every swap-in checked, all right
+    assert row["pages"] > 0 and row["write_amplification"] >= 1.0
+
+    def tampered(name, s):
+        backend, clock, dev = make_run(name, s)
+        return _WrongPage(backend, 2), clock, dev
+
+    monkeypatch.setattr(measure, "make_run", tampered)
+    with pytest.raises(PageCorruptError, match="swap_in of page"):
+        replay_run(run, trace, "tiny", sizing, verify=True)
+
+
+def test_an_npz_trace_with_its_preset_given(synthetic, tmp_path):
+    r = cli("--trace", synthetic, "--preset", "tiny", "--runs", "store-on-ocssd", "--json", str(tmp_path / "s.json"))
+    assert r.exit_code == 0, r.output
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["trace"]["kind"] == "synthetic-dlrm" and s["trace"]["preset"] == "tiny"
+    assert s["trace"]["budget_pages"] == max(64, int(0.3 * _tiny_pages()))      # what its meta implies
+
+
+def test_generate_then_reuse(tmp_path):
+    t = str(tmp_path / "g")
+    args = ("--generate", "tiny", "--iterations", "4", "--trace", t, "--runs", "zns-host-gc")
+    first = cli(*args)
+    assert first.exit_code == 0 and "generated the tiny trace" in first.output, first.output
+    again = cli(*args)
+    assert again.exit_code == 0 and "reusing the tiny trace" in again.output, again.output
+    row = [next(line.split()[1:6] for line in r.output.splitlines() if line.startswith("zns-host-gc"))
+           for r in (first, again)]
+    assert row[0] == row[1]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--runs", "zns-host-gc,nope"], "unknown run 'nope'; known: linux-swap, linux-swap-batched"),
+    (["--runs", ","], "unknown run '(none)'"),
+    (["--budget", "10%"], "records its DRAM budget"),
+    (["--preset", "default"], "is the 'tiny' preset's trace, not 'default'"),
+    (["--utilisation", "1.5"], "utilisation must be within 0.05..0.99"),
+    (["--iterations", "3"], "--iterations applies to --generate PRESET"),
+    (["--restart"], "--restart applies to --out DIR"),
+])
+def test_bad_input_is_one_line_exit_2_nothing_written(trace, tmp_path, args, message):
+    out = tmp_path / "out"
+    keep = [] if "--restart" in args else ["--out", str(out)]
+    r = cli("--trace", trace, *keep, "--json", str(tmp_path / "r.json"), *args)
+    assert r.exit_code == 2, r.output
+    assert len(r.output.strip().splitlines()) == 1 and r.output.startswith("zswap-host: error: "), r.output
+    assert message in r.output
+    assert not out.exists() and not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--generate", "tiny", "--budget", "200%"], "bad DRAM budget '200%'"),
+    (["--generate", "tiny", "--budget", "100%"], "nothing would swap"),
+    (["--generate", "nope"], "nope"),
+])
+def test_bad_generate_input_writes_no_trace(tmp_path, args, message):
+    r = cli("--trace", str(tmp_path / "t"), *args)
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and message in r.output, r.output
+    assert not (tmp_path / "t").exists()
+
+
+def test_an_npz_without_its_preset_or_budget(synthetic, tmp_path):
+    r = cli("--trace", synthetic)
+    assert r.exit_code == 2 and "give --preset" in r.output and len(r.output.strip().splitlines()) == 1
+    bare = str(tmp_path / "bare.npz")
+    from zswap_host.workloads import SwapTrace
+
+    t = SwapTrace.load(synthetic)
+    SwapTrace(t.ops, t.streams, t.idle_s, t.bounds, t.ids, {"preset": "tiny"}).save(bare)
+    r = cli("--trace", bare, "--runs", "zns-host-gc")
+    assert r.exit_code == 2 and "does not record its DRAM budget; give --budget" in r.output, r.output
+    r = cli("--trace", bare, "--runs", "zns-host-gc", "--budget", "lots")
+    assert r.exit_code == 2 and "bad DRAM budget 'lots'" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_a_missing_trace_on_the_real_command_line(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "zswap_host.cli", "replay", "--trace", str(tmp_path / "none")],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [f"zswap-host: error: {tmp_path / 'none'}: no such trace (a bench "
+                                             f"--trace-out .npz or a chunked trace directory)"]
