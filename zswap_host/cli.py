@@ -761,7 +761,8 @@ def replay(trace_path, runs_csv, utilisation, trace_preset, budget, gen_preset, 
                + (f" --utilisation {utilisation:g}" if utilisation is not None else "")
                + (f" --preset {trace_preset}" if trace_preset else "")
                + (f" --budget {budget}" if budget and not gen_preset else "")
-               + (f" --out {out_dir}" if out_dir else "") + (f" --json {json_path}" if json_path else ""),
+               + (f" --out {out_dir}" if out_dir else "") + (" --restart" if restart else "")
+               + (f" --json {json_path}" if json_path else ""),
                **summary}
     click.echo(_format_replay(summary))
     if json_path:

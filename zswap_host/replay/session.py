@@ -36,10 +36,11 @@ class ReplaySpec:
 
 def run_replay(spec: ReplaySpec, progress: Progress | None = None,
                on_row: Callable[[dict, bool], None] | None = None) -> dict:
-    """Replay ``spec.trace`` through every run; the summary: ``trace`` (path, digest, preset, counts,
-    iterations, batch size, budget pages, compute per sample), ``utilisation``, ``devices`` (the
-    sizing), ``wall_s`` (this call) and ``runs`` (one row per run, in ``spec.runs`` order: see
-    ``measure.replay_run``; each with its ``key``). ``progress``: per chunk of each run;
+    """Replay ``spec.trace`` through every run; the summary: ``trace`` (path, digest and what it is
+    of, preset, counts, iterations, batch size, budget pages, compute per sample), ``utilisation``,
+    ``devices`` (the sizing), ``wall_s_this_invocation``, ``resumed`` (the runs found in the
+    journal) and ``runs`` (one row per run, in ``spec.runs`` order: see ``measure.replay_run``; each
+    with its ``key``). ``progress``: per chunk of each run;
     ``on_row(row, resumed)``: per run, as it finishes or is found in the journal. ``ReplayError`` for
     bad input (before any run) or a run that failed (named; the runs before it stay journalled)."""
     runs = check_runs(spec.runs)
@@ -53,6 +54,7 @@ def run_replay(spec: ReplaySpec, progress: Progress | None = None,
     if spec.restart:
         journal.restart()
     done = journal.done()
+    resumed = [r for r in runs if r in done]
     for name in runs:
         if name in done and on_row is not None:
             on_row(done[name], True)
@@ -68,11 +70,13 @@ def run_replay(spec: ReplaySpec, progress: Progress | None = None,
         if on_row is not None:
             on_row(done[name], False)
     m = tr.meta
-    return {"trace": {"path": spec.trace, "sha256": digest, "preset": tr.preset, **tr.counts(),
+    return {"trace": {"path": spec.trace, "sha256": digest, "sha256_of": tr.identity_of(), "preset": tr.preset,
+                      **tr.counts(),
                       **{k: m.get(k) for k in ("kind", "iterations", "batch_size", "seed", "us_per_sample")},
                       "budget_pages": sizing.budget_pages},
             "utilisation": spec.utilisation, "devices": sizing.devices,
-            "wall_s": round(time.monotonic() - t0, 1), "runs": [done[r] for r in runs]}
+            "wall_s_this_invocation": round(time.monotonic() - t0, 1), "resumed": resumed,
+            "runs": [done[r] for r in runs]}
 
 
 def _replay_run(name, trace, preset, sizing, verify, progress=None) -> dict:

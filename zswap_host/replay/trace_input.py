@@ -88,6 +88,10 @@ class ReplayTrace:
     def chunks(self):
         return self.source.chunks()
 
+    def identity_of(self) -> str:
+        """What :meth:`identity` digests."""
+        return "the manifest (trace.json)" if os.path.isdir(self.path) else "the file"
+
     def identity(self) -> str:
         """A digest that changes with the trace (an ``.npz``: its bytes; a directory: its manifest,
         which holds the meta, seed included, and every chunk's counts): what a resumed run is keyed on."""
