@@ -11,8 +11,8 @@ a few GB.
    them (``bench.plan``: same flash), every swap-in verified against its fingerprint. Linux-swap runs
    replay it without the discards, as their bench runs issue none. The runs, their replay and the
    resumable record are ``zswap_host.replay``'s (``zswap-host replay`` is the same replay as a command).
-3. Output: ``OUT/runs.jsonl``, one line per finished run — resumable: a run already there is not
-   run again (``--restart``: all again) — and ``OUT/mlperf_replay.json`` with the trace's counts,
+3. Output: ``OUT/runs-PRESET-BUDGET.jsonl``, one line per finished run — resumable: a run already there is not
+   run again (``--restart``: all again) — and ``OUT/mlperf_replay-PRESET-BUDGET-Nit.json`` with the trace's counts,
    the command, and per run: modeled stall (replay time minus the compute windows), write
    amplification, GC, swap-in p99, wall time, pages/s, and the run's peak RSS (its own process).
 
