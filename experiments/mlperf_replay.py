@@ -38,7 +38,7 @@ def payload_free(url: str) -> str:
     return url + ("&" if "?" in url else "?") + "payload=0"
 
 
-def make_run(name: str, pl, budget_pages: int):
+def make_run(name: str, pl, budget_pages: int, id_space: int = 0):
     """(backend, device clock, device) of a bench run on payload-free devices."""
     from zswap_host.bench.plan import READ_QD, linux_swap
     from zswap_host.devices import open_device, placement_units
@@ -49,7 +49,7 @@ def make_run(name: str, pl, budget_pages: int):
         return linux_swap(dev, budget_pages, "serial" if name == "linux-swap" else "batched"), dev.now, dev
     url = pl.baseline_url if name == "store-on-conventional" else pl.zns_url
     units = placement_units(open_device(payload_free(url), zoned=None), pl.zone_size, pl.zone_capacity)
-    return SwapStore(units, StoreConfig(read_qd=READ_QD)), units.now, units
+    return SwapStore(units, StoreConfig(read_qd=READ_QD, id_space=id_space)), units.now, units
 
 
 def run_one(task: tuple) -> dict:
@@ -66,7 +66,7 @@ def run_one(task: tuple) -> dict:
     pl = plan(BenchSpec(preset=preset, budget=budget, lookahead=0, utilisation=utilisation,
                         iterations=m["iterations"], batch_size=m["batch_size"],
                         compute=ComputeBasis("pinned", us, 1, "given")))
-    backend, clock, dev = make_run(name, pl, int(m["budget_pages"]))
+    backend, clock, dev = make_run(name, pl, int(m["budget_pages"]), int(m["total_pages"]))
     vers = PageVersions(int(m["total_pages"]))
     total = tr.counts()
     pages_total = total["swap_in_pages"] + total["swap_out_pages"]
