@@ -46,7 +46,7 @@ def make_run(name: str, pl, budget_pages: int, id_space: int = 0):
 
     if name.startswith("linux"):
         dev = open_device(payload_free(pl.baseline_url), zoned=False)
-        return linux_swap(dev, budget_pages, "serial" if name == "linux-swap" else "batched"), dev.now, dev
+        return linux_swap(dev, budget_pages, "serial" if name == "linux-swap" else "batched", id_space=id_space), dev.now, dev
     url = pl.baseline_url if name == "store-on-conventional" else pl.zns_url
     units = placement_units(open_device(payload_free(url), zoned=None), pl.zone_size, pl.zone_capacity)
     return SwapStore(units, StoreConfig(read_qd=READ_QD, id_space=id_space)), units.now, units
