@@ -12,7 +12,8 @@ a few GB.
 3. Output: ``OUT/runs.jsonl``, one line per finished run — resumable: a run already there is not
    run again (``--restart``: all again) — and ``OUT/mlperf_replay.json`` with the trace's counts,
    the command, and per run: modeled stall (replay time minus the compute windows), write
-   amplification, GC, swap-in p99, wall time, pages/s, and the run's peak RSS (its own process).
+   amplification, GC, swap-in p99, wall time, pages/s, CPU time and pages per CPU second (less moved
+   by other load on the machine than wall time), and the run's peak RSS (its own process).
 
 Progress: one line per trace chunk on stderr (pages done, pages/s). Bad input: one line, exit 2.
 
@@ -70,7 +71,7 @@ def run_one(task: tuple) -> dict:
     vers = PageVersions(int(m["total_pages"]))
     total = tr.counts()
     pages_total = total["swap_in_pages"] + total["swap_out_pages"]
-    wall0, t0, done, idle = time.monotonic(), clock(), 0, 0.0
+    wall0, cpu0, t0, done, idle = time.monotonic(), time.process_time(), clock(), 0, 0.0
     for i, chunk in enumerate(tr):
         if name.startswith("linux"):
             chunk = chunk.without(DISCARD)
@@ -82,13 +83,14 @@ def run_one(task: tuple) -> dict:
         print(f"[{name}] chunk {i + 1}/{len(tr)}: {done:,}/{pages_total:,} pages, {done / max(w, 1e-9):,.0f} pages/s, "
               f"{w:.0f} s", file=sys.stderr, flush=True)
     backend.flush()                     # the end of training, as the bench ends it
-    wall = time.monotonic() - wall0
+    wall, cpu = time.monotonic() - wall0, time.process_time() - cpu0
     s = backend.stats()
     row = {"run": name, "stall_s": round(clock() - t0 - idle, 4) or 0.0, "write_amplification": round(s.write_amplification, 4),
            "store_gc_mib": round(s.gc_write_bytes / 2**20, 1),
            "device_gc_mib": round(s.device_gc_write_bytes / 2**20, 1),
            "swap_in_p99_ms": round(s.swap_in_latency_p99_s * 1e3, 3), "compute_s": round(idle, 3),
            "pages": pages_total, "wall_s": round(wall, 1), "pages_per_s": round(pages_total / max(wall, 1e-9)),
+           "cpu_s": round(cpu, 1), "pages_per_cpu_s": round(pages_total / max(cpu, 1e-9)),
            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
            "devices": pl.devices}
     backend.close()
