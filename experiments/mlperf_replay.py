@@ -14,7 +14,8 @@ a few GB.
 3. Output: ``OUT/runs-PRESET-BUDGET.jsonl``, one line per finished run — resumable: a run already there is not
    run again (``--restart``: all again) — and ``OUT/mlperf_replay-PRESET-BUDGET-Nit.json`` with the trace's counts,
    the command, and per run: modeled stall (replay time minus the compute windows), write
-   amplification, GC, swap-in p99, wall time, pages/s, and the run's peak RSS (its own process).
+   amplification, GC, swap-in p99, wall time, pages/s, CPU time and pages per CPU second (less moved
+   by other load on the machine than wall time), and the run's peak RSS (its own process).
 
 Progress: one line per trace chunk on stderr (pages done, pages/s). Bad input: one line, exit 2.
 

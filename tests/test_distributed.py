@@ -128,3 +128,29 @@ def test_bench_ranks_cli(tmp_path):
     assert bad.exit_code == 2 and "does not apply" in bad.output
     bad = CliRunner().invoke(main, ["bench", "--ranks", "2", "--model", "tiny", "--runs", "linux-swap"])
     assert bad.exit_code == 2 and "sharded runs are dram-only, zns-host-gc" in bad.output
+
+
+def test_torchrun_launch_equals_the_built_in_one(tmp_path):
+    # the same 2-rank job started by torchrun (RANK / WORLD_SIZE, env://): rank 0 writes the report;
+    # losses and modeled stalls equal the built-in launcher's run of the same spec
+    import os
+    import subprocess
+    import sys
+
+    from zswap_host.cli import main as _  # noqa: F401  (the console script's module must import)
+
+    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+    script = os.path.join(os.path.dirname(sys.executable), "zswap-host")
+    out = tmp_path / "torchrun.json"
+    p = subprocess.run([torchrun, "--standalone", "--nproc_per_node", "2", script, "bench", "--ranks", "2",
+                        "--model", "tiny", "--iterations", str(ITER), "--runs", "zns-host-gc", "--json", str(out)],
+                       capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = json.loads(out.read_text())["runs"]
+    assert [r["name"] for r in got] == ["zns-host-gc"]
+    spec = DistSpec(**{**got[0]["spec"], "fail_rank": None})
+    ref = run_distributed(spec, timeout_s=TIMEOUT)
+    assert got[0]["loss"] == ref["loss"]
+    assert [d["rank"] for d in got[0]["per_rank"]] == [0, 1]
+    assert [d["io_stall_time_s"] for d in got[0]["per_rank"]] == [d["io_stall_time_s"] for d in ref["per_rank"]]
+    assert got[0]["job_stall_s"] == ref["job_stall_s"] > 0

@@ -49,7 +49,7 @@ def state(st: SwapStore) -> dict:
     return {
         "loc": st._slots._loc.copy(), "rmap": st._slots._rmap.copy(), "valid": st._slots._valid.copy(),
         "ids": keys[order], "handles": vals[order], "next": st._idmap._next, "n": st._idmap.n,
-        "free": list(st._idmap._free), "buffer_of": st._buffer_of.copy(), "in_flight": st._in_flight.copy(),
+        "free": list(st._idmap._free[:st._idmap._nfree]), "buffer_of": st._buffer_of.copy(), "in_flight": st._in_flight.copy(),
         "lost": st._lost.copy(), "live": st._live, "capacity": st.capacity_pages,
         "buffers": [(b.n, b.ids[:b.n].copy(), b.data[:b.n].copy()) for b in st._buffers],
         "written": st._zones._written.copy(), "zstate": st._zones._state.copy(), "clock": st._zones.clock,

@@ -36,7 +36,8 @@ class SwapBackend(Protocol):
     def capacity_pages(self) -> int:
         """How many pages the backend guarantees to hold (may drop as zones wear out)."""
     def swap_out(self, page_ids: np.ndarray, pages: np.ndarray, stream: int = 0) -> None:
-        """Store ``pages[k]`` under ``page_ids[k]``; ``stream`` is a placement hint (e.g. a table)."""
+        """Store ``pages[k]`` under ``page_ids[k]``; ``stream`` is a placement hint (e.g. a table).
+        The backend copies what it keeps: the caller may reuse ``pages`` once this returns."""
     def swap_in(self, page_ids: np.ndarray) -> np.ndarray:
         """The pages stored under ``page_ids``, shape (n, page_size), in the order asked."""
     def discard(self, page_ids: np.ndarray) -> None:

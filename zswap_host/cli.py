@@ -684,7 +684,7 @@ def replay(trace_path, runs_csv, utilisation, trace_preset, budget, gen_preset, 
     bytes kept: a trace of tables far beyond RAM replays in a few GB) sized as the bench sizes them,
     all from the same raw flash, every swap-in verified against its fingerprint. Per run: modeled
     stall, write amplification, store and device GC MiB, swap-in p99 (modeled clock), and the wall
-    time, pages/s and peak RSS it took here (each run in a process of its own).
+    time, pages/s, CPU time and peak RSS it took here (each run in a process of its own).
 
     \b
     Runs: linux-swap, linux-swap-batched (the bench's Linux-swap model on the conventional SSD; they
@@ -776,14 +776,15 @@ def _format_replay(summary: dict) -> str:
     head = (f"{t['preset']} trace: {t['swap_in_pages']:,} pages in, {t['swap_out_pages']:,} out, "
             f"{t['idle_s']:.2f} s of compute windows; DRAM budget {t['budget_pages']:,} pages")
     cols = ("run", "stall s", "WAF", "store GC MiB", "device GC MiB", "swap-in p99 ms", "wall s", "pages/s",
-            "peak RSS MiB")
+            "CPU s", "peak RSS MiB")
     rows = [(r["run"], f"{r['stall_s']:.4f}", f"{r['write_amplification']:.4f}", f"{r['store_gc_mib']:.1f}",
              f"{r['device_gc_mib']:.1f}", f"{r['swap_in_p99_ms']:.3f}", f"{r['wall_s']:.1f}",
-             f"{r['pages_per_s']:,}", f"{r['peak_rss_mib']:.0f}") for r in summary["runs"]]
+             f"{r['pages_per_s']:,}", f"{r.get('cpu_s', float('nan')):.1f}", f"{r['peak_rss_mib']:.0f}")
+            for r in summary["runs"]]
     w = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
     line = lambda cells: "  ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(cells))  # noqa: E731
     return "\n".join([head, line(cols), *(line(r) for r in rows),
-                      "stall, WAF, GC and p99: modeled clock; wall, pages/s, RSS: this machine"])
+                      "stall, WAF, GC and p99: modeled clock; wall, pages/s, CPU, RSS: this machine"])
 
 
 def _confirm_zones_with_data(device: str, force: bool) -> None:

@@ -119,7 +119,7 @@ class ConventionalSwap:
                  cluster_slots: int = 256, swap_cache_pages: int = 4096, vma_pages: int | None = None,
                  seed: int = 0, in_place: bool = True, ra_lifetime: int | None = None,
                  close_device: bool = False, faults: str = "serial", batch_qd: int = 32,
-                 handles: str | None = None) -> None:
+                 handles: str | None = None, id_space: int = 0) -> None:
         if PAGE_SIZE % device.block_size:
             raise ValueError(f"device block size {device.block_size} does not divide the {PAGE_SIZE}-byte page")
         if discard not in _DISCARD_MODES:
@@ -150,7 +150,7 @@ class ConventionalSwap:
         # Per-page state, indexed by handle + 1 (IdMap handle; index 0 is a sentinel for ids not
         # held, never written: slot -1, not resident). An id is held while it has a slot or is an
         # orphan; discard forgets it (its handle is reused).
-        self._ids = IdMap()
+        self._ids = IdMap(direct=id_space)             # id_space: as StoreConfig.id_space
         self._slot = np.full(1024, -1, np.int64)       # slot (-1: none)
         self._owner = np.zeros(self._alloc.nslots, np.int32)   # slot -> state index holding it (0: none)
         self._resident = np.zeros(1024, np.bool_)      # swapped in since last swap_out (PTE present)

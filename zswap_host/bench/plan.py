@@ -232,15 +232,16 @@ def _too_small(what: str, url: str, holds: int, need: int) -> BenchError:
                       f"({format_size(holds * PAGE)}), the run can swap out {need} pages ({format_size(need * PAGE)})")
 
 
-def linux_swap(dev, budget_pages: int, faults: str = "batched", handles: str | None = None):
+def linux_swap(dev, budget_pages: int, faults: str = "batched", handles: str | None = None, id_space: int = 0):
     """``ConventionalSwap`` on ``dev`` as the bench runs it, for a DRAM budget of ``budget_pages``:
     the configuration validated against the 6.1 kernel (docs/baseline.md) — THP-swap clusters,
     in-place rewrite of swap-cache pages, readahead pages aged out within the budget — with
-    ``faults`` ("serial" or "batched" at ``READ_QD``) and ``handles`` (FDP: None or "stream")."""
+    ``faults`` ("serial" or "batched" at ``READ_QD``) and ``handles`` (FDP: None or "stream");
+    ``id_space``: page ids known to lie below it (a trace's pages) resolve without hashing."""
     from ..baseline import ConventionalSwap
 
     return ConventionalSwap(dev, cluster_slots=512, in_place=True, ra_lifetime=max(1, budget_pages // 2),
-                            faults=faults, batch_qd=READ_QD, handles=handles)
+                            faults=faults, batch_qd=READ_QD, handles=handles, id_space=id_space)
 
 
 def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple]]:

@@ -304,11 +304,13 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
         g = self.geometry
         cap, zsize = g.zone_capacity, g.zone_size
         wp, conds = self._wp, self._cond
-        # this class's medium (not a view's): the backing's bytes and the model's charge, inline
-        media = self._backing.data if type(self)._media_write is EmulatedZonedDevice._media_write \
-            and type(self._backing) is Backing else None
+        # this class's medium (not a view's): the backing written inline, the model charged once for
+        # a run of usual appends (one queue of depth 1 is the same charges one after the other)
+        own = type(self)._media_write is EmulatedZonedDevice._media_write
+        media = self._backing.data if own and type(self._backing) is Backing else None
+        write = self._backing.write if own else None
         io = self._io
-        offsets, failures = [], []
+        offsets, failures, charged = [], [], []
         with self._lock:
             for k, (z, view) in enumerate(zip(zones.tolist(), units)):
                 rel = int(wp[z])
@@ -319,21 +321,32 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
                     start = z * zsize + rel
                     if media is not None:
                         media[start:start + n] = view
-                        if self.model is not None:
-                            self._charge(_WRITE, start, n)
+                    elif write is not None:
+                        write(start, view)
                     else:
                         self._media_write(start, view)
+                    if own:
+                        charged.append(k)
                     wp[z] = rel + n
                     io.write_bytes += n
                     io.write_hist[n] += 1
                     offsets.append(start)
                     continue
+                self._charge_appends(offsets, units, charged)
                 try:
                     offsets.append(self._write_at_wp(z, rel, view, "append"))
                 except (DeviceIOError, ZoneStateError) as e:
                     offsets.append(-1)
                     failures.append((k, e))
+            self._charge_appends(offsets, units, charged)
         return np.array(offsets, np.int64), failures
+
+    def _charge_appends(self, offsets: list, units: list, charged: list) -> None:
+        """Charge the appends ``charged`` (unit indices, written) as one serial queue; empties it."""
+        if charged and self.model is not None:
+            self._charge_batch(_WRITE, np.array([offsets[k] for k in charged], np.int64),
+                               np.array([units[k].size for k in charged], np.int64), 1)
+        charged.clear()
 
     def read(self, offset: int, length: int) -> np.ndarray:
         g = self.geometry

@@ -22,7 +22,8 @@ def replay_run(name: str, trace_path: str, preset: str, sizing: Sizing, progress
     """The row of run ``name`` (``runs.RUNS``) replaying the trace at ``trace_path`` (a ``.npz`` or a
     chunked trace directory of bench preset ``preset``) on fresh devices of ``sizing``: ``run``,
     ``stall_s``, ``write_amplification``, ``store_gc_mib``, ``device_gc_mib``, ``swap_in_p99_ms``,
-    ``compute_s``, ``pages``, ``wall_s``, ``pages_per_s``, ``peak_rss_mib`` (this process's: run it in
+    ``compute_s``, ``pages``, ``wall_s``, ``pages_per_s``, ``cpu_s`` and ``pages_per_cpu_s`` (less
+    moved by other load on the machine than wall time), ``peak_rss_mib`` (this process's: run it in
     a process of its own for the run's), ``device`` (URL) and ``devices`` (the plan's sizing).
     Raises ``PageCorruptError`` for a page that comes back wrong, what the backend raises otherwise
     (e.g. ``SwapFullError``)."""
@@ -35,10 +36,13 @@ def replay_run(name: str, trace_path: str, preset: str, sizing: Sizing, progress
     total = src.counts()
     pages_total = total["swap_in_pages"] + total["swap_out_pages"]
     nchunks = int(total.get("chunks", 1))
-    backend, clock, dev = make_run(name, sizing)
+    id_space = int(src.meta.get("total_pages") or src.meta.get("pages") or 0)
+    if not id_space and "chunks" not in total:        # a bench .npz: its one chunk says
+        id_space = next(iter(src.chunks())).pages
+    backend, clock, dev = make_run(name, sizing, id_space)
     try:
-        vers = PageVersions(int(src.meta.get("total_pages", 0)))
-        wall0, t0, done, idle = time.monotonic(), clock(), 0, 0.0
+        vers = PageVersions(id_space)
+        wall0, cpu0, t0, done, idle = time.monotonic(), time.process_time(), clock(), 0, 0.0
         if progress is not None:
             progress(name, 0, pages_total, 0, nchunks, 0.0)
         for i, chunk in enumerate(src.chunks()):
@@ -51,7 +55,7 @@ def replay_run(name: str, trace_path: str, preset: str, sizing: Sizing, progress
             if progress is not None:
                 progress(name, done, pages_total, i + 1, nchunks, time.monotonic() - wall0)
         backend.flush()                 # the end of training, as the bench ends it
-        wall = time.monotonic() - wall0
+        wall, cpu = time.monotonic() - wall0, time.process_time() - cpu0
         s = backend.stats()
         return {"run": name, "stall_s": round(clock() - t0 - idle, 4) or 0.0,
                 "write_amplification": round(s.write_amplification, 4),
@@ -59,6 +63,7 @@ def replay_run(name: str, trace_path: str, preset: str, sizing: Sizing, progress
                 "device_gc_mib": round(s.device_gc_write_bytes / 2**20, 1),
                 "swap_in_p99_ms": round(s.swap_in_latency_p99_s * 1e3, 3), "compute_s": round(idle, 3),
                 "pages": pages_total, "wall_s": round(wall, 1), "pages_per_s": round(pages_total / max(wall, 1e-9)),
+                "cpu_s": round(cpu, 1), "pages_per_cpu_s": round(pages_total / max(cpu, 1e-9)),
                 "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                 "device": run_url(name, sizing), "devices": sizing.devices}
     finally:

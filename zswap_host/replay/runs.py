@@ -62,8 +62,9 @@ def run_url(name: str, sizing: Sizing) -> str:
     return payload_free(url)
 
 
-def make_run(name: str, sizing: Sizing):
+def make_run(name: str, sizing: Sizing, id_space: int = 0):
     """(backend, device clock, device) of run ``name`` on fresh devices; the caller closes both.
+    ``id_space``: the trace's page ids lie below it (they then resolve without hashing; 0: unknown).
     Linux runs: ``ConventionalSwap`` as the bench configures it. Store runs: ``SwapStore`` on the
     device's placement units (an FDP SSD's LBA ranges of the zone size, each stream under a handle
     of its own; an Open-Channel SSD's chunk stripes). Raises what ``open_device`` / ``SwapStore`` raise."""
@@ -75,5 +76,6 @@ def make_run(name: str, sizing: Sizing):
     url = run_url(name, sizing)
     if name.startswith("linux"):
         dev = open_device(url, zoned=False)
-        return linux_swap(dev, sizing.budget_pages, "serial" if name == "linux-swap" else "batched"), dev.now, dev
-    return store_on(url, sizing.zone_size, sizing.zone_capacity, StoreConfig(read_qd=READ_QD))
+        return (linux_swap(dev, sizing.budget_pages, "serial" if name == "linux-swap" else "batched",
+                           id_space=id_space), dev.now, dev)
+    return store_on(url, sizing.zone_size, sizing.zone_capacity, StoreConfig(read_qd=READ_QD, id_space=id_space))

@@ -38,6 +38,7 @@ class StoreConfig:
     max_read_bytes: int = 512 << 10    # a coalesced read is split beyond this
     write_retries: int = 3             # a failed write is retried in this many other zones
     idle_gc_bandwidth: float = 1e9     # idle(): bytes of GC per second of window on a device without a clock
+    id_space: int = 0                  # ids below this resolve through a direct array from the start (8 B per id); 0: it grows with the ids held
 
     def __post_init__(self) -> None:
         if self.page_size <= 0 or self.page_size & (self.page_size - 1):
@@ -57,6 +58,8 @@ class StoreConfig:
             raise ValueError(f"max_read_bytes must be at least one page ({self.page_size}), not {self.max_read_bytes}")
         if self.prefetch_bytes < self.page_size:
             raise ValueError(f"prefetch_bytes must be at least one page ({self.page_size}), not {self.prefetch_bytes}")
+        if self.id_space < 0:
+            raise ValueError(f"id_space must not be negative, not {self.id_space}")
         if self.prefetch_buffer_pages < 0 or self.write_retries < 0:
             raise ValueError("prefetch_buffer_pages and write_retries must not be negative")
         if self.hot_threshold < 1:

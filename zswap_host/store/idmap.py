@@ -54,18 +54,20 @@ def as_page_ids(page_ids) -> np.ndarray:
 class IdMap:
     """id (int64 >= 0) -> handle (int64 >= 0). Memory: a direct array for small ids (at most
     ``max(65536, 4 x ids held)`` entries), a hash table of ~2-4x the other ids, and the handle -> id
-    column."""
+    column. ``direct``: ids below it use the direct array from the start, whatever the ids held (a
+    known dense id space, e.g. a trace's pages: 8 bytes per id, no hashing)."""
 
-    def __init__(self, capacity: int = 1024) -> None:
+    def __init__(self, capacity: int = 1024, direct: int = 0) -> None:
         cap = 1 << max(10, int(capacity - 1).bit_length())
         self._keys = np.full(cap, _EMPTY, np.int64)
         self._vals = np.zeros(cap, np.int64)
         self._used = 0                                   # live keys + tombstones
         self._hashed = 0                                 # live keys in the hash table
-        self._direct = np.full(0, -1, np.int64)          # id -> handle for ids below its size (-1: none)
+        self._direct = np.full(max(0, int(direct)), -1, np.int64)   # id -> handle below its size (-1: none)
         self.n = 0                                       # ids held
         self.ids = np.zeros(1024, np.int64)              # handle -> id (garbage for free handles)
-        self._free: list[int] = []
+        self._free = np.zeros(1024, np.int64)            # a stack of discarded handles, reused first
+        self._nfree = 0
         self._next = 0                                   # handles ever handed out
 
     @property
@@ -140,11 +142,11 @@ class IdMap:
         n = ids.size
         if n == 0:
             return np.zeros(0, np.int64)
-        take = min(n, len(self._free))
+        take = min(n, self._nfree)
         h = np.empty(n, np.int64)
         if take:
-            h[:take] = self._free[-take:]
-            del self._free[-take:]
+            h[:take] = self._free[self._nfree - take:self._nfree]
+            self._nfree -= take
         h[take:] = np.arange(self._next, self._next + n - take)
         self._next += n - take
         if self._next > self.ids.size:
@@ -155,7 +157,9 @@ class IdMap:
         if top >= self._direct.size:
             limit = max(_DIRECT_MIN, 4 * self.n)
             under = top if top < limit else int(ids[ids < limit].max(initial=-1))
-            if under >= self._direct.size:
+            # widen only by doubling: capped by a slowly moving limit it would otherwise copy the
+            # array and scan the hash table on nearly every insert (ids above it hash, as before)
+            if under >= self._direct.size and min(limit, max(under + 1, 2 * self._direct.size)) >= 2 * self._direct.size:
                 self._widen(under + 1, limit)
         d = self._direct
         if top < d.size:
@@ -226,7 +230,11 @@ class IdMap:
             if self._used > 3 * self._keys.size // 8 and self._used > 2 * self._hashed:   # mostly tombstones
                 self._rehash(3 * self._hashed)
         self.n -= ids.size
-        self._free.extend(h.tolist())
+        top = self._nfree + h.size
+        if top > self._free.size:
+            self._free = np.resize(self._free, max(top, 2 * self._free.size))
+        self._free[self._nfree:top] = h
+        self._nfree = top
         return h
 
     def _rehash(self, slots: int) -> None:

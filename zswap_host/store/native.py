@@ -77,7 +77,7 @@ class NativeBook:
         map can take them without reusing handles or growing; False (nothing done) otherwise."""
         idm = self._s._idmap
         nxt = idm._next
-        if idm._free or nxt + fresh > idm.ids.size:
+        if idm._nfree or nxt + fresh > idm.ids.size:
             return False
         p = self._ptrs()
         b = self._batch

@@ -32,8 +32,9 @@ class PageVersions:
     def stamp(self, ids: np.ndarray) -> np.ndarray:
         """A new version of each page (``ids`` distinct): their fingerprint words, uint64."""
         self._grow(ids)
-        self.version[ids] += 1
-        return self.words(ids)
+        v = self.version[ids] + np.uint32(1)        # one gather and one scatter: ids are random over a big array
+        self.version[ids] = v
+        return ids.astype(np.uint64) | (v.astype(np.uint64) << np.uint64(ID_BITS))
 
     def words(self, ids: np.ndarray) -> np.ndarray:
         """The fingerprint words of the pages' current versions."""
@@ -51,11 +52,22 @@ def describe(word: int) -> str:
     return f"page {w & ((1 << ID_BITS) - 1)} version {w >> ID_BITS}"
 
 
-def pages_with(words: np.ndarray, width: int) -> np.ndarray:
-    """Pages of ``width`` bytes holding ``words`` in their first 8 bytes, zeros after."""
-    out = np.zeros((words.size, width), np.uint8)
-    out[:, :8] = words.view(np.uint8).reshape(-1, 8)
-    return out
+class PageImages:
+    """Pages of ``width`` bytes holding given words in their first 8 bytes, zeros after, in one
+    buffer reused from call to call (a fresh zeroed buffer per swap-out costs a page fault per
+    page). The view returned is valid until the next call: for a backend's ``swap_out``, which
+    copies what it is given."""
+
+    def __init__(self, width: int) -> None:
+        self._buf = np.zeros((0, width), np.uint8)
+
+    def of(self, words: np.ndarray) -> np.ndarray:
+        n = words.size
+        if n > self._buf.shape[0]:
+            self._buf = np.zeros((max(n, 2 * self._buf.shape[0]), self._buf.shape[1]), np.uint8)
+        out = self._buf[:n]
+        out[:, :8] = words.astype(np.uint64, copy=False).view(np.uint8).reshape(-1, 8)
+        return out
 
 
 def first_words(pages: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..backend import SwapBackend
 from ..errors import PageCorruptError
-from .page_words import PageVersions, describe, first_words, pages_with
+from .page_words import PageImages, PageVersions, describe, first_words
 
 SWAP_IN, SWAP_OUT, DISCARD, IDLE, OVERLAP = 0, 1, 2, 3, 4
 
@@ -160,13 +160,14 @@ def replay(backend: SwapBackend, trace: SwapTrace, verify: bool = False, progres
     one backend; None: a fresh ``PageVersions``. Ids within one swap-out event are distinct."""
     ps = backend.page_size
     vers = versions if versions is not None else PageVersions(trace.pages)
+    images = PageImages(ps)
     n = len(trace)
     since = None                                # the clock at the last overlap marker
     for k in range(n):
         op = int(trace.ops[k])
         ids = trace.event_ids(k)
         if op == SWAP_OUT:
-            backend.swap_out(ids, pages_with(vers.stamp(ids), ps), int(trace.streams[k]))
+            backend.swap_out(ids, images.of(vers.stamp(ids)), int(trace.streams[k]))
         elif op == SWAP_IN:
             got = backend.swap_in(ids)
             if verify:
