@@ -125,8 +125,8 @@ def test_fdp_and_ocssd_runs_verify_every_page(trace, monkeypatch, run):
     row = replay_run(run, trace, "tiny", sizing, verify=True)        # every swap-in checked, all right
     assert row["pages"] > 0 and row["write_amplification"] >= 1.0
 
-    def tampered(name, s):
-        backend, clock, dev = make_run(name, s)
+    def tampered(name, s, id_space=0):
+        backend, clock, dev = make_run(name, s, id_space)
         return _WrongPage(backend, 2), clock, dev
 
     monkeypatch.setattr(measure, "make_run", tampered)
