@@ -210,6 +210,11 @@ def test_the_chunk_log_follows_a_mixed_history(odev):
         [(ChunkState.OPEN, 4, 1), (ChunkState.OPEN, 8, 0), (ChunkState.FREE, 0, 0)]
     assert log[1].as_dict() == {"chunk": 1, "state": "OPEN", "type": 1, "wear_index": 0, "slba": g.sectors,
                                 "cnlb": g.sectors, "wp": 8}
+    state, wp, wear = odev.chunk_states()             # the same log as arrays
+    every = odev.chunk_info()
+    assert (state.tolist(), wp.tolist(), wear.tolist()) == \
+        ([int(e.state) for e in every], [e.wp for e in every], [e.wear_index for e in every])
+    assert [a.tolist() for a in odev.chunk_states([2, 0])] == [[ChunkState.FREE, ChunkState.OPEN], [0, 4], [0, 1]]
 
 
 def test_stats_count_what_the_device_saw(odev):

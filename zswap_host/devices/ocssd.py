@@ -295,6 +295,14 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
                 raise DeviceIOError(f"reset of chunk(s) {', '.join(map(str, failed.tolist()))} failed: now offline",
                                     offset=int(failed[0]) * g.chunk_bytes)
 
+    def chunk_states(self, chunks=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``chunk_info``'s state, write pointer and wear index as int64 arrays, one entry per chunk
+        (or per index in ``chunks``): what a host that scans the whole log on every zone it opens
+        reads without building a ``ChunkInfo`` per chunk. ``InvalidIOError`` for a bad index."""
+        with self._lock:
+            t = (self._table if chunks is None else self._table[self._chunks(chunks)]).astype(np.int64)
+        return t[:, _STATE], t[:, _WP], t[:, _WEAR]
+
     def chunk_info(self, chunks=None) -> list[ChunkInfo]:
         """See ``OpenChannelDevice.chunk_info``."""
         g = self.geometry

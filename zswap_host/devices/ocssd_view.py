@@ -118,7 +118,11 @@ class OcssdZonedView(EmulatedZonedDevice):
 
     # -- chunks ------------------------------------------------------------------------------------
     def _states(self, chunks=None) -> tuple[np.ndarray, np.ndarray]:
-        """(state, wear) of the chunks from the device's chunk log."""
+        """(state, wear) of the chunks from the device's chunk log (as arrays when it offers them)."""
+        table = getattr(self.ocssd, "chunk_states", None)
+        if table is not None:
+            state, _, wear = table(chunks)
+            return state, wear
         info = self.ocssd.chunk_info(chunks)
         return (np.array([c.state for c in info], np.int64), np.array([c.wear_index for c in info], np.int64))
 
