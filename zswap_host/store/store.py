@@ -128,6 +128,9 @@ class SwapStore:
         lib = load_native() if native else None     # per-page bookkeeping in C (store/native.py)
         self._native = NativeBook(self, *lib) if lib is not None else None
         self._lens_cache: dict = {}                 # plan of write units -> (zones, byte lengths) arrays
+        # the device's append_batch that also says whether the units landed back to back where the
+        # store expects them (LinuxZonedDevice: one C call on the uring-cmd path), or None
+        self._append_run = getattr(device, "append_run", None)
         self.fast_path = {"prepared": 0, "one_commit_batches": 0, "one_batch_calls": 0}   # taken (tests look)
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -685,7 +688,7 @@ class SwapStore:
     def _one_batch(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray, plan: tuple) -> int:
         """Write ``_one_batch_plan``'s units as one ``append_batch`` (the buffer's unit and the
         caller's pages as two buffers: no view per unit); when they landed back to back from the
-        zone's cursor (the usual batch), commit them as two runs. Anything else (a failure, another
+        zone's cursor (the usual batch), commit them as one run. Anything else (a failure, another
         order) goes to ``_land`` as the general path's jobs would, retries included. Returns the
         caller's pages written (a prefix); ``done`` marks them as ``_write_jobs`` does."""
         z, _, b, w, key = plan
@@ -697,32 +700,39 @@ class SwapStore:
             zarr, lbytes = self._plan_arrays(tuple((z, m) for m in lens))
             arrays = self._lens_cache[key] = (zarr, lbytes, lens)
         zarr, lbytes, lens = arrays
-        if b:
-            bids = buf.ids[:b].copy()
-            data = (buf.data[:b], pages[:w])
+        first = z * self._slots.slots_per_zone + self._zones.written(z)
+        bids = buf.ids[:b]                       # a view: copied below before the buffer changes
+        run = self._append_run
+        if run is not None:                      # the device checks where the units landed
+            out = run(zarr, (buf.data[:b], pages[:w]) if b else (pages[:w],), lbytes, self.config.append_qd,
+                      first * ps)
+            landed = out is True
+            if not landed:
+                offsets, failures = out
         else:
-            data = pages[:w]
-        offsets, failures = self.device.append_batch(zarr, data, lbytes, self.config.append_qd)
-        if not failures:
-            first = z * self._slots.slots_per_zone + self._zones.written(z)
-            expect = first * ps
-            for off, m in zip(offsets.tolist(), lens):
-                if off != expect:
-                    break
-                expect += m * ps
-            else:                                # back to back in plan order: the usual batch
-                full = False
-                if b:
-                    full = self._commit(bids, z, first * ps, False, True)
-                    buf.drop_front(b)
-                if self._commit(handles[:w], z, (first + b) * ps, False, False):
-                    full = True
-                done[:w] = True
-                if full:
-                    self._seal(self._group_of[k], z)
-                self.fast_path["one_commit_batches"] += 1
-                self.fast_path["one_batch_calls"] += 1
-                return w
+            offsets, failures = self.device.append_batch(zarr, (buf.data[:b], pages[:w]) if b else pages[:w],
+                                                         lbytes, self.config.append_qd)
+            landed = not failures
+            if landed:
+                expect = first * ps
+                for off, m in zip(offsets.tolist(), lens):
+                    if off != expect:
+                        landed = False
+                        break
+                    expect += m * ps
+        if landed:                               # back to back in plan order: the usual batch, one commit
+            if b:
+                full = self._commit(np.concatenate((bids, handles[:w])), z, first * ps, False, True)
+                buf.drop_front(b)
+            else:
+                full = self._commit(handles[:w], z, first * ps, False, False)
+            done[:w] = True
+            if full:
+                self._seal(self._group_of[k], z)
+            self.fast_path["one_commit_batches"] += 1
+            self.fast_path["one_batch_calls"] += 1
+            return w
+        bids = bids.copy()
         # the general path's jobs and plan for what happened
         plan_units, a, j = [], 0, 0
         if b:
