@@ -19,6 +19,7 @@ from test_store_reliability import pages_for
 
 PS = 4096
 GUEST = "emu://?zones=64&zone_size=16MiB&zone_capacity=12MiB&max_open=14&max_active=14&max_append=512KiB&preset=none"
+GUEST_504 = GUEST.replace("max_append=512KiB", "max_append=504KiB")
 SMALL = "emu://?zones=24&zone_size=2MiB&zone_capacity=1536KiB&max_open=8&max_active=8&max_append=128KiB&preset=none"
 
 pytestmark = pytest.mark.skipif(store_native.load() is None, reason="zswap_host._native built without store.c")
@@ -113,11 +114,13 @@ def both(stores, fn):
     return a
 
 
+@pytest.mark.parametrize("url", [GUEST, GUEST_504])
 @pytest.mark.parametrize("run", [False, True])
-def test_the_fast_path_is_taken_and_agrees_on_fresh_batches_of_2mib(run):
+def test_the_fast_path_is_taken_and_agrees_on_fresh_batches_of_2mib(run, url):
     """The guest's namespace shape, 2 MiB calls of fresh ids until half the device is full (the
-    issue's sequence): the C helpers and one commit per batch, the same state as numpy."""
-    stores, _, _ = pair(GUEST, StoreConfig(placement="temporal", prefetch=False), run)
+    issue's sequence): the C helpers and one commit per batch, the same state as numpy (with the
+    guest's 504 KiB append limit each call also tops up and leaves a tail in the write buffer)."""
+    stores, _, _ = pair(url, StoreConfig(placement="temporal", prefetch=False), run)
     ids = np.arange(64 * 3072 // 2)
     for i in range(0, ids.size, 512):
         both(stores, lambda st: st.swap_out(ids[i:i + 512], pages_for(ids[i:i + 512])))
@@ -128,6 +131,8 @@ def test_the_fast_path_is_taken_and_agrees_on_fresh_batches_of_2mib(run):
     assert fast["one_batch_calls"] >= ids.size // 512 - 2 * (ids.size // 3000) - 2   # all but zone ends
     assert stores[1].fast_path["one_batch_calls"] == 0
     assert stores[1].fast_path["prepared"] == 0
+    if url == GUEST_504:                                      # the buffer was staged and committed in C
+        assert stores[0]._native._bufs
     for st in stores:
         st.check()
         assert np.array_equal(st.swap_in(ids[::97]), pages_for(ids[::97]))

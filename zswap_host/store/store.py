@@ -627,6 +627,7 @@ class SwapStore:
         buf, unit, i, n = self._buffers[k], self._unit_pages, 0, handles.size
         done = np.zeros(n, bool)
         clean = False                            # True: nothing past i was written (no error)
+        ctx = None                               # the C helpers' pointers into this batch (one-batch plan)
         try:
             if buf.n + n < unit:
                 i = n
@@ -634,11 +635,13 @@ class SwapStore:
                 return
             plan = self._one_batch_plan(k, n) if self._native is not None else None
             if plan is not None:                 # the usual call: one batch, planned in a few steps
+                ctx = self._native.batch_ctx(handles, pages)    # None: the numpy steps
                 top = plan[1]
                 if top:
                     i = top
-                    self._buffer(k, handles[:top], pages[:top])
-                i += self._one_batch(k, handles[i:], pages[i:], done[i:], plan)
+                    if ctx is None or not self._native.stage(buf, k + 1, ctx, 0, top):
+                        self._buffer(k, handles[:top], pages[:top])
+                i += self._one_batch(k, handles, pages, done, plan, i, ctx)
             else:
                 if buf.n and buf.n < self._min_write_pages:  # top the buffer up to one write unit
                     i = unit - buf.n
@@ -654,7 +657,8 @@ class SwapStore:
         finally:
             if i < n:                            # what is not on the device waits in the buffer
                 if clean:                        # the tail, as slices (no gather)
-                    self._buffer(k, handles[i:], pages[i:])
+                    if ctx is None or not self._native.stage(buf, k + 1, ctx, i, n - i):
+                        self._buffer(k, handles[i:], pages[i:])
                 else:
                     rest = np.flatnonzero(~done[i:]) + i
                     self._buffer(k, handles[rest], pages[rest])
@@ -685,12 +689,15 @@ class SwapStore:
             return None
         return z, top, b, w, ("one", z, b, w)
 
-    def _one_batch(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray, plan: tuple) -> int:
-        """Write ``_one_batch_plan``'s units as one ``append_batch`` (the buffer's unit and the
-        caller's pages as two buffers: no view per unit); when they landed back to back from the
-        zone's cursor (the usual batch), commit them as one run. Anything else (a failure, another
-        order) goes to ``_land`` as the general path's jobs would, retries included. Returns the
-        caller's pages written (a prefix); ``done`` marks them as ``_write_jobs`` does."""
+    def _one_batch(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray, plan: tuple, at: int,
+                   ctx: tuple | None) -> int:
+        """Write ``_one_batch_plan``'s units (the caller's from ``handles[at:]``) as one
+        ``append_batch`` (the buffer's unit and the caller's pages as two buffers: no view per
+        unit), or the device's ``append_run``; when they landed back to back from the zone's cursor
+        (the usual batch), commit them as one run (``ctx``: in one C call). Anything else (a
+        failure, another order) goes to ``_land`` as the general path's jobs would, retries
+        included. Returns the caller's pages written (a prefix of ``handles[at:]``); ``done``
+        marks them as ``_write_jobs`` does."""
         z, _, b, w, key = plan
         ps, unit, least = self.page_size, self._unit_pages, self._min_write_pages
         buf = self._buffers[k]
@@ -701,17 +708,16 @@ class SwapStore:
             arrays = self._lens_cache[key] = (zarr, lbytes, lens)
         zarr, lbytes, lens = arrays
         first = z * self._slots.slots_per_zone + self._zones.written(z)
-        bids = buf.ids[:b]                       # a view: copied below before the buffer changes
+        mine = pages[at:at + w]
         run = self._append_run
         if run is not None:                      # the device checks where the units landed
-            out = run(zarr, (buf.data[:b], pages[:w]) if b else (pages[:w],), lbytes, self.config.append_qd,
-                      first * ps)
+            out = run(zarr, (buf.data[:b], mine) if b else (mine,), lbytes, self.config.append_qd, first * ps)
             landed = out is True
             if not landed:
                 offsets, failures = out
         else:
-            offsets, failures = self.device.append_batch(zarr, (buf.data[:b], pages[:w]) if b else pages[:w],
-                                                         lbytes, self.config.append_qd)
+            offsets, failures = self.device.append_batch(zarr, (buf.data[:b], mine) if b else mine, lbytes,
+                                                         self.config.append_qd)
             landed = not failures
             if landed:
                 expect = first * ps
@@ -721,18 +727,22 @@ class SwapStore:
                         break
                     expect += m * ps
         if landed:                               # back to back in plan order: the usual batch, one commit
-            if b:
-                full = self._commit(np.concatenate((bids, handles[:w])), z, first * ps, False, True)
-                buf.drop_front(b)
+            if ctx is not None:                  # the cursor is first: record cannot refuse it
+                full = self._zones.record(z, first, self._native.commit_run(buf, b, ctx, at, w, first))
+            elif b:
+                full = self._commit(np.concatenate((buf.ids[:b], handles[at:at + w])), z, first * ps, False, True)
             else:
-                full = self._commit(handles[:w], z, first * ps, False, False)
-            done[:w] = True
+                full = self._commit(handles[at:at + w], z, first * ps, False, False)
+            if b:
+                buf.drop_front(b)
+            done[at:at + w] = True
             if full:
                 self._seal(self._group_of[k], z)
             self.fast_path["one_commit_batches"] += 1
             self.fast_path["one_batch_calls"] += 1
             return w
-        bids = bids.copy()
+        bids = buf.ids[:b].copy()
+        handles, pages, done = handles[at:], pages[at:], done[at:]
         # the general path's jobs and plan for what happened
         plan_units, a, j = [], 0, 0
         if b:
