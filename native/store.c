@@ -1,6 +1,8 @@
 /* store.c - see store.h */
 #include "store.h"
 
+#include <string.h>
+
 int st_prepare(const int64_t *ids, int64_t n, int64_t *direct, int64_t direct_size,
                const uint32_t *loc, const uint8_t *buffer_of, uint8_t *mark, int64_t *h, int64_t *counts)
 {
@@ -77,4 +79,27 @@ void st_commit(uint32_t *loc, int64_t *rmap, int64_t *valid, int64_t slots_per_z
             buffer_of[hh] = 0;
     }
     valid[first_slot / slots_per_zone] += n;
+}
+
+void st_stage(int64_t *buf_ids, uint8_t *buf_data, int64_t at, const int64_t *h, const uint8_t *pages,
+              int64_t n, int64_t page_size, uint8_t *buffer_of, uint8_t tag)
+{
+    memcpy(buf_ids + at, h, (size_t)n * sizeof *h);
+    memcpy(buf_data + at * page_size, pages, (size_t)(n * page_size));
+    for (int64_t i = 0; i < n; i++)
+        buffer_of[h[i]] = tag;
+}
+
+void st_commit_run(uint32_t *loc, int64_t *rmap, int64_t *valid, int64_t slots_per_zone, const int64_t *h1,
+                   int64_t n1, const int64_t *h2, int64_t n2, int64_t first_slot, uint8_t *in_flight,
+                   uint8_t *buffer_of, const int64_t *id_of, int64_t *ids_out)
+{
+    for (int64_t i = 0; i < n1; i++)
+        ids_out[i] = id_of[h1[i]];
+    for (int64_t i = 0; i < n2; i++)
+        ids_out[n1 + i] = id_of[h2[i]];
+    if (n1)
+        st_commit(loc, rmap, valid, slots_per_zone, h1, n1, first_slot, in_flight, buffer_of, 1);
+    if (n2)
+        st_commit(loc, rmap, valid, slots_per_zone, h2, n2, first_slot + n1, in_flight, buffer_of, 0);
 }

@@ -39,6 +39,19 @@ void st_fill(uint8_t *a, const int64_t *h, int64_t n, uint8_t v);
    clear_buffered). Distinct handles only. */
 void st_commit(uint32_t *loc, int64_t *rmap, int64_t *valid, int64_t slots_per_zone, const int64_t *h,
                int64_t n, int64_t first_slot, uint8_t *in_flight, uint8_t *buffer_of, int clear_buffered);
+
+/* A write buffer takes n pages (WriteBuffer.add and the buffer_of fill in one pass): buf_ids[at + i]
+   = h[i], row at + i of buf_data = row i of pages (page_size bytes each), buffer_of[h[i]] = tag.
+   The caller made sure the buffer holds at + n rows. */
+void st_stage(int64_t *buf_ids, uint8_t *buf_data, int64_t at, const int64_t *h, const uint8_t *pages,
+              int64_t n, int64_t page_size, uint8_t *buffer_of, uint8_t tag);
+
+/* The one-batch call's commit: h1 (n1 handles from a write buffer) then h2 (n2 of the caller's)
+   written to consecutive slots from first_slot (one zone), as st_commit(h1, clear_buffered=1)
+   then st_commit(h2, 0); ids_out[0 .. n1 + n2) = their page ids (id_of) in slot order. */
+void st_commit_run(uint32_t *loc, int64_t *rmap, int64_t *valid, int64_t slots_per_zone, const int64_t *h1,
+                   int64_t n1, const int64_t *h2, int64_t n2, int64_t first_slot, uint8_t *in_flight,
+                   uint8_t *buffer_of, const int64_t *id_of, int64_t *ids_out);
 /* cffi:end */
 
 #endif

@@ -298,3 +298,46 @@ int ur_zone_append(ur_engine *e, int ngfd, uint32_t nsid, uint32_t lba_size, uin
         res[i] = INT32_MIN;
     return run(e, &b);
 }
+
+int ur_append_run(ur_engine *e, int ngfd, uint32_t nsid, uint32_t lba_size, uint64_t zone_lbas,
+                  const uint8_t *seg0, int64_t seg0_bytes, const uint8_t *seg1, int64_t seg1_bytes,
+                  const int64_t *lens, int64_t max_len, const int64_t *zone, uint32_t nzones,
+                  uint32_t n, uint32_t qd, uint64_t expect_lba, int32_t *res, uint64_t *alba)
+{
+    if (n > UR_RUN_MAX)
+        return -E2BIG;
+    if (!n || !lba_size)
+        return -EINVAL;
+    uint64_t addr[UR_RUN_MAX];
+    int64_t done_ns[UR_RUN_MAX];
+    const uint8_t *seg[2] = {seg0, seg1};
+    int64_t left[2] = {seg0_bytes, seg1_bytes};
+    uint32_t k = 0;
+    for (int s = 0; s < 2; s++) {            /* each buffer: whole requests back to back */
+        if (left[s] < 0 || (left[s] && (!seg[s] || (uintptr_t)seg[s] % 4)))
+            return -EINVAL;                  /* NVMe DMA needs dword alignment */
+        uintptr_t pos = (uintptr_t)seg[s];
+        while (left[s] > 0) {
+            if (k == n || lens[k] <= 0 || lens[k] > max_len || lens[k] > left[s] || zone[k] < 0
+                || (uint64_t)zone[k] >= nzones)
+                return -EINVAL;
+            addr[k] = pos;
+            pos += (uintptr_t)lens[k];
+            left[s] -= lens[k];
+            k++;
+        }
+    }
+    if (k != n)
+        return -EINVAL;
+    int r = ur_zone_append(e, ngfd, nsid, lba_size, zone_lbas, addr, lens, zone, nzones, n, qd, res, alba,
+                           done_ns);
+    if (r == -EINVAL || r == -EOPNOTSUPP)    /* refused before anything was sent */
+        return r;                            /* (a ring failure shows in res: 0 below) */
+    uint64_t expect = expect_lba;
+    for (uint32_t i = 0; i < n; i++) {
+        if (res[i] != 0 || alba[i] != expect)
+            return 0;
+        expect += (uint64_t)lens[i] / lba_size;
+    }
+    return 1;
+}

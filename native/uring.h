@@ -57,5 +57,19 @@ int ur_rw(ur_engine *e, int fd, int write, uint8_t *buf, const int64_t *offs, co
 int ur_zone_append(ur_engine *e, int ngfd, uint32_t nsid, uint32_t lba_size, uint64_t zone_lbas,
                    const uint64_t *addr, const int64_t *lens, const int64_t *zone, uint32_t nzones,
                    uint32_t n, uint32_t qd, int32_t *res, uint64_t *alba, int64_t *done_ns);
+
+/* The store's usual batch of write units in one call (each Python step costs tens of microseconds
+ * in a TCG guest): ur_zone_append of n <= UR_RUN_MAX requests cut back to back from two buffers
+ * (seg0: seg0_bytes, then seg1: seg1_bytes; a buffer of 0 bytes is skipped; each holds whole
+ * requests, each at most max_len bytes). Returns 1 when every append landed back to back in
+ * request order from LBA expect_lba; 0 when they completed otherwise (res, alba as
+ * ur_zone_append; a ring failure shows there too); -EINVAL (buffers not dword aligned or not
+ * holding the requests exactly, a bad length or zone), -E2BIG (n too large) or -EOPNOTSUPP with
+ * nothing sent. */
+#define UR_RUN_MAX 64
+int ur_append_run(ur_engine *e, int ngfd, uint32_t nsid, uint32_t lba_size, uint64_t zone_lbas,
+                  const uint8_t *seg0, int64_t seg0_bytes, const uint8_t *seg1, int64_t seg1_bytes,
+                  const int64_t *lens, int64_t max_len, const int64_t *zone, uint32_t nzones,
+                  uint32_t n, uint32_t qd, uint64_t expect_lba, int32_t *res, uint64_t *alba);
 /* cffi:end */
 #endif

@@ -226,3 +226,37 @@ def test_registered_buffers_are_off_by_default_and_can_be_turned_on(loopdev):
         assert sync.registered_buffers is False
     finally:
         sync.close()
+
+
+@needs_uring
+def test_append_run_refuses_bad_batches_before_sending_and_reports_a_refused_command():
+    """``UringEngine.append_run`` (``ur_append_run``): a batch whose buffers are not dword aligned,
+    do not hold the requests exactly, has a request too long or a zone out of range, or too many
+    requests, is refused with nothing sent (the caller's general path names the error). On a file
+    that takes no NVMe commands (``/dev/null``) the requests complete without landing where the
+    store expects them: 0, with the results and LBAs."""
+    eng = UringEngine(16, passthrough=True)
+    fd = os.open("/dev/null", os.O_RDWR)
+    try:
+        data = aligned_empty(6 * PAGE)
+        lens = np.array([2 * PAGE, PAGE, 3 * PAGE], np.int64)
+        zones = np.array([1, 1, 1], np.int64)
+
+        def run(segs, lengths=lens, zs=zones, max_len=4 * PAGE):
+            return eng.append_run(fd, 1, PAGE, 256, 4, 8, segs, lengths, zs, 256, max_len)
+
+        assert run((data[1:6 * PAGE - 3],))[0] == -errno.EINVAL             # not dword aligned
+        assert run((data[:5 * PAGE],))[0] == -errno.EINVAL                  # does not add up
+        assert run((data[:PAGE], data[PAGE:]))[0] == -errno.EINVAL          # a request across buffers
+        assert run((data,), max_len=2 * PAGE)[0] == -errno.EINVAL           # longer than the append limit
+        assert run((data,), zs=np.array([1, 1, 4], np.int64))[0] == -errno.EINVAL
+        assert run((data.reshape(6, PAGE)[:, :PAGE // 2],))[0] == -errno.EINVAL   # not contiguous
+        many = np.full(65, PAGE, np.int64)
+        assert run((aligned_empty(65 * PAGE),), many, np.ones(65, np.int64))[0] == -errno.E2BIG
+        assert eng.stats()["requests"] == 0
+        r, res, alba = run((data[:2 * PAGE], data[2 * PAGE:]))
+        assert r == 0 and len(res) == 3 and alba.size == 3
+        assert eng.stats()["requests"] == 3
+    finally:
+        os.close(fd)
+        eng.close()

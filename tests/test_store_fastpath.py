@@ -19,6 +19,7 @@ from test_store_reliability import pages_for
 
 PS = 4096
 GUEST = "emu://?zones=64&zone_size=16MiB&zone_capacity=12MiB&max_open=14&max_active=14&max_append=512KiB&preset=none"
+GUEST_504 = GUEST.replace("max_append=512KiB", "max_append=504KiB")
 SMALL = "emu://?zones=24&zone_size=2MiB&zone_capacity=1536KiB&max_open=8&max_active=8&max_append=128KiB&preset=none"
 
 pytestmark = pytest.mark.skipif(store_native.load() is None, reason="zswap_host._native built without store.c")
@@ -70,9 +71,24 @@ def same(a: dict, b: dict) -> None:
             assert x == y, k
 
 
-def pair(url: str, cfg: StoreConfig):
+def with_append_run(dev):
+    """Give an emulated device ``LinuxZonedDevice.append_run``'s contract (True when the units
+    landed back to back from ``expect``, else ``append_batch``'s result): the store's path for it."""
+    def append_run(zones, segs, lengths, qd, expect):
+        offsets, failures = dev.append_batch(zones, segs, lengths, qd)
+        starts = expect + np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        return True if not failures and np.array_equal(offsets, starts) else (offsets, failures)
+    dev.append_run = append_run
+    return dev
+
+
+def pair(url: str, cfg: StoreConfig, run: bool = False):
+    """A store with the C helpers and the numpy reference on identical devices (``run``: the
+    first device has ``append_run``)."""
     devs = [open_device(url), open_device(url)]
     fails = [FailAt(d) for d in devs]
+    if run:
+        with_append_run(devs[0])
     return [SwapStore(devs[0], cfg), SwapStore(devs[1], cfg, native=False)], devs, fails
 
 
@@ -98,10 +114,13 @@ def both(stores, fn):
     return a
 
 
-def test_the_fast_path_is_taken_and_agrees_on_fresh_batches_of_2mib():
+@pytest.mark.parametrize("url", [GUEST, GUEST_504])
+@pytest.mark.parametrize("run", [False, True])
+def test_the_fast_path_is_taken_and_agrees_on_fresh_batches_of_2mib(run, url):
     """The guest's namespace shape, 2 MiB calls of fresh ids until half the device is full (the
-    issue's sequence): the C helpers and one commit per batch, the same state as numpy."""
-    stores, _, _ = pair(GUEST, StoreConfig(placement="temporal", prefetch=False))
+    issue's sequence): the C helpers and one commit per batch, the same state as numpy (with the
+    guest's 504 KiB append limit each call also tops up and leaves a tail in the write buffer)."""
+    stores, _, _ = pair(url, StoreConfig(placement="temporal", prefetch=False), run)
     ids = np.arange(64 * 3072 // 2)
     for i in range(0, ids.size, 512):
         both(stores, lambda st: st.swap_out(ids[i:i + 512], pages_for(ids[i:i + 512])))
@@ -112,19 +131,22 @@ def test_the_fast_path_is_taken_and_agrees_on_fresh_batches_of_2mib():
     assert fast["one_batch_calls"] >= ids.size // 512 - 2 * (ids.size // 3000) - 2   # all but zone ends
     assert stores[1].fast_path["one_batch_calls"] == 0
     assert stores[1].fast_path["prepared"] == 0
+    if url == GUEST_504:                                      # the buffer was staged and committed in C
+        assert stores[0]._native._bufs
     for st in stores:
         st.check()
         assert np.array_equal(st.swap_in(ids[::97]), pages_for(ids[::97]))
 
 
+@pytest.mark.parametrize("run", [False, True])
 @pytest.mark.parametrize("placement", ["temporal", "stream", "hotness"])
-def test_a_mixed_run_with_failures_mid_batch_agrees_with_the_reference(placement):
+def test_a_mixed_run_with_failures_mid_batch_agrees_with_the_reference(placement, run):
     """Random batch sizes (a page to several units), overwrites, repeated ids in a batch, discards,
     swap-ins, flushes, GC under pressure, ids too large for the direct array, and write failures
     injected at the 1st..4th append of a call (one, two, or many in a row)."""
     rng = np.random.default_rng(7)
     cfg = StoreConfig(placement=placement, write_size=128 << 10, prefetch=placement == "stream")
-    stores, devs, fails = pair(SMALL, cfg)
+    stores, devs, fails = pair(SMALL, cfg, run)
     cap = stores[0].capacity_pages
     universe = cap * 3 // 4
     version = 0
@@ -165,12 +187,13 @@ def test_a_mixed_run_with_failures_mid_batch_agrees_with_the_reference(placement
     assert stores[0].fast_path["one_batch_calls"] > 10
 
 
-def test_a_failed_one_batch_call_goes_through_the_general_landing_and_agrees():
+@pytest.mark.parametrize("run", [False, True])
+def test_a_failed_one_batch_call_goes_through_the_general_landing_and_agrees(run):
     """A call on the one-batch path (a buffered unit and the caller's units) whose 1st..5th append
     fails: its units are retried as the general path's would be (``_land``), same state."""
     cfg = StoreConfig(placement="temporal", prefetch=False)
     for at in range(1, 6):
-        stores, devs, fails = pair(GUEST, cfg)
+        stores, devs, fails = pair(GUEST, cfg, run)
         ids = np.arange(4000, dtype=np.int64)
         both(stores, lambda st: st.swap_out(ids[:520], pages_for(ids[:520])))   # 8 pages stay buffered
         before = stores[0].fast_path["one_batch_calls"]
@@ -376,3 +399,57 @@ def test_linux_zoned_lean_append_leaves_other_batches_to_the_general_path():
     assert ring.small_calls == 0
     d.append_batch(np.array([0, 3]), np.zeros(2 * PS, np.uint8), lengths)
     assert ring.small_calls == 1
+
+
+class _FakeRunRing(_FakeSmallRing):
+    """``_FakeSmallRing`` with the engine's ``append_run``: the requests' addresses cut from the
+    buffers, landed by ``append``, and 1 when they landed back to back from ``expect_lba``."""
+
+    def __init__(self, fail=(), refuse=False):
+        super().__init__(fail)
+        self.run_calls, self.refuse = 0, refuse
+
+    def append_run(self, ngfd, nsid, lba_size, zone_lbas, nzones, qd, segs, lengths, zones, expect_lba, max_len):
+        self.run_calls += 1
+        if self.refuse:
+            return -22, None, None
+        addrs, k = [], 0
+        for s in segs:
+            pos, left = s.ctypes.data, s.nbytes
+            while left > 0:
+                addrs.append(pos)
+                pos, left, k = pos + int(lengths[k]), left - int(lengths[k]), k + 1
+        res, alba, _ = self.append(ngfd, nsid, lba_size, zone_lbas, None, lengths, zones, nzones, qd, addrs)
+        alba = alba.astype(np.int64)
+        expect = expect_lba + np.concatenate(([0], np.cumsum(lengths)[:-1])) // lba_size
+        if not res.any() and np.array_equal(alba, expect):
+            return 1, None, None
+        return 0, res.tolist(), alba
+
+
+@pytest.mark.parametrize("fail", [(), (1,)])
+@pytest.mark.parametrize("refuse", [False, True])
+@pytest.mark.parametrize("expect_at", [0, 1])
+def test_linux_zoned_append_run_agrees_with_append_batch(fail, refuse, expect_at):
+    """``LinuxZonedDevice.append_run`` (the store's usual batch and where it expects it): True when
+    the units landed back to back from ``expect``; otherwise, or when the engine's one call refuses
+    the batch, the same offsets, failures and counters as ``append_batch``."""
+    data = np.zeros(6 * PS, np.uint8)
+    head, rest = data[:PS], data[2 * PS:]
+    lengths = np.array([PS, 2 * PS, PS, PS], np.int64)
+    zones = np.array([1, 1, 1, 1], np.int64)
+    run_ring, ring = _FakeRunRing(fail, refuse), _FakeSmallRing(fail)
+    d1, d2 = _fake_linux_zoned(run_ring), _fake_linux_zoned(ring)
+    expect = (1 << 20) + expect_at * PS
+    out = d1.append_run(zones, (head, rest), lengths, 8, expect)
+    o2, f2 = d2.append_batch(zones, (head, rest), lengths)
+    assert run_ring.run_calls == 1 and run_ring.small_calls == int(refuse)
+    if not fail and not expect_at:
+        assert out is True
+    else:
+        o1, f1 = out
+        assert o1.tolist() == o2.tolist() and [(k, str(e)) for k, e in f1] == [(k, str(e)) for k, e in f2]
+    assert run_ring.seen == ring.seen
+    for a in ("_appends", "_max_batches_at_once", "_in_flight_batches"):
+        assert getattr(d1, a) == getattr(d2, a), a
+    assert d1._io.write_bytes == d2._io.write_bytes and d1._io.write_hist == d2._io.write_hist

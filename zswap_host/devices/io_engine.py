@@ -20,6 +20,7 @@ asked for but cannot run, it falls back to ``sync`` and says why in one line on 
 from __future__ import annotations
 
 import contextlib
+import errno
 import sys
 import time
 from typing import Protocol
@@ -128,6 +129,7 @@ class UringEngine:
         self._e = out[0]
         self._st = None
         self._small = None         # append_small's arrays and pointers
+        self._ptr_cache: dict = {}  # id(array) -> (array, pointer): append_run's reused plan arrays
         self._final: dict = {}
         self.depth = depth
         self.passthrough = passthrough
@@ -214,6 +216,48 @@ class UringEngine:
         if r == -95:
             raise ValueError("this ring was opened without passthrough")
         return res[:n].tolist(), alba[:n].astype(np.int64)
+
+    def append_run(self, ngfd: int, nsid: int, lba_size: int, zone_lbas: int, nzones: int, qd: int, segs: tuple,
+                   lengths: np.ndarray, zones: np.ndarray, expect_lba: int, max_len: int) -> tuple:
+        """The store's usual batch in one C call (``ur_append_run``): the appends of ``lengths`` /
+        ``zones`` (int64 arrays the caller reuses: their pointers are cached) cut back to back from
+        ``segs`` (one or two C-contiguous arrays), each at most ``max_len`` bytes. Returns
+        (1, None, None) when every append landed back to back in order from ``expect_lba``;
+        (0, results, LBAs) as ``append_small`` when they completed otherwise; (-errno, None, None)
+        when the batch was refused with nothing sent (not aligned, not adding up, too many: the
+        caller takes the general path). Callers serialise batches (the result arrays are the
+        engine's)."""
+        n = lengths.size
+        if n > self.SMALL or not 0 < len(segs) <= 2:
+            return -errno.E2BIG, None, None
+        for s in segs:
+            if type(s) is not np.ndarray or not s.flags.c_contiguous:
+                return -errno.EINVAL, None, None
+        sc = self._small
+        if sc is None:
+            sc = self._small = self._make_small()
+        (_, _, _, res, alba, _), p = sc
+        fb = self._ffi.from_buffer
+        pc = self._ptr_cache
+        lp = pc.get(id(lengths))
+        if lp is None or lp[0] is not lengths:
+            if len(pc) > 512:
+                pc.clear()
+            lp = pc[id(lengths)] = (lengths, fb("int64_t[]", lengths))
+        zp = pc.get(id(zones))
+        if zp is None or zp[0] is not zones:
+            zp = pc[id(zones)] = (zones, fb("int64_t[]", zones))
+        s0 = segs[0]
+        if len(segs) == 2:
+            s1 = segs[1]
+            a1, b1 = fb("uint8_t[]", s1), s1.nbytes
+        else:
+            a1, b1 = self._ffi.NULL, 0
+        r = self._lib.ur_append_run(self._e, ngfd, nsid, lba_size, zone_lbas, fb("uint8_t[]", s0), s0.nbytes, a1, b1,
+                                    lp[1], max_len, zp[1], nzones, n, max(1, qd), expect_lba, p[3], p[4])
+        if r:
+            return r, None, None
+        return 0, res[:n].tolist(), alba[:n].astype(np.int64)
 
     def _make_small(self) -> tuple:
         n = self.SMALL

@@ -378,6 +378,48 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
         self._count_landed(ll, dt)
         return offsets, []
 
+    def append_run(self, zones: np.ndarray, segs: tuple, lengths: np.ndarray, qd: int, expect: int):
+        """``append_batch(zones, segs, lengths, qd)`` for the store's usual batch, which expects the
+        units to land back to back in order from byte ``expect``: True when they did (counted as
+        any batch), else ``append_batch``'s (offsets, failures). On the uring-cmd path one C call
+        (``UringEngine.append_run``) cuts, sends, reaps and checks them; any other path, or a batch
+        that call refuses with nothing sent, is ``append_batch`` (which checks it and names what is
+        wrong)."""
+        eng = self._append_engine
+        run = getattr(eng, "append_run", None)
+        g = self.geometry
+        bs = g.block_size
+        if self._ngfd >= 0 and self._passthrough and run is not None and type(zones) is np.ndarray \
+                and type(lengths) is np.ndarray and zones.dtype == lengths.dtype == np.int64 and expect % bs == 0:
+            with self._append_lock:
+                with self._stat_lock:
+                    self._in_flight_batches += 1
+                    if self._in_flight_batches > self._max_batches_at_once:
+                        self._max_batches_at_once = self._in_flight_batches
+                try:
+                    t = time.perf_counter()
+                    r, res, alba = run(self._ngfd, self.nsid, bs, g.zone_size // bs, g.nr_zones, qd, segs, lengths,
+                                       zones, expect // bs, g.max_append or g.zone_size)
+                    dt = time.perf_counter() - t
+                finally:
+                    with self._stat_lock:
+                        self._in_flight_batches -= 1
+            if r == 1:
+                self._count_landed(lengths.tolist(), dt)
+                return True
+            if r == 0:
+                alba *= bs
+                if any(res):
+                    return self._append_results(zones, None, lengths, qd, segs, np.array(res, np.int32), alba, dt)
+                self._count_landed(lengths.tolist(), dt)
+                return alba, []
+        out = self.append_batch(zones, segs, lengths, qd)
+        offsets = out[0]
+        if not out[1] and offsets.size and int(offsets[0]) == expect and \
+                np.array_equal(offsets, expect + np.concatenate(([0], np.cumsum(lengths)[:-1]))):
+            return True
+        return out
+
     def _count_landed(self, ll: list, dt: float) -> None:
         """Stats of a uring-cmd batch whose appends all landed (``ll``: their lengths as ints, counted
         without numpy). The most appends in flight per zone is the engine's, read by engine_stats."""

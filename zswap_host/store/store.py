@@ -128,6 +128,9 @@ class SwapStore:
         lib = load_native() if native else None     # per-page bookkeeping in C (store/native.py)
         self._native = NativeBook(self, *lib) if lib is not None else None
         self._lens_cache: dict = {}                 # plan of write units -> (zones, byte lengths) arrays
+        # the device's append_batch that also says whether the units landed back to back where the
+        # store expects them (LinuxZonedDevice: one C call on the uring-cmd path), or None
+        self._append_run = getattr(device, "append_run", None)
         self.fast_path = {"prepared": 0, "one_commit_batches": 0, "one_batch_calls": 0}   # taken (tests look)
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -624,6 +627,7 @@ class SwapStore:
         buf, unit, i, n = self._buffers[k], self._unit_pages, 0, handles.size
         done = np.zeros(n, bool)
         clean = False                            # True: nothing past i was written (no error)
+        ctx = None                               # the C helpers' pointers into this batch (one-batch plan)
         try:
             if buf.n + n < unit:
                 i = n
@@ -631,11 +635,13 @@ class SwapStore:
                 return
             plan = self._one_batch_plan(k, n) if self._native is not None else None
             if plan is not None:                 # the usual call: one batch, planned in a few steps
+                ctx = self._native.batch_ctx(handles, pages)    # None: the numpy steps
                 top = plan[1]
                 if top:
                     i = top
-                    self._buffer(k, handles[:top], pages[:top])
-                i += self._one_batch(k, handles[i:], pages[i:], done[i:], plan)
+                    if ctx is None or not self._native.stage(buf, k + 1, ctx, 0, top):
+                        self._buffer(k, handles[:top], pages[:top])
+                i += self._one_batch(k, handles, pages, done, plan, i, ctx)
             else:
                 if buf.n and buf.n < self._min_write_pages:  # top the buffer up to one write unit
                     i = unit - buf.n
@@ -651,7 +657,8 @@ class SwapStore:
         finally:
             if i < n:                            # what is not on the device waits in the buffer
                 if clean:                        # the tail, as slices (no gather)
-                    self._buffer(k, handles[i:], pages[i:])
+                    if ctx is None or not self._native.stage(buf, k + 1, ctx, i, n - i):
+                        self._buffer(k, handles[i:], pages[i:])
                 else:
                     rest = np.flatnonzero(~done[i:]) + i
                     self._buffer(k, handles[rest], pages[rest])
@@ -682,12 +689,15 @@ class SwapStore:
             return None
         return z, top, b, w, ("one", z, b, w)
 
-    def _one_batch(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray, plan: tuple) -> int:
-        """Write ``_one_batch_plan``'s units as one ``append_batch`` (the buffer's unit and the
-        caller's pages as two buffers: no view per unit); when they landed back to back from the
-        zone's cursor (the usual batch), commit them as two runs. Anything else (a failure, another
-        order) goes to ``_land`` as the general path's jobs would, retries included. Returns the
-        caller's pages written (a prefix); ``done`` marks them as ``_write_jobs`` does."""
+    def _one_batch(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray, plan: tuple, at: int,
+                   ctx: tuple | None) -> int:
+        """Write ``_one_batch_plan``'s units (the caller's from ``handles[at:]``) as one
+        ``append_batch`` (the buffer's unit and the caller's pages as two buffers: no view per
+        unit), or the device's ``append_run``; when they landed back to back from the zone's cursor
+        (the usual batch), commit them as one run (``ctx``: in one C call). Anything else (a
+        failure, another order) goes to ``_land`` as the general path's jobs would, retries
+        included. Returns the caller's pages written (a prefix of ``handles[at:]``); ``done``
+        marks them as ``_write_jobs`` does."""
         z, _, b, w, key = plan
         ps, unit, least = self.page_size, self._unit_pages, self._min_write_pages
         buf = self._buffers[k]
@@ -697,32 +707,42 @@ class SwapStore:
             zarr, lbytes = self._plan_arrays(tuple((z, m) for m in lens))
             arrays = self._lens_cache[key] = (zarr, lbytes, lens)
         zarr, lbytes, lens = arrays
-        if b:
-            bids = buf.ids[:b].copy()
-            data = (buf.data[:b], pages[:w])
+        first = z * self._slots.slots_per_zone + self._zones.written(z)
+        mine = pages[at:at + w]
+        run = self._append_run
+        if run is not None:                      # the device checks where the units landed
+            out = run(zarr, (buf.data[:b], mine) if b else (mine,), lbytes, self.config.append_qd, first * ps)
+            landed = out is True
+            if not landed:
+                offsets, failures = out
         else:
-            data = pages[:w]
-        offsets, failures = self.device.append_batch(zarr, data, lbytes, self.config.append_qd)
-        if not failures:
-            first = z * self._slots.slots_per_zone + self._zones.written(z)
-            expect = first * ps
-            for off, m in zip(offsets.tolist(), lens):
-                if off != expect:
-                    break
-                expect += m * ps
-            else:                                # back to back in plan order: the usual batch
-                full = False
-                if b:
-                    full = self._commit(bids, z, first * ps, False, True)
-                    buf.drop_front(b)
-                if self._commit(handles[:w], z, (first + b) * ps, False, False):
-                    full = True
-                done[:w] = True
-                if full:
-                    self._seal(self._group_of[k], z)
-                self.fast_path["one_commit_batches"] += 1
-                self.fast_path["one_batch_calls"] += 1
-                return w
+            offsets, failures = self.device.append_batch(zarr, (buf.data[:b], mine) if b else mine, lbytes,
+                                                         self.config.append_qd)
+            landed = not failures
+            if landed:
+                expect = first * ps
+                for off, m in zip(offsets.tolist(), lens):
+                    if off != expect:
+                        landed = False
+                        break
+                    expect += m * ps
+        if landed:                               # back to back in plan order: the usual batch, one commit
+            if ctx is not None:                  # the cursor is first: record cannot refuse it
+                full = self._zones.record(z, first, self._native.commit_run(buf, b, ctx, at, w, first))
+            elif b:
+                full = self._commit(np.concatenate((buf.ids[:b], handles[at:at + w])), z, first * ps, False, True)
+            else:
+                full = self._commit(handles[at:at + w], z, first * ps, False, False)
+            if b:
+                buf.drop_front(b)
+            done[at:at + w] = True
+            if full:
+                self._seal(self._group_of[k], z)
+            self.fast_path["one_commit_batches"] += 1
+            self.fast_path["one_batch_calls"] += 1
+            return w
+        bids = buf.ids[:b].copy()
+        handles, pages, done = handles[at:], pages[at:], done[at:]
         # the general path's jobs and plan for what happened
         plan_units, a, j = [], 0, 0
         if b:
