@@ -116,6 +116,8 @@ def test_a_hot_set_written_every_round_survives_a_cold_sweep():
     assert off.rearms == off.rearm_faults == 0
     assert off.pages_in >= 8  # FIFO-like: the hot set went out (and came back) at least once
     assert on.rearms > 0 and on.rearm_faults > 0
-    assert on.pages_in * 4 <= off.pages_in, (on.pages_in, off.pages_in)
+    # how many re-reads remain with it on depends on when the eviction thread's hand runs: 8 on a
+    # quiet machine, 24 seen on a loaded one, against off's 80; half is the claim, with margin
+    assert on.pages_in * 2 <= off.pages_in, (on.pages_in, off.pages_in)
     # the cold sweep costs the same either way: one zero-fill per cold page, nothing read back
     assert on.zero_fills == off.zero_fills
