@@ -43,6 +43,9 @@ def _run(trace, iface, soft, payload):
     out = {k: v for k, v in b.stats().as_dict().items() if "wall" not in k}
     out["clock"] = clock()
     out["erases"] = dev.erase_counts().tolist()
+    if soft == "linux":                         # orphans (slots freed at a fault) happened, kept as wide
+        out["orphan_pool_width"] = b._opool.shape[1] if b._opool.shape[0] else None   # as the device keeps pages
+        out["pool_rows"] = b._opool.shape[0]
     b.close()
     dev.close()
     return out
@@ -52,6 +55,9 @@ def _run(trace, iface, soft, payload):
 def test_same_modeled_stats_without_payload(trace, iface, soft):
     with_bytes, words_only = _run(trace, iface, soft, True), _run(trace, iface, soft, False)
     assert with_bytes["gc_write_bytes"] > 0 or soft == "linux"        # the store GC ran: it reads pages back
+    if soft == "linux":
+        assert with_bytes.pop("orphan_pool_width") == 4096 and words_only.pop("orphan_pool_width") == 8
+        assert with_bytes["pool_rows"] > 0
     assert words_only == with_bytes
 
 
@@ -90,3 +96,26 @@ def test_verification_catches_a_corrupted_fingerprint(trace):
     with pytest.raises(PageCorruptError, match=f"page {victim}") as e:
         replay(store, part(k, k + 1), verify=True, versions=vers)
     assert e.value.page_ids.tolist() == [victim]
+
+
+def test_linux_model_keeps_only_the_word_of_an_orphan_on_a_payload_free_device():
+    # over half full, a fault frees the page's slot (vm_swap_full) and the model keeps the page's
+    # bytes for a caller that drops it clean; on a payload-free device only its first word, as the
+    # device would: a clean re-fault returns the word, zeros after
+    from zswap_host.workloads.page_words import PageImages, PageVersions, first_words
+
+    n = 3000
+    for payload in (True, False):
+        dev = open_device(URLS["conventional"] + ("" if payload else "&payload=0"), zoned=False)
+        sw = linux_swap(dev, BUDGET)
+        vers, ids = PageVersions(n), np.arange(n)
+        pages = PageImages(4096).of(vers.stamp(ids)).copy()
+        pages[:, 8:] = 7                                  # bytes a payload-free device drops
+        sw.swap_out(ids, pages)
+        got = sw.swap_in(ids[:64])
+        assert sw.stats().extra["slots_freed_on_fault"] > 0 and sw._opool.shape[1] == (4096 if payload else 8)
+        again = sw.swap_in(ids[:64])                      # dropped clean, faulted again: from the pool
+        assert (first_words(again) == vers.words(ids[:64])).all()
+        assert (again == got).all() and (again[:, 8:] == (7 if payload else 0)).all()
+        sw.close()
+        dev.close()

@@ -159,7 +159,10 @@ class ConventionalSwap:
         # ... and its bytes, for a caller that drops it clean: rows of a pool (handle -> row), so a
         # call's orphans are stored and read with one copy each way
         self._orow = np.full(1024, -1, np.int64)
-        self._opool = np.empty((0, PAGE_SIZE), np.uint8)
+        # a payload-free device keeps a page's first 8 bytes only (devices/fingerprint.py): so does the
+        # pool then, else orphans alone would hold the working set's bytes in RAM
+        self._owidth = PAGE_SIZE if getattr(device, "payload", True) else 8
+        self._opool = np.empty((0, self._owidth), np.uint8)
         self._ofree: list[int] = []                    # pool rows not in use
         self._orphans = 0
         self._freed_on_fault = 0
@@ -264,7 +267,7 @@ class ConventionalSwap:
         if len(self._ofree) < k:                      # grow the pool (doubling)
             old = self._opool.shape[0]
             size = max(2 * old, old + k - len(self._ofree), 64)
-            pool = np.empty((size, PAGE_SIZE), np.uint8)
+            pool = np.empty((size, self._owidth), np.uint8)
             pool[:old] = self._opool
             self._opool = pool
             self._ofree.extend(range(size - 1, old - 1, -1))
@@ -272,7 +275,7 @@ class ConventionalSwap:
         del self._ofree[-k:]
         rows = np.array(rows, np.int64)
         self._orow[h] = rows
-        self._opool[rows] = pages
+        self._opool[rows] = pages[:, :self._owidth]
         self._orphans += k
 
     def _drop_orphans(self, h: np.ndarray) -> None:
@@ -479,7 +482,11 @@ class ConventionalSwap:
                 self._cache.fill(p.puts, lambda ref: (pages[ref[1]].copy(), float(done[ref[0]])))
             if orph.any():
                 op = firsts[orph]
-                out[op] = self._opool[self._orow[hx[op]]]
+                if self._owidth == PAGE_SIZE:
+                    out[op] = self._opool[self._orow[hx[op]]]
+                else:                                 # the device's read: the word, zeros after
+                    out[op] = 0
+                    out[op, :self._owidth] = self._opool[self._orow[hx[op]]]
             if src is not None:
                 dup = np.flatnonzero(src != np.arange(n))
                 out[dup] = out[src[dup]]
