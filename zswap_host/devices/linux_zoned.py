@@ -359,17 +359,13 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
         if k != n:
             return None
         with self._append_lock:
-            with self._stat_lock:
-                self._in_flight_batches += 1
-                if self._in_flight_batches > self._max_batches_at_once:
-                    self._max_batches_at_once = self._in_flight_batches
+            self._batch_begins()
             try:
                 t = time.perf_counter()
                 res, alba = small(self._ngfd, self.nsid, bs, g.zone_size // bs, nz, qd, zl, ll, addrs)
                 dt = time.perf_counter() - t
             finally:
-                with self._stat_lock:
-                    self._in_flight_batches -= 1
+                self._batch_ends()
         offsets = alba
         offsets *= bs
         if any(res):
@@ -392,18 +388,14 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
         if self._ngfd >= 0 and self._passthrough and run is not None and type(zones) is np.ndarray \
                 and type(lengths) is np.ndarray and zones.dtype == lengths.dtype == np.int64 and expect % bs == 0:
             with self._append_lock:
-                with self._stat_lock:
-                    self._in_flight_batches += 1
-                    if self._in_flight_batches > self._max_batches_at_once:
-                        self._max_batches_at_once = self._in_flight_batches
+                self._batch_begins()
                 try:
                     t = time.perf_counter()
                     r, res, alba = run(self._ngfd, self.nsid, bs, g.zone_size // bs, g.nr_zones, qd, segs, lengths,
                                        zones, expect // bs, g.max_append or g.zone_size)
                     dt = time.perf_counter() - t
                 finally:
-                    with self._stat_lock:
-                        self._in_flight_batches -= 1
+                    self._batch_ends()
             if r == 1:
                 self._count_landed(lengths.tolist(), dt)
                 return True
@@ -465,17 +457,14 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
                     a = int(ffi.cast("uintptr_t", ffi.from_buffer("uint8_t[]", u)))
                 addrs.append(a)
         with self._append_lock:
-            with self._stat_lock:              # _running() without a generator per batch
-                self._in_flight_batches += 1
-                self._max_batches_at_once = max(self._max_batches_at_once, self._in_flight_batches)
+            self._batch_begins()
             try:
                 t = time.perf_counter()
                 res, alba, _ = eng.append(self._ngfd, self.nsid, g.block_size, g.zone_size // g.block_size, units,
                                           lengths, zones, g.nr_zones, qd, addrs)
                 dt = time.perf_counter() - t
             finally:
-                with self._stat_lock:
-                    self._in_flight_batches -= 1
+                self._batch_ends()
         offsets = alba.view(np.int64)
         offsets *= g.block_size
         return self._append_results(zones, units, lengths, qd, view, res, offsets, dt)
