@@ -48,13 +48,10 @@ def check_runs(names) -> tuple[str, ...]:
     return runs
 
 
-def payload_free(url: str) -> str:
-    return url + ("&" if "?" in url else "?") + "payload=0"
-
-
 def run_url(name: str, sizing: Sizing) -> str:
     """The (payload-free) device URL run ``name`` opens."""
     from ..bench.same_flash import fdp_url, ocssd_url
+    from ..sweep.point import payload_free
 
     url = {"linux-swap": sizing.baseline_url, "linux-swap-batched": sizing.baseline_url,
            "store-on-conventional": sizing.baseline_url, "store-on-fdp": fdp_url(sizing.baseline_url),
