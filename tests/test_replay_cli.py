@@ -105,9 +105,14 @@ class _WrongPage:
         self._b, self._nth, self._calls = backend, nth, 0
 
     def swap_in(self, ids):
-        got = self._b.swap_in(ids)
+        return self._swapped(self._b.swap_in(ids))
+
+    def swap_in_words(self, ids):               # what the replay reads with (a store has it)
+        return self._swapped(self._b.swap_in_words(ids))
+
+    def _swapped(self, got):
         self._calls += 1
-        if self._calls == self._nth and len(ids) > 1:
+        if self._calls == self._nth and len(got) > 1:
             got = np.array(got)
             got[[0, 1]] = got[[1, 0]]
         return got

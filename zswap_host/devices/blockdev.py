@@ -23,6 +23,7 @@ class EmulatedBlockDevice(ModelClock):
     or None (timing off). Data lives in memory or in a sparse file; TRIMmed ranges read as zeros."""
 
     kind = "emulated-conventional"
+    word_reads = True       # read_batch(..., words=True)
     zoned = False
     interface = "conventional"
 
@@ -52,14 +53,16 @@ class EmulatedBlockDevice(ModelClock):
         return {"kind": "conventional", "size": self.size, "block_size": self.block_size, "preset": self.preset,
                 "op": self.op}
 
-    def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32, *,
+                   words: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Read many ranges as one queue of requests (at most ``qd`` in flight). Returns the bytes
-        concatenated in request order and each request's completion time on ``now()``'s clock."""
+        concatenated in request order and each request's completion time on ``now()``'s clock.
+        ``words``: the first 64-bit word of every block instead (``read_groups``)."""
         offsets = np.asarray(offsets, np.int64)
-        return self.read_groups(offsets, lengths, np.array([offsets.size]), np.array([qd]))
+        return self.read_groups(offsets, lengths, np.array([offsets.size]), np.array([qd]), words=words)
 
     def read_groups(self, offsets: np.ndarray, lengths: np.ndarray, group_sizes: np.ndarray,
-                    group_qds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                    group_qds: np.ndarray, *, words: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Serial groups of reads in one call (a thread's page faults): group ``g`` is the next
         ``group_sizes[g]`` ranges read as one queue of depth ``group_qds[g]``, issued when group
         ``g - 1`` has completed — the same as one :meth:`read_batch` per group. Returns the bytes of
@@ -69,7 +72,7 @@ class EmulatedBlockDevice(ModelClock):
         group_sizes = check_groups(group_sizes, group_qds, offsets.size, "read")
         check_batch(offsets, lengths, self.block_size, self.size, "read")
         with self._lock:
-            out = self._backing.gather(offsets, lengths, self.block_size)
+            out = (self._backing.gather_words if words else self._backing.gather)(offsets, lengths, self.block_size)
             self._io.read_many(lengths)
             return out, self._charge_groups(_READ, offsets, lengths, group_sizes, group_qds)
 

@@ -70,6 +70,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
     overlapped_io = False      # the timing model sees one request stream, in order
 
     kind = "emulated-zns"
+    word_reads = True       # read_batch(..., words=True)
     zoned = True
     interface = "zns"
 
@@ -363,9 +364,13 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
             self._io.read(length)
             return out
 
-    def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    def read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int = 32, *,
+                   words: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Read many ranges as one queue of requests (at most ``qd`` in flight). Returns the bytes
-        concatenated in request order and each request's completion time on ``now()``'s clock."""
+        concatenated in request order and each request's completion time on ``now()``'s clock.
+        ``words`` (``word_reads``): instead of the bytes, the first 64-bit word of every block
+        (uint64), all a payload-free medium keeps, without building the blocks; same checks, time
+        and counters."""
         offsets = np.asarray(offsets, np.int64)
         lengths = np.asarray(lengths, np.int64)
         g = self.geometry
@@ -385,7 +390,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
                 self._io.read_hist[n] += lengths.size
             else:
                 self._io.read_many(lengths)
-            return self._media_read_batch(offsets, lengths, qd)
+            return self._media_read_batch(offsets, lengths, qd, words)
 
     # -- the medium: data in the backing, time in the SSD model (a zoned view overrides these) -----
     def _media_write(self, start: int, view: np.ndarray) -> None:
@@ -397,8 +402,9 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
         self._charge(_READ, offset, length)
         return out
 
-    def _media_read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int) -> tuple[np.ndarray, np.ndarray]:
-        out = self._backing.gather(offsets, lengths, self.geometry.block_size)
+    def _media_read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int,
+                          words: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        out = (self._backing.gather_words if words else self._backing.gather)(offsets, lengths, self.geometry.block_size)
         return out, self._charge_batch(_READ, offsets, lengths, qd)
 
     def _media_reset(self, z: int, written: int) -> None:

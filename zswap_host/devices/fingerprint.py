@@ -20,6 +20,11 @@ import numpy as np
 WORD = 8        # bytes of a block the medium keeps
 
 
+def first_words(blocks: np.ndarray) -> np.ndarray:
+    """The first 64-bit word of each block (uint8 (n, width >= 8)): uint64 (n,)."""
+    return np.ascontiguousarray(blocks[:, :WORD]).view(np.uint64).reshape(-1)
+
+
 class FingerprintBacking:
     """``Backing``'s interface over one uint64 word per ``block`` bytes. Offsets and lengths are
     block-aligned (the devices check it before calling)."""
@@ -64,6 +69,9 @@ class FingerprintBacking:
 
     def gather(self, offsets: np.ndarray, lengths: np.ndarray, bs: int) -> np.ndarray:
         return self._blocks_of(self.words[self._index(offsets, lengths)])
+
+    def gather_words(self, offsets: np.ndarray, lengths: np.ndarray, bs: int) -> np.ndarray:
+        return self.words[self._index(offsets, lengths)]
 
     def scatter(self, offsets: np.ndarray, lengths: np.ndarray, view: np.ndarray, bs: int) -> None:
         self.words[self._index(offsets, lengths)] = self._words_of(view)

@@ -73,6 +73,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
     ``DeviceIOError``. Errors: see ``devices.base.OpenChannelDevice``."""
 
     kind = "emulated-ocssd"
+    word_reads = True       # read_timed(..., words=True)
     zoned = False
     interface = "ocssd"
     open_channel = True
@@ -246,17 +247,18 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         """See ``OpenChannelDevice.read``."""
         return self.read_timed(ppas)[0]
 
-    def read_timed(self, ppas, qd: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def read_timed(self, ppas, qd: int | None = None, *, words: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """``read`` that also returns each sector's completion time on ``now()``'s clock (zeros
-        with timing off). ``qd``: runs in flight at once (None: the whole vector). Errors as ``read``."""
+        with timing off). ``qd``: runs in flight at once (None: the whole vector). ``words``: the
+        first 64-bit word of each sector (uint64) instead of its bytes. Errors as ``read``."""
         g = self.geometry
         with self._lock:
             ppas = self._ppas(ppas)
             chunk = ppas // g.sectors
             self._check_read(ppas, chunk)
-            out = self._backing.gather(ppas * g.sector_size, np.full(ppas.size, g.sector_size, np.int64),
-                                       g.sector_size)
-            self._io.read(out.size)
+            out = (self._backing.gather_words if words else self._backing.gather)(
+                ppas * g.sector_size, np.full(ppas.size, g.sector_size, np.int64), g.sector_size)
+            self._io.read(ppas.size * g.sector_size)
             if self.model is None:
                 return out, np.zeros(ppas.size)
             first, n = _runs(ppas, chunk)

@@ -26,6 +26,7 @@ from ..errors import DeviceIOError, DeviceSpecError
 from .base import DeviceStats
 from .chunk import SECTOR, ChunkState
 from .emulated import EmulatedZonedDevice
+from .fingerprint import first_words
 from .units import UnitTraits
 from .zone import ZoneCond, ZoneGeometry
 
@@ -81,6 +82,12 @@ class OcssdZonedView(EmulatedZonedDevice):
 
     kind = "ocssd-view"
     interface = "ocssd"
+
+    @property
+    def word_reads(self) -> bool:
+        """Whether ``read_batch(..., words=True)`` works: the Open-Channel device's ``read_timed``
+        takes ``words``."""
+        return bool(getattr(self.ocssd, "word_reads", False))
 
     def __init__(self, ocssd, layout: str = "stripe", zone_size: int | None = None, max_open: int = 14,
                  max_active: int = 14, max_append: int | None = None) -> None:
@@ -309,7 +316,8 @@ class OcssdZonedView(EmulatedZonedDevice):
     def _media_read(self, offset: int, length: int) -> np.ndarray:
         return self._media_read_batch(np.array([offset], np.int64), np.array([length], np.int64), 1)[0]
 
-    def _media_read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int) -> tuple[np.ndarray, np.ndarray]:
+    def _media_read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int,
+                          words: bool = False) -> tuple[np.ndarray, np.ndarray]:
         g = self.ocssd.geometry
         counts = lengths // SECTOR
         z, r = np.divmod(ranges(offsets // SECTOR, counts), self._zs)
@@ -318,21 +326,22 @@ class OcssdZonedView(EmulatedZonedDevice):
         written = (r < self._hw[z]) & (chunk >= 0)     # beyond: never written, or finish's zeros
         on_dev = written & ((dwp == g.sectors) | (sec < dwp - g.mw_cunits))
         held = written & ~on_dev                        # in an open chunk's not-yet-readable tail
-        out = np.zeros((r.size, SECTOR), np.uint8)
+        out = np.zeros(r.size, np.uint64) if words else np.zeros((r.size, SECTOR), np.uint8)
         t = np.full(r.size, self.ocssd.now())
         if on_dev.any():
             ppa = chunk[on_dev] * g.sectors + sec[on_dev]
             try:
                 data, done = self.ocssd.read_timed(ppa, self._run_qd(qd, ppa, np.repeat(np.arange(counts.size),
-                                                                                    counts)[on_dev]))
+                                                                                    counts)[on_dev]), words=words)
             except DeviceIOError:
                 self._lose_broken(np.unique(z[on_dev]))
                 raise
-            out[on_dev] = data.reshape(-1, SECTOR)
+            out[on_dev] = data if words else data.reshape(-1, SECTOR)
             t[on_dev] = done
         for zz in np.unique(z[held]).tolist():          # open zones only
             m = held & (z == zz)
-            out[m] = self._tail[zz][slot[m], sec[m] % self._ring]
+            tail = self._tail[zz][slot[m], sec[m] % self._ring]
+            out[m] = first_words(tail) if words else tail
         done = np.maximum.reduceat(t, np.cumsum(counts) - counts) if counts.size else np.zeros(0)
         return out.reshape(-1), done
 

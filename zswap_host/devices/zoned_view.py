@@ -38,6 +38,11 @@ class ZonedBlockView(EmulatedZonedDevice):
         self.ruhs = int(getattr(block, "ruhs", 0))          # FDP placement handles (0: none)
         self._handle = np.zeros(nr, np.int64)
 
+    @property
+    def word_reads(self) -> bool:
+        """Whether ``read_batch(..., words=True)`` works: the block device's."""
+        return bool(getattr(self.block, "word_reads", False))
+
     def unit_traits(self) -> UnitTraits:
         """LBA ranges of the block device: sequential by the host's rule only, collected by the host
         (discarding a range on reset) and again by the device's FTL; on FDP, writes carry handles."""
@@ -61,8 +66,9 @@ class ZonedBlockView(EmulatedZonedDevice):
     def _media_read(self, offset: int, length: int) -> np.ndarray:
         return self.block.read(offset, length)
 
-    def _media_read_batch(self, offsets, lengths, qd):
-        return self.block.read_batch(offsets, lengths, qd)
+    def _media_read_batch(self, offsets, lengths, qd, words=False):
+        return self.block.read_batch(offsets, lengths, qd, words=True) if words else \
+            self.block.read_batch(offsets, lengths, qd)
 
     def _media_reset(self, z: int, written: int) -> None:
         if written:

@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..backend import LatencyLog, SwapStats
+from ..devices.fingerprint import first_words
 from ..devices.units import placement_units
 from ..devices.zone import ZoneCond
 from ..errors import (DeviceIOError, PageLostError, StoreClosedError, StoreInvariantError, SwapFullError,
@@ -131,6 +132,7 @@ class SwapStore:
         # the device's append_batch that also says whether the units landed back to back where the
         # store expects them (LinuxZonedDevice: one C call on the uring-cmd path), or None
         self._append_run = getattr(device, "append_run", None)
+        self._word_reads = bool(getattr(device, "word_reads", False))     # read_batch(..., words=True)
         self.fast_path = {"prepared": 0, "one_commit_batches": 0, "one_batch_calls": 0}   # taken (tests look)
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -298,12 +300,23 @@ class SwapStore:
         """Pages for ids, in the order asked. KeyError for an id never stored (or discarded);
         PageLostError for ids whose only copy was in a zone that went offline (``page_ids``: the
         requested lost ids, plus any other loss not reported yet). Changes no stored page."""
+        return self._swap_in(page_ids, False)
+
+    def swap_in_words(self, page_ids) -> np.ndarray:
+        """The first 64-bit word of each page ``swap_in`` would return (uint64, in the order asked),
+        with the same reads, time, statistics and errors. On a device with ``word_reads`` (the
+        emulated ones) no page is built: a payload-free device's replay reads 8 bytes per page, not
+        4 KiB twice (``SwapBackend``'s optional ``swap_in_words``)."""
+        return self._swap_in(page_ids, True)
+
+    def _swap_in(self, page_ids, words: bool) -> np.ndarray:
         ids = as_page_ids(page_ids)
         ps = self.page_size
+        row = first_words if words else _same
         with self._lock:
             self._check_open()
             if ids.size == 0:
-                return np.zeros((0, ps), np.uint8)
+                return np.zeros(0, np.uint64) if words else np.zeros((0, ps), np.uint8)
             uids, inv = _distinct(ids)
             uh = self._idmap.lookup(uids)
             if (uh < 0).any():
@@ -319,36 +332,36 @@ class SwapStore:
             buffered = b != 0
             if not buffered.any() and not self._prefetch.size:   # the usual case: all on the device
                 try:
-                    rows, row, done = self._read_slots(loc.astype(np.int64))
+                    rows, at, done = self._read_slots(loc.astype(np.int64), words=words)
                 except DeviceIOError:
                     self._raise_if_lost(uids, uh)
                     raise
                 lat[:] = done - t0
                 self._latency.add(lat[inv])
                 self.host_read_bytes += ids.size * ps
-                return np.take(rows, row[inv], axis=0)      # one gather, in the order asked
+                return np.take(rows, at[inv], axis=0)       # one gather, in the order asked
             # every page is copied once into the caller's array, in the order asked (repeats too)
-            out = np.empty((ids.size, ps), np.uint8)
+            out = np.empty(ids.size, np.uint64) if words else np.empty((ids.size, ps), np.uint8)
             if buffered.any():
                 for k in np.unique(b[buffered]):
                     m = b == k
-                    self._place(out, inv, m, self._buffers[int(k) - 1].lookup(uh[m]))
+                    self._place(out, inv, m, row(self._buffers[int(k) - 1].lookup(uh[m])))
             md = ~buffered
             if self._prefetch.size:
                 mp = md & (self._prefetch_pos[uh] != 0)
                 if mp.any():
-                    self._place(out, inv, mp, self._prefetch.take(self._prefetch_pos, uh[mp]))
+                    self._place(out, inv, mp, row(self._prefetch.take(self._prefetch_pos, uh[mp])))
                     md &= ~mp
             if md.any():
                 try:
-                    rows, row, done = self._read_slots(loc[md].astype(np.int64))
+                    rows, at, done = self._read_slots(loc[md].astype(np.int64), words=words)
                 except DeviceIOError:
                     self._raise_if_lost(uids, uh)
                     raise
                 lat[md] = done - t0
                 rank = np.cumsum(md) - 1
                 sel = md[inv]
-                out[sel] = rows[row[rank[inv[sel]]]]
+                out[sel] = rows[at[rank[inv[sel]]]]
             self._latency.add(lat[inv])
             self.host_read_bytes += ids.size * ps
             return out
@@ -1077,16 +1090,23 @@ class SwapStore:
         self._zones.forget(z)
 
     # -- read path -------------------------------------------------------------------------------
-    def _read_slots(self, slots: np.ndarray, prefetch: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _read_slots(self, slots: np.ndarray, prefetch: bool = True,
+                    words: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Read distinct slots: (the rows read, each slot's row among them, each slot's completion
         time). Adjacent slots become one read; with prefetch (demand reads only: GC reads may see
         copies a write in flight is replacing) each read covers the aligned write unit around it,
         and what it brings beyond the request waits in the prefetch buffer. The caller gathers
-        the rows it wants once, straight into its output."""
+        the rows it wants once, straight into its output. ``words``: each row is the page's first
+        64-bit word (read as words where the device can, and where the prefetch buffer, which
+        keeps pages, takes nothing)."""
         cfg, ps = self.config, self.page_size
         window = cfg.prefetch_bytes // ps if cfg.prefetch and prefetch else 0
         plan = plan_reads(slots, self._slots.slots_per_zone, self._zones.written_at, window, cfg.max_read_bytes // ps)
+        as_words = words and not window and self._word_reads
         try:
+            if as_words:
+                rows, done = self.device.read_batch(plan.starts * ps, plan.lengths * ps, cfg.read_qd, words=True)
+                return rows, plan.row_of_request, done[plan.request_of_slot]
             data, done = self.device.read_batch(plan.starts * ps, plan.lengths * ps, cfg.read_qd)
         except DeviceIOError:
             for z in np.unique(self._slots.zone_of(slots)).tolist():
@@ -1098,7 +1118,11 @@ class SwapStore:
             ok = handles >= 0
             ok[ok] &= (self._buffer_of[handles[ok]] == 0) & (self._prefetch_pos[handles[ok]] == 0)
             self._prefetch.insert(self._prefetch_pos, handles[ok], rows[plan.extra_rows[ok]])
-        return rows, plan.row_of_request, done[plan.request_of_slot]
+        return (first_words(rows) if words else rows), plan.row_of_request, done[plan.request_of_slot]
+
+
+def _same(rows: np.ndarray) -> np.ndarray:
+    return rows
 
 
 def _distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

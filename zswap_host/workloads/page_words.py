@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices.fingerprint import first_words  # noqa: F401  (the words a replay checks)
+
 ID_BITS = 40                    # page ids below 2**40 (4 PiB of 4 KiB pages)
 _ID_MASK = np.uint64((1 << ID_BITS) - 1)
 
@@ -68,8 +70,3 @@ class PageImages:
         out = self._buf[:n]
         out[:, :8] = words.astype(np.uint64, copy=False).view(np.uint8).reshape(-1, 8)
         return out
-
-
-def first_words(pages: np.ndarray) -> np.ndarray:
-    """The first 64-bit word of each page (uint8 (n, width >= 8))."""
-    return np.ascontiguousarray(pages[:, :8]).view(np.uint64).reshape(-1)
