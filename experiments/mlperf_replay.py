@@ -95,7 +95,11 @@ def main() -> None:
                                     restart=a.restart), progress, on_row)
     except (ReplayError, ZswapError) as e:
         fail(str(e))
-    out = {"command": cmd, "trace": {"dir": os.path.relpath(a.trace), **tr.counts(),
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    where = os.path.abspath(a.trace)        # a trace outside the checkout (not committed): its full path
+    if os.path.commonpath([where, repo]) == repo:
+        where = os.path.relpath(where, repo)
+    out = {"command": cmd, "trace": {"dir": where, **tr.counts(),
                                      **{k: tr.meta[k] for k in ("preset", "iterations", "batch_size", "budget",
                                                                  "budget_pages", "total_pages", "us_per_sample",
                                                                  "generate_wall_s")},

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from bench_cli import STORE_RUN, bench_store_run
 from zswap_host.cli import main
 from zswap_host.devices import ChunkState, OcssdZonedView, ZoneCond, open_device
-from zswap_host.errors import DeviceIOError, DeviceSpecError
+from zswap_host.errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
 from zswap_host.store import StoreConfig, SwapStore
 
 # thesis-ssd's 8 groups x 2 PUs; chunks of 48 sectors (4 stripe units of ws_opt=12), ws_min=4
@@ -212,3 +212,65 @@ def test_bench_runs_the_store_on_an_ocssd_device(tmp_path):
                     tmp_path / "b.json")
     r = CliRunner().invoke(main, [*STORE_RUN, "--device", "ocssd://?chunks=16&sectors=96&preset=none"])
     assert r.exit_code == 0, r.output
+
+
+def _store_churned(runs: bool):
+    view = OcssdZonedView(ocssd(chunks=16))
+    if not runs:
+        view._deferrable = None                 # one device write per append, as appended
+    store = SwapStore(view, StoreConfig(placement="stream", write_size=128 << 10))
+    ids = _churn(store, view, store.capacity_pages * 3 // 4, 8)
+    store.flush()
+    state = {k: v for k, v in store.stats().as_dict().items() if "wall" not in k}
+    state["clock"] = view.now()
+    state["chunks"] = [c.__dict__ for c in view.ocssd.chunk_info()]
+    state["hist"] = dict(view.ocssd.stats().as_dict())
+    return state, store.swap_in(ids), store, view
+
+
+def test_appends_written_in_runs_equal_appends_one_at_a_time():
+    """A run of appends to one zone goes down as one commit with a device write per append
+    (``_media_write_units``, ``write_vectors``): the same chunks, data, statistics and modeled time."""
+    calls = []
+    a, pa, sa, va = _store_churned(runs=False)
+    b, pb, sb, vb = _store_churned(runs=True)
+    assert a == b and np.array_equal(pa, pb)
+    assert a["gc_write_bytes"] > 0
+    wv = vb.ocssd.write_vectors
+    vb.ocssd.write_vectors = lambda p, d, c=None: (calls.append(1 if c is None else len(c)), wv(p, d, c))[1]
+    sb.swap_out(np.arange(300), np.zeros((300, 4096), np.uint8), stream=0)
+    sb.flush()
+    assert calls and max(calls) > 1            # runs of several appends were taken together
+
+
+def test_write_vectors_checks_each_write_before_any():
+    oc = ocssd()
+    g = oc.geometry
+    data = np.zeros((8, 4096), np.uint8)
+    with pytest.raises(ZoneStateError, match="write 0 of the vector: 2 sectors to chunk 0"):
+        oc.write_vectors(np.arange(8), data, [2, 6])       # 8 in all is fine, 2 then 6 is not
+    with pytest.raises(InvalidIOError):
+        oc.write_vectors(np.arange(8), data, [4, 3])
+    assert oc.chunk_info([0])[0].wp == 0         # nothing written
+    t = oc.now()
+    oc.write_vectors(np.arange(8), data, [4, 0, 4])
+    assert oc.chunk_info([0])[0].wp == 8 and oc.now() >= t
+    twin = ocssd()
+    twin.write(np.arange(4), data[:4])
+    twin.write(np.arange(4, 8), data[4:])
+    assert twin.stats() == oc.stats() and g.sectors == twin.geometry.sectors
+
+
+@pytest.mark.parametrize("payload", ["", "&payload=0"])
+def test_write_vectors_of_words_reads_back_each_word_then_zeros(payload):
+    oc = open_device(OCSSD.format(chunks=8, preset="thesis-ssd") + payload)
+    twin = open_device(OCSSD.format(chunks=8, preset="thesis-ssd") + payload)
+    words = np.arange(1, 13, dtype=np.uint64) * np.uint64(0x1001)
+    oc.write_vectors(np.arange(12), words, [4, 8], words=True)
+    sectors = np.zeros((12, 4096), np.uint8)
+    sectors[:, :8] = words.view(np.uint8).reshape(-1, 8)
+    twin.write_vectors(np.arange(12), sectors, [4, 8])
+    assert oc.stats() == twin.stats() and oc.now() == twin.now()
+    assert np.array_equal(oc.read(np.arange(4)), sectors[:4].reshape(-1))    # readable: 8 written after them
+    with pytest.raises(InvalidIOError):
+        oc.write_vectors(np.arange(12, 16), words[:3], words=True)

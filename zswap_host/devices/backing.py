@@ -95,6 +95,13 @@ class Backing:
         rows = self.data[:self.size - self.size % bs].reshape(-1, bs)
         rows[self._block_index(offsets, lengths, bs)] = view.reshape(-1, bs)
 
+    def scatter_words(self, offsets: np.ndarray, lengths: np.ndarray, words: np.ndarray, bs: int) -> None:
+        """Write ranges of blocks, each holding the next of ``words`` (uint64) followed by zeros."""
+        rows = self.data[:self.size - self.size % bs].reshape(-1, bs)
+        idx = self._block_index(offsets, lengths, bs)
+        rows[idx] = 0
+        rows[idx, :8] = np.ascontiguousarray(words, np.uint64).view(np.uint8).reshape(-1, 8)
+
     def zero(self, offset: int, length: int) -> None:
         """Drop a range (TRIM / zone reset): later reads return zeros."""
         if self.path is None:

@@ -310,8 +310,10 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
         own = type(self)._media_write is EmulatedZonedDevice._media_write
         media = self._backing.data if own and type(self._backing) is Backing else None
         write = self._backing.write if own else None
+        # a view whose appends may wait (``_deferrable``) writes a run of them at once (``_media_write_units``)
+        defer = None if own else self._deferrable
         io = self._io
-        offsets, failures, charged = [], [], []
+        offsets, failures, charged, pending = [], [], [], []
         with self._lock:
             for k, (z, view) in enumerate(zip(zones.tolist(), units)):
                 rel = int(wp[z])
@@ -324,7 +326,11 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
                         media[start:start + n] = view
                     elif write is not None:
                         write(start, view)
+                    elif defer is not None and defer(z):
+                        pending.append((start, view))
                     else:
+                        if pending:                         # the writes stay in the batch's order
+                            self._media_write_units(pending)
                         self._media_write(start, view)
                     if own:
                         charged.append(k)
@@ -334,12 +340,16 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
                     offsets.append(start)
                     continue
                 self._charge_appends(offsets, units, charged)
+                if pending:
+                    self._media_write_units(pending)
                 try:
                     offsets.append(self._write_at_wp(z, rel, view, "append"))
                 except (DeviceIOError, ZoneStateError) as e:
                     offsets.append(-1)
                     failures.append((k, e))
             self._charge_appends(offsets, units, charged)
+            if pending:
+                self._media_write_units(pending)
         return np.array(offsets, np.int64), failures
 
     def _charge_appends(self, offsets: list, units: list, charged: list) -> None:
@@ -393,6 +403,15 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
             return self._media_read_batch(offsets, lengths, qd, words)
 
     # -- the medium: data in the backing, time in the SSD model (a zoned view overrides these) -----
+    # ``_deferrable(z)``: a view whose usual appends to zone z cannot fail may take them in runs
+    # (``_media_write_units``, the same writes in the same order); None: one ``_media_write`` each
+    _deferrable = None
+
+    def _media_write_units(self, units: list) -> None:
+        for start, view in units:
+            self._media_write(start, view)
+        units.clear()
+
     def _media_write(self, start: int, view: np.ndarray) -> None:
         self._backing.write(start, view)
         self._charge(_WRITE, start, view.size)

@@ -76,6 +76,9 @@ class FingerprintBacking:
     def scatter(self, offsets: np.ndarray, lengths: np.ndarray, view: np.ndarray, bs: int) -> None:
         self.words[self._index(offsets, lengths)] = self._words_of(view)
 
+    def scatter_words(self, offsets: np.ndarray, lengths: np.ndarray, words: np.ndarray, bs: int) -> None:
+        self.words[self._index(offsets, lengths)] = words
+
     def zero(self, offset: int, length: int) -> None:
         b = self.block
         self.words[offset // b:(offset + length) // b] = 0

@@ -224,24 +224,60 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
     # -- commands ----------------------------------------------------------------------------------
     def write(self, ppas, data: Buffer) -> None:
         """See ``OpenChannelDevice.write``. Nothing is written when it raises."""
+        self.write_vectors(ppas, data)
+
+    def write_vectors(self, ppas, data: Buffer, counts=None, *, words: bool = False) -> None:
+        """Vectored writes one after another in one call: the i-th is the next ``counts[i]`` sectors
+        of ``ppas`` (and of ``data``); None: one write. Each write keeps ``write``'s chunk rules (a
+        multiple of ``ws_min`` per chunk it touches), and the device's state and modeled time are
+        those of that many ``write`` calls. All are checked before any is written: nothing is
+        written when it raises (``InvalidIOError`` also for counts that do not add up to the vector).
+        ``words``: ``data`` is the first 64-bit word of each sector (uint64), the rest of the sector
+        zeros: what a payload-free device keeps, given without building the sectors."""
         g = self.geometry
         with self._lock:
             self._writable()
             ppas = self._ppas(ppas)
-            view = as_bytes_view(data)
-            if view.size != ppas.size * g.sector_size:
-                raise InvalidIOError(f"write of {ppas.size} sectors with {view.size} bytes of data "
-                                     f"({ppas.size * g.sector_size} needed)")
+            view = np.ascontiguousarray(data, np.uint64).reshape(-1) if words else as_bytes_view(data)
+            if view.size * (8 if words else 1) != ppas.size * (8 if words else g.sector_size):
+                raise InvalidIOError(f"write of {ppas.size} sectors with {view.nbytes} bytes of data "
+                                     f"({ppas.size * (8 if words else g.sector_size)} needed)")
             chunk = ppas // g.sectors
-            uniq, counts = self._check_write(ppas, chunk)
-            self._backing.scatter(ppas * g.sector_size, np.full(ppas.size, g.sector_size, np.int64), view,
-                                  g.sector_size)
-            self._wp[uniq] += counts
+            uniq, per = self._check_write(ppas, chunk)
+            ends = self._vector_ends(counts, ppas, chunk)
+            (self._backing.scatter_words if words else self._backing.scatter)(
+                ppas * g.sector_size, np.full(ppas.size, g.sector_size, np.int64), view, g.sector_size)
+            self._wp[uniq] += per
             self._state[uniq] = np.where(self._wp[uniq] == g.sectors, ChunkState.CLOSED, ChunkState.OPEN)
-            self._io.wrote(view.size)
-            if self.model is not None:  # one request per run, cut at ws_opt: the vector in flight at once
-                first, n = _runs(ppas, chunk, (ppas % g.sectors) % g.ws_opt == 0)
-                self.model.submit(_WRITE, first, n, qd=first.size)
+            sizes = np.diff(np.asarray([0, *ends], np.int64)) * g.sector_size
+            if sizes.size == 1:
+                self._io.wrote(int(sizes[0]))
+            else:
+                self._io.wrote_many(sizes[sizes > 0])
+            if self.model is not None:  # per write, one request per run cut at ws_opt, all in flight at once
+                cut = (ppas % g.sectors) % g.ws_opt == 0
+                for a, b in zip([0, *ends[:-1]], ends):
+                    if b > a:
+                        first, n = _runs(ppas[a:b], chunk[a:b], cut[a:b])
+                        self.model.submit(_WRITE, first, n, qd=first.size)
+
+    def _vector_ends(self, counts, ppas: np.ndarray, chunk: np.ndarray) -> list[int]:
+        """Where each write of ``write_vectors`` ends in the vector, after checking ``counts`` and
+        the ``ws_min`` rule per write (the whole vector's other rules are checked already)."""
+        if counts is None:
+            return [ppas.size]
+        c = np.asarray(counts, np.int64).reshape(-1)
+        if (c < 0).any() or int(c.sum()) != ppas.size:
+            raise InvalidIOError(f"write counts {c.tolist()} do not split a vector of {ppas.size} sectors")
+        if c.size > 1:
+            key = np.repeat(np.arange(c.size, dtype=np.int64), c) * self.geometry.nr_chunks + chunk
+            keys, per = np.unique(key, return_counts=True)
+            bad = np.flatnonzero(per % self.geometry.ws_min != 0)
+            if bad.size:
+                w, c = divmod(int(keys[bad[0]]), self.geometry.nr_chunks)
+                raise ZoneStateError(f"write {w} of the vector: {int(per[bad[0]])} sectors to chunk {c} is not a "
+                                     f"multiple of ws_min={self.geometry.ws_min}", zone=c)
+        return np.cumsum(c).tolist()
 
     def read(self, ppas) -> np.ndarray:
         """See ``OpenChannelDevice.read``."""

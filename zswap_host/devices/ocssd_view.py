@@ -119,7 +119,12 @@ class OcssdZonedView(EmulatedZonedDevice):
         self._owner = np.full(g.nr_chunks, -1, np.int64)     # chunk -> zone
         self._pref = np.arange(nr, dtype=np.int64) % self._sets.shape[0]   # PU set a zone opens on
         self._writer: dict[int, str] = {}                    # zone -> who writes it (place_zone)
-        self._tail: dict[int, np.ndarray] = {}               # zone -> (width, ring, SECTOR) host copy
+        self._tail: dict[int, np.ndarray] = {}               # zone -> (width, ring, *_row) host copy
+        # a payload-free device keeps a sector's first word only: the view then moves words, not
+        # sectors (its rows are uint64; ``write_vectors(..., words=True)``)
+        self._narrow = getattr(ocssd, "payload", True) is False and getattr(ocssd, "word_reads", False) \
+            and hasattr(ocssd, "write_vectors")
+        self._row, self._row_dtype = ((), np.uint64) if self._narrow else ((SECTOR,), np.uint8)
         self.retired_chunks = 0
         self._take_over()
 
@@ -181,7 +186,7 @@ class OcssdZonedView(EmulatedZonedDevice):
                 self._chunk[z] = chunks
                 self._owner[chunks] = z
                 self._dwp[z] = 0
-                self._tail[z] = np.zeros((self.width, self._ring, SECTOR), np.uint8)
+                self._tail[z] = np.zeros((self.width, self._ring, *self._row), self._row_dtype)
                 return
         self._lose(z)
         raise DeviceIOError(f"zone {z}: no free chunk left on some parallel unit; the zone is offline",
@@ -233,25 +238,76 @@ class OcssdZonedView(EmulatedZonedDevice):
                 self._pref[z] = n - 1 if gc else int(stream) % (n - 1)
 
     # -- the medium --------------------------------------------------------------------------------
-    def _write_chunks(self, z: int, slots: np.ndarray, secs: np.ndarray, data: np.ndarray) -> None:
-        """One vectored device write of (slot, sector) pairs, per chunk in sector order."""
+    def _write_chunks(self, z: int, slots: np.ndarray, secs: np.ndarray, data: np.ndarray,
+                      write: np.ndarray | None = None, writes: int = 1) -> None:
+        """Vectored device writes of (slot, sector) pairs, per chunk in sector order: one, or
+        ``writes`` one after another (``write``: which one each pair belongs to)."""
         if slots.size == 0:
             return
-        order = np.lexsort((secs, slots))
+        order = np.lexsort((secs, slots)) if write is None else np.lexsort((secs, slots, write))
         ppas = self._chunk[z, slots[order]] * self.ocssd.geometry.sectors + secs[order]
         try:
-            self.ocssd.write(ppas, np.ascontiguousarray(data[order]))
+            if self._narrow:
+                self.ocssd.write_vectors(ppas, data[order], None if write is None else
+                                         np.bincount(write, minlength=writes), words=True)
+                return
+            if write is None:
+                self.ocssd.write(ppas, np.ascontiguousarray(data[order]))
+                return
+            counts = np.bincount(write, minlength=writes)
+            vectors = getattr(self.ocssd, "write_vectors", None)
+            if vectors is not None:
+                vectors(ppas, data[order], counts)
+                return
+            rows, end = data[order], np.cumsum(counts)
+            for a, b in zip(end - counts, end):
+                if b > a:
+                    self.ocssd.write(ppas[a:b], rows[a:b])
         except DeviceIOError:
             self._lose(z)
             raise
 
+    def _rows(self, view: np.ndarray) -> np.ndarray:
+        """An append's sectors as the view's rows (each sector's first word when narrow)."""
+        rows = view.reshape(-1, SECTOR)
+        return first_words(rows) if self._narrow else rows
+
     def _media_write(self, start: int, view: np.ndarray) -> None:
-        g = self.ocssd.geometry
         z, r0 = divmod(start // SECTOR, self._zs)
+        self._commit(z, r0, self._rows(view))
+
+    def _deferrable(self, z: int) -> bool:
+        """Whether an append to zone ``z`` may wait to go down with the ones after it
+        (``_media_write_units``): the zone is bound and none of its chunks is offline, so its write
+        cannot fail."""
+        c = self._chunk[z]
+        return bool(c[0] >= 0) and not (self._states(c)[0] == ChunkState.OFFLINE).any()
+
+    def _media_write_units(self, units: list) -> None:
+        """Appends (start, view) in order; each run of them back to back in one zone is committed
+        at once (``_commit`` of the run, a device write per append: the same state and time)."""
+        i = 0
+        while i < len(units):
+            z, r0 = divmod(units[i][0] // SECTOR, self._zs)
+            j, end = i + 1, r0 + units[i][1].size // SECTOR
+            while j < len(units) and units[j][0] // SECTOR == z * self._zs + end:
+                end += units[j][1].size // SECTOR
+                j += 1
+            views = [self._rows(v) for _, v in units[i:j]]
+            self._commit(z, r0, views[0] if j == i + 1 else np.concatenate(views),
+                         [v.shape[0] for v in views] if j > i + 1 else None)
+            i = j
+        units.clear()
+
+    def _commit(self, z: int, r0: int, rows: np.ndarray, appends: list | None = None) -> None:
+        """Zone ``z`` gets ``rows`` (sectors, or their words when narrow) from zone sector ``r0``: each chunk's whole ``ws_min``
+        runs go to the device (the held tail first), its last ``ring`` sectors stay in host memory
+        until readable. ``appends``: the rows are that many appends back to back (sectors each),
+        written as one device write each, as appending them one by one would."""
+        g = self.ocssd.geometry
         if self._chunk[z, 0] < 0:
             self._bind(z)
-        n = view.size // SECTOR
-        rows = view.reshape(n, SECTOR)
+        n = rows.shape[0]
         h_old = per_chunk(r0, self.width, self.unit)
         h_new = per_chunk(r0 + n, self.width, self.unit)
         c_old = self._dwp[z]
@@ -263,8 +319,14 @@ class OcssdZonedView(EmulatedZonedDevice):
         t_slot = np.repeat(np.arange(self.width, dtype=np.int64), held)
         t_sec = ranges(c_old, held)
         new = sec < c_new[slot]
-        self._write_chunks(z, np.concatenate([t_slot, slot[new]]), np.concatenate([t_sec, sec[new]]),
-                           np.concatenate([tail[t_slot, t_sec % self._ring], rows[new]]))
+        slots, secs = np.concatenate([t_slot, slot[new]]), np.concatenate([t_sec, sec[new]])
+        write = None
+        if appends is not None:             # the append that committed each sector: the first whose point passes it
+            ends = r0 + np.cumsum(appends)
+            points = np.stack([per_chunk(e, self.width, self.unit) for e in ends.tolist()]) // g.ws_min * g.ws_min
+            write = (secs[None, :] >= points[:, slots]).sum(axis=0)
+        self._write_chunks(z, slots, secs, np.concatenate([tail[t_slot, t_sec % self._ring], rows[new]]), write,
+                           len(appends) if appends is not None else 1)
         keep = sec >= h_new[slot] - self._ring          # the last `ring` sectors of each chunk
         tail[slot[keep], sec[keep] % self._ring] = rows[keep]
         self._dwp[z] = c_new
@@ -285,7 +347,7 @@ class OcssdZonedView(EmulatedZonedDevice):
             return
         slots = np.repeat(np.arange(self.width, dtype=np.int64)[todo], (g.sectors - d)[todo])
         secs = ranges(d[todo], (g.sectors - d)[todo])
-        data = np.zeros((secs.size, SECTOR), np.uint8)
+        data = np.zeros((secs.size, *self._row), self._row_dtype)
         held = secs < h[slots]
         data[held] = self._tail[z][slots[held], secs[held] % self._ring]
         self._write_chunks(z, slots, secs, data)
@@ -341,7 +403,12 @@ class OcssdZonedView(EmulatedZonedDevice):
         for zz in np.unique(z[held]).tolist():          # open zones only
             m = held & (z == zz)
             tail = self._tail[zz][slot[m], sec[m] % self._ring]
-            out[m] = first_words(tail) if words else tail
+            if words:
+                out[m] = tail if self._narrow else first_words(tail)
+            elif self._narrow:                          # a word, zeros after: the device's read
+                out[m, :8] = tail.view(np.uint8).reshape(-1, 8)
+            else:
+                out[m] = tail
         done = np.maximum.reduceat(t, np.cumsum(counts) - counts) if counts.size else np.zeros(0)
         return out.reshape(-1), done
 
