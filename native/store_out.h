@@ -7,6 +7,11 @@
  * (store.py: _one_batch_plan, _one_batch, _stream_write); anything else is declined with nothing
  * changed and the caller takes that path.
  *
+ * At a zone's end (the units do not all fit, and a fresh zone can be taken without GC: split_ok)
+ * the call is two runs, as the general path's _write_buffer_and / _write_one write it: the first
+ * fills the open zone (the buffer's unit, then the batch's units, the last cut at the zone's end),
+ * the caller seals it and opens the next, and phase 2 writes the rest of the batch's units there.
+ *
  * Three steps, so the device write can sit between them: st_out_plan (checks and plans, changes
  * nothing), st_out_stage (new handles, the buffer topped up), the device write, st_out_end (the
  * run committed, the tail buffered). uring_store.c runs all three with the ring write in one call.
@@ -58,24 +63,30 @@ typedef struct {
     int64_t buf_cap;
     int64_t buf_n;              /* in; out after st_out_stage and st_out_end */
     uint8_t tag;                /* buffer_of value of its pages (stream + 1) */
+    int64_t split_ok;           /* a fresh zone can be taken without GC (the run may end at the zone's end) */
+    int64_t phase;              /* 1: the call's first run; 2: the rest of a split call (zone: the fresh one) */
     /* the plan (st_out_plan) */
     int64_t fresh, new_pages;   /* ids not held; pages new to the store */
-    int64_t top, b, w;          /* pages topped up, buffer unit pages, caller's pages written after it */
+    int64_t top, b, w;          /* pages topped up, buffer unit pages, caller's pages in this run */
+    int64_t at;                 /* the caller's first page in this run (phase 1: top) */
+    int64_t zone_end;           /* this run is cut at the zone's end (the general path's _write_jobs) */
+    int64_t w2;                 /* phase 1 of a split call: the caller's pages of phase 2 (0: none) */
     int64_t first_slot;         /* slot of the run's first page */
     int64_t nunits;
     int64_t lens[64];           /* bytes per unit (ST_OUT_MAX_UNITS) */
     int64_t zones[64];
 } st_out;
 
-/* Check and plan the call; 1 when it is the usual call, else a reason above. Changes nothing but
-   the plan fields (and h: the handles of ids held, -1 for the others). */
+/* Check and plan the call (phase 1) or the rest of a split call (phase 2, after st_out_end of
+   phase 1: the zone is the fresh one); 1 when it is the usual call, else a reason above. Changes
+   nothing but the plan fields (phase 1: and h, the handles of ids held, -1 for the others). */
 int st_out_plan(st_out *o);
-/* After st_out_plan returned 1: hand out the new handles (batch order), top the buffer up to its
-   unit (buf_n becomes b). Returns the fresh count. */
+/* After st_out_plan returned 1 in phase 1: hand out the new handles (batch order), top the buffer
+   up to its unit (buf_n becomes b). Returns the fresh count. Phase 2: nothing. */
 int64_t st_out_stage(st_out *o);
 /* After st_out_stage and a device write that landed back to back from first_slot: commit the
-   buffer's b pages then the caller's w (st_commit_run, ids_out filled), drop them from the buffer
-   and buffer the tail (the caller's pages after the run). */
+   buffer's b pages then the caller's w from at (st_commit_run, ids_out filled), drop them from the
+   buffer and buffer the tail (the caller's pages after the run), unless phase 2 follows (w2). */
 void st_out_end(st_out *o);
 /* cffi:end */
 

@@ -12,7 +12,7 @@ int ur_store_out(ur_engine *e, int ngfd, uint32_t nsid, uint32_t lba_size, uint6
     if (rc <= 0)
         return rc;
     int64_t ps = o->page_size, k = o->nunits;
-    const uint8_t *seg0 = o->b ? o->buf_data : NULL, *seg1 = o->pages + o->top * ps;
+    const uint8_t *seg0 = o->b ? o->buf_data : NULL, *seg1 = o->pages + o->at * ps;
     /* what ur_append_run would refuse after the buffer was topped up: decline before it */
     if (!lba_size || k > UR_RUN_MAX || (uint64_t)o->zone >= nzones || (uintptr_t)seg1 % 4
         || (seg0 && (uintptr_t)seg0 % 4) || (o->first_slot * ps) % lba_size)

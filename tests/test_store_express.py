@@ -49,7 +49,7 @@ class FakePort:
         status = 3
         if not self.refuse:
             segs = [np.frombuffer(self.ffi.buffer(o.buf_data, o.b * ps), np.uint8)] if o.b else []
-            segs.append(np.frombuffer(self.ffi.buffer(o.pages + o.top * ps, o.w * ps), np.uint8))
+            segs.append(np.frombuffer(self.ffi.buffer(o.pages + o.at * ps, o.w * ps), np.uint8))
             lens = np.array(list(o.lens[0:k]), np.int64)
             offsets, failures = self.dev.append_batch(np.array(list(o.zones[0:k]), np.int64), segs, lens, qd)
             starts = o.first_slot * ps + np.concatenate(([0], np.cumsum(lens)[:-1]))
@@ -142,8 +142,9 @@ def test_express_agrees_with_the_general_path_on_2mib_calls(run, url, port):
         assert ex.taken == 0 and len(ports[0].status) >= calls - calls // 5 - 12 and set(ports[0].status) == {3}
     else:
         assert ex.taken >= calls - calls // 5 - 12, ex.declined
+        assert ex.split >= calls // 8, ex.declined                  # zone ends: two runs
     if port == "ok":
-        assert ports[0].status.count(1) == ex.taken
+        assert ports[0].status.count(1) == ex.taken + ex.split
     all_three(stores, lambda st: st.flush())
     agree(stores)
     for st in stores:
@@ -273,3 +274,78 @@ def test_streams_go_to_their_own_zones_and_agree(port):
         agree(stores)
     assert stores[0]._express.taken > 10
     assert stores[0].fast_path == stores[1].fast_path
+
+
+@pytest.mark.parametrize("port", [None, "ok"])
+@pytest.mark.parametrize("url", [GUEST, GUEST_504])
+def test_a_failed_append_in_either_run_of_a_zone_end_call_agrees(url, port):
+    """A call at a zone's end is two runs (the zone filled, sealed, the rest in a fresh zone); the
+    1st..7th append of the call fails (once, or twice in a row): the first run's failure goes on
+    as the general path's (``_land``, then ``_write_one`` of the rest), the second run's likewise
+    from its write: same state, same bytes."""
+    cfg = StoreConfig(placement="temporal", prefetch=False)
+    for at in range(0, 8):                        # 0: no failure
+        stores, _, fails, _ = trio(url, cfg, port=port)
+        ids = np.arange(8000, dtype=np.int64)
+        all_three(stores, lambda st: st.swap_out(ids[-1:], pages_for(ids[-1:])))   # the id map covers them all
+        a = 0
+        while True:                               # up to the call that ends the first zone
+            st = stores[0]
+            z = st._zones.current(0)
+            if z is not None and a > 1024 and 256 <= st._zones.room(z) < 1024:
+                break
+            all_three(stores, lambda st: st.swap_out(ids[a:a + 512], pages_for(ids[a:a + 512])))
+            a += 512
+        ex = stores[0]._express
+        split, declined = ex.split, dict(ex.declined)
+        for f in fails:
+            if at:
+                f.arm(at, 2 if at % 3 == 0 else 1)
+        m = st._zones.room(z) + 200               # a rest of 200 pages for the fresh zone
+        all_three(stores, lambda st: st.swap_out(ids[a:a + m], pages_for(ids[a:a + m])))
+        a += m - 512
+        for f in fails:
+            f.at = None
+        agree(stores)
+        assert ex.declined == declined                     # planned as two runs (then failed or not)
+        if at == 0:
+            assert ex.split == split + 1
+        all_three(stores, lambda st: st.swap_out(ids[a + 512:a + 1024], pages_for(ids[a + 512:a + 1024])))
+        all_three(stores, lambda st: st.flush())
+        agree(stores)
+        for st in stores:
+            st.check()
+            assert np.array_equal(st.swap_in(ids[:a + 1024]), pages_for(ids[:a + 1024]))
+
+
+def test_a_zone_that_cannot_be_opened_between_the_two_runs_fails_as_the_general_path_does():
+    """The fresh zone of a split call's second run fails to open (``place_zone`` raises): the call
+    raises the same error as the general path, with the rest of the batch in the buffer."""
+    from zswap_host.errors import DeviceIOError
+    stores, devs, _, _ = trio(GUEST, StoreConfig(placement="temporal", prefetch=False))
+    ids = np.arange(8000, dtype=np.int64)
+    all_three(stores, lambda st: st.swap_out(ids[-1:], pages_for(ids[-1:])))
+    a = 0
+    while True:
+        z = stores[0]._zones.current(0)
+        if z is not None and a > 1024 and 256 <= stores[0]._zones.room(z) < 1024:
+            break
+        all_three(stores, lambda st: st.swap_out(ids[a:a + 512], pages_for(ids[a:a + 512])))
+        a += 512
+    for d in devs:
+        orig = d.place_zone
+
+        def once(z, group, for_gc, d=d, orig=orig):
+            d.place_zone = orig
+            raise DeviceIOError("zone could not be opened")
+        d.place_zone = once
+    m = stores[0]._zones.room(stores[0]._zones.current(0)) + 200
+    split = stores[0]._express.split
+    all_three(stores, lambda st: st.swap_out(ids[a:a + m], pages_for(ids[a:a + m])))
+    assert stores[0]._express.split == split          # the second run never started
+    agree(stores)
+    all_three(stores, lambda st: st.flush())
+    agree(stores)
+    for st in stores:
+        st.check()
+        assert np.array_equal(st.swap_in(ids[:a + m]), pages_for(ids[:a + m]))

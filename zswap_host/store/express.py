@@ -9,7 +9,9 @@ back to back into the stream's open zone, which has room for them all; the rest 
 buffer. ``native/store_out.c`` checks and plans it, hands out the new handles, tops the buffer up,
 and after the device write commits the run and buffers the tail: the same steps, in the same order
 and with the same result, as the general path (``SwapStore._one_batch_plan`` / ``_one_batch`` /
-``_stream_write``). On a Linux zoned namespace on the uring-cmd path the device write runs inside
+``_stream_write``). At a zone's end the call is two runs, as the general path writes it: the first
+fills the zone, the store seals it and opens the next (Python), the second writes the rest there.
+On a Linux zoned namespace on the uring-cmd path the device write runs inside
 the same C call (``ur_store_out``, ``native/uring_store.c``, through the device's
 ``store_out_port``); elsewhere the store's ``_send_units`` writes between the C steps.
 
@@ -55,6 +57,7 @@ class Express:
         port = getattr(store.device, "store_out_port", None)
         self._port = port(int(ffi.cast("uintptr_t", o))) if port is not None else None
         self.taken = 0                              # calls done here
+        self.split = 0                              # ... of them written as two runs (a zone's end)
         self.declined: dict[int, int] = {}          # st_out_plan's reason -> calls left to the general path
 
     @classmethod
@@ -108,65 +111,93 @@ class Express:
             o.buf_ids, o.buf_data, o.buf_cap = c[2], c[3], c[0].size
             o.ids, o.pages, o.n, o.zone, o.buf_n, o.tag = idp, pgp, n, z, buf.n, k + 1
             o.next_handle, o.room_pages = idm._next, s._capacity - s._live
-            port = self._port
-            if port is not None:
-                rc = port(s.config.append_qd)
-                if rc <= 0:
-                    self.declined[rc] = self.declined.get(rc, 0) + 1
-                    return False
-                status = rc >> 8
-            else:
-                rc = self._lib.st_out_plan(o)
-                if rc <= 0:
-                    self.declined[rc] = self.declined.get(rc, 0) + 1
-                    return False
-                self._lib.st_out_stage(o)
-                status = 0
+            zones = s._zones
+            o.split_ok, o.phase = len(zones._free) > zones.reserve, 1    # zones.can_take(False)
+            rc = self._run(o, pages)
+            if rc <= 0:
+                self.declined[rc] = self.declined.get(rc, 0) + 1
+                return False
             # -- past the commit point: the batch is accepted (the handles are handed out)
             idm._next = o.next_handle
             idm.n += o.fresh
             s._live += o.new_pages
             s.host_write_bytes += n * self._ps
-            s.fast_path["prepared"] += 1
-            top, b, w, first = o.top, o.b, o.w, o.first_slot
-            plan = (z, top, b, w, ("one", z, b, w))
-            if status == 0:                         # the device write between the C steps
-                buf.n = o.buf_n
-                out = s._send_units(z, b, w, buf, pages[top:top + w], first)
-                if out is True:
-                    self._lib.st_out_end(o)
-                    status = 1
-            if status != 1:
-                if status == 2:
-                    out = port.results(rc, s.config.append_qd, (buf.data[:b], pages[top:top + w]) if b
-                                       else (pages[top:top + w],))
-                elif status == 3:
-                    out = None                      # nothing sent: the general path sends it
-                self._continue(k, ids, idp, pages, pgp, plan, out)
-                return True
-            buf.n = o.buf_n
-            full = s._zones.record(z, first, self._ids_out[:b + w].copy())
             fp = s.fast_path
-            fp["one_commit_batches"] += 1
-            fp["one_batch_calls"] += 1
+            fp["prepared"] += 1
+            group = s._group_of[k]
+            b, w, at, w2 = o.b, o.w, o.top, o.w2
+            for phase in (1, 2):
+                if rc <= 0 or rc >> 8 != 1:         # not landed back to back: the general path goes on
+                    out = None                      # (3, or a phase 2 the port declined: nothing sent)
+                    if rc > 0 and rc >> 8 == 2:
+                        out = self._port.results(rc, s.config.append_qd, (buf.data[:b], pages[at:at + w]) if b
+                                                 else (pages[at:at + w],)) if self._port is not None else self._out
+                    self._continue(k, ids, idp, pages, pgp, (z, at, b, w, ("one", z, b, w)), out, phase)
+                    return True
+                buf.n = o.buf_n
+                full = zones.record(z, o.first_slot, self._ids_out[:b + w].copy())
+                usual = phase == 1 and not o.zone_end
+                if usual:                           # _one_batch's landing
+                    fp["one_batch_calls"] += 1
+                if usual or o.nunits > 1:           # (else _write_jobs / _write_one: _land's usual batch)
+                    fp["one_commit_batches"] += 1
+                if full:
+                    s._seal(group, z)
+                if phase == 2 or not w2:
+                    break
+                b, w, at = 0, w2, at + w
+                try:
+                    z = o.zone = s._zone_for(group, False)   # a fresh zone: split_ok said one can be taken
+                except Exception as e:              # as from _write_one: the rest waits in the buffer
+                    buf.n = o.buf_n
+                    s._buffer(k, self._h[at:n].copy(), pages[at:])
+                    if not isinstance(e, (DeviceIOError, SwapFullError)):
+                        raise
+                    s._collector.background()
+                    s._raise_write_error(e)
+                o.phase = 2
+                self.split += 1
+                rc = self._run(o, pages)
             self.taken += 1
-            if full:
-                s._seal(s._group_of[k], z)
             s._collector.background()
             return True
 
-    def _continue(self, k: int, ids: np.ndarray, idp, pages: np.ndarray, pgp, plan: tuple, out) -> None:
-        """A call staged here whose batch did not land back to back (``out``: the device's offsets
-        and failures, or None when nothing was sent) goes on as the general path from its device
-        write: ``swap_out``'s in-flight marks, ``_stream_write`` from ``_one_batch``'s landing,
-        GC's turn, and the errors ``swap_out`` raises past its commit point."""
+    def _run(self, o, pages: np.ndarray) -> int:
+        """The C call(s) of one run: ``ur_store_out``'s result, or the same from ``st_out_plan`` /
+        ``st_out_stage`` / the store's ``_send_units`` / ``st_out_end`` (status 1 landed, 2 not)."""
+        port = self._port
+        if port is not None:
+            return port(self._s.config.append_qd)
+        lib = self._lib
+        rc = lib.st_out_plan(o)
+        if rc <= 0:
+            return rc
+        lib.st_out_stage(o)
+        s, b, w, at = self._s, o.b, o.w, o.at
+        buf = s._buffers[o.tag - 1]
+        buf.n = o.buf_n
+        out = s._send_units(o.zone, b, w, buf, pages[at:at + w], o.first_slot)
+        if out is True:
+            lib.st_out_end(o)
+            return (1 << 8) | o.nunits
+        self._out = out
+        return (2 << 8) | o.nunits
+
+    def _continue(self, k: int, ids: np.ndarray, idp, pages: np.ndarray, pgp, plan: tuple, out, phase: int) -> None:
+        """A call staged here whose run did not land back to back (``out``: the device's offsets
+        and failures, or None when nothing was sent) goes on as the general path from that run's
+        device write: ``swap_out``'s in-flight marks (phase 2: on the pages not written yet),
+        ``_stream_write`` from ``_one_batch``'s landing, GC's turn, and the errors ``swap_out``
+        raises past its commit point."""
         s, nat = self._s, self._s._native
         s._buffers[k].n = self._o.buf_n
         h = self._h[:ids.size].copy()
         hp = self._fb("int64_t[]", h)
         nat._batch = (ids, idp, h, hp)
         error = None
-        nat.fill(6, h, 1)
+        nat.fill(6, h if phase == 1 else h[plan[1]:], 1)
+        fp = s.fast_path
+        calls = fp["one_batch_calls"]
         try:
             try:
                 s._stream_write(k, h, pages, sent=(plan, (hp, pgp), out))
@@ -174,6 +205,12 @@ class Express:
                 error = e
         finally:
             nat.fill(6, h, 0)
+            o = self._o
+            if fp["one_batch_calls"] != calls and (phase == 2 or o.zone_end):
+                # a run the general path writes with _write_jobs / _write_one landed in _one_batch:
+                # count it as they do (a commit of several units, not a one-batch call)
+                fp["one_batch_calls"] -= 1
+                fp["one_commit_batches"] -= o.nunits == 1
         s._collector.background()
         s._raise_write_error(error)
 
@@ -194,3 +231,4 @@ class Express:
         self._ids_out = np.empty(n + self._s._unit_pages, np.int64)
         self._o.h = self._fb("int64_t[]", self._h)
         self._o.ids_out = self._fb("int64_t[]", self._ids_out)
+

@@ -636,8 +636,8 @@ class SwapStore:
         """Small batches gather in the stream's buffer; large ones go to the device straight from
         the caller's array in writes of ``min_write_pages``..``unit_pages`` pages, the rest waits.
         ``sent``: the express path (store/express.py) planned the call, topped the buffer up and
-        sent its batch: ``(plan, C pointers, the device's (offsets, failures) or None: not sent)``;
-        the call goes on from ``_one_batch``'s landing."""
+        sent a run of it: ``(plan, C pointers, the device's (offsets, failures) or None: not sent)``;
+        the call goes on from ``_one_batch``'s landing of that run."""
         buf, unit, i, n = self._buffers[k], self._unit_pages, 0, handles.size
         done = np.zeros(n, bool)
         clean = False                            # True: nothing past i was written (no error)
