@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -159,7 +160,20 @@ def readme(p: dict, command: str) -> str:
     if cpu:
         lines += ["fio's own CPU (usr + sys, of one vCPU) per job: " + ", ".join(cpu) + ". Near 100 % fio's "
                   "software sets its pace under TCG, not the emulated device.", ""]
+    pr = p.get("pairs")
+    if pr:
+        lines += ["Interleaved pairs (after the runs above, each side from reset zones: fio psync QD1 writes, then "
+                  "the store's uring `swap_out` of the same bytes; every pair kept):", "",
+                  "| pair | fio psync QD1, MiB/s | store uring, MiB/s | store/fio |", "|---:|---:|---:|---:|"]
+        for k, (f, st, x) in enumerate(zip(pr["fio_psync_qd1"], pr["store_uring"], pr["ratio"])):
+            lines.append(f"| {k + 1} | {_f(f, '{:.0f}')} | {_f(st, '{:.0f}')} | {_f(x, '{:.2f}')} |")
+        lines += ["", f"Median store/fio over the pairs: {_f(pr.get('median'), '{:.2f}')}.", ""]
     for eng, s in p["store"].items():
+        ex = s.get("express")
+        if ex:
+            lines += [f"Store `{eng}`: {ex['calls']} `swap_out` calls took the express path ({ex['split_at_zone_end']} of "
+                      f"them split at a zone's end; device write in the same C call: {ex['in_one_c_call']}); "
+                      f"declined by reason: `{json.dumps(ex['declined'])}`.", ""]
         if "error" in s:
             lines += [f"Store `{eng}` run failed: `{s['error']}`", ""]
         st = (s.get("after_swap_in") or s.get("after_swap_out") or {}).get("engine_stats")
@@ -195,6 +209,17 @@ def summary(runs: list[dict], command: str) -> str:
     store = " | ".join(_f(p["store"]["uring"]["swap_out"]["mib_s"], "{:.0f}") for p in runs)
     rows.append(f"| swap_out | fio psync QD1, MiB/s | {fio} | |")
     rows.append(f"| swap_out | store uring, MiB/s | {store} | |")
+    if any(p.get("pairs") for p in runs):
+        every = [x for p in runs for x in (p.get("pairs") or {}).get("ratio", []) if x is not None]
+        med = [(p.get("pairs") or {}).get("median") for p in runs]
+        rng = f"{min(every):.2f}–{max(every):.2f}" if every else "—"
+        rows.append("| swap_out | interleaved pairs, store uring vs fio psync QD1: median of the run's pairs | "
+                    + " | ".join(_f(m, "{:.2f}") for m in med) + f" | {rng} (every pair) |")
+        rows.append("| swap_out | — each pair | " + " | ".join(
+            ", ".join(_f(x, "{:.2f}") for x in (p.get("pairs") or {}).get("ratio", [])) or "—" for p in runs) + " | |")
+        if every:
+            rows.append(f"| swap_out | — median of all {len(every)} pairs | {statistics.median(every):.2f} |"
+                        + " |" * len(runs))
     return "\n".join([
         "# fio parity in the QEMU guest (issue 12): several runs", "",
         f"Written by `{command}` (experiments/fio_parity.py). Each run is one guest session (boot, fio and the "

@@ -53,13 +53,22 @@ def guest() -> None:
     dev.append_batch = timed(dev.append_batch)
     if store._append_run is not None:               # the one-batch call's device write
         store._append_run = timed(store._append_run)
+    ex = store._express
+    if ex is not None and ex._port is not None:     # the express call: bookkeeping and device write in C
+        port = ex._port
+        ex._port = timed(port)
+        ex._port.results = port.results
     half, calls = PAGES // 2, PAGES // 2 // CALL_PAGES
     t0 = time.perf_counter()
     for i in range(0, half, CALL_PAGES):
         store.swap_out(ids[i:i + CALL_PAGES], pages[i:i + CALL_PAGES])
     t = time.perf_counter() - t0
     print(f"plain: {calls} calls of {CALL_PAGES * 4} KiB in {t:.3f} s = {t / calls * 1e3:.2f} ms per call; "
-          f"inside append_batch/append_run {acc['s']:.3f} s ({acc['n']} batches) = {acc['s'] / calls * 1e3:.2f} ms per call")
+          f"inside append_batch/append_run/ur_store_out {acc['s']:.3f} s ({acc['n']} batches) = "
+          f"{acc['s'] / calls * 1e3:.2f} ms per call")
+    if ex is not None:
+        print(f"express calls: {ex.taken} of {2 * calls} (device write in the same C call: {ex.in_one_call}); "
+              f"declined by reason: {ex.declined}")
     prof = cProfile.Profile()
     prof.enable()
     for i in range(half, PAGES, CALL_PAGES):
@@ -70,6 +79,11 @@ def guest() -> None:
         pstats.Stats(prof, stream=out).sort_stats(key).print_stats(30)
         print(f"--- cProfile of the other {calls} calls, by {key}\n" + out.getvalue())
     store.flush()
+    if ex is not None:
+        print(f"express calls: {ex.taken} of {2 * calls}; declined by reason: {ex.declined}")
+    want = np.arange(0, PAGES, 37, dtype=np.int64)
+    bad = int((store.swap_in(want) != pages[want]).any(axis=1).sum())
+    print(f"read back: {bad} of {want.size} pages differ")
     store.close()
     dev.close()
 

@@ -58,6 +58,11 @@ SSDSIM_CDEFS = header_cdefs("ssd.h")
 STORE_SOURCES = ["store.c"]
 STORE_HEADERS = ["store.h"]
 STORE_CDEFS = header_cdefs("store.h")
+# the usual swap_out call around its device write (store_out.c); the io_uring module compiles it
+# too, for the call with the ring write in one C call (uring_store.c)
+STORE_OUT_SOURCES = ["store_out.c"]
+STORE_OUT_HEADERS = ["store_out.h"]
+STORE_OUT_CDEFS = header_cdefs("store_out.h")
 
 # ---------------------------------------------------------------- Linux zoned block devices (zoned.c)
 ZONED_SOURCES = ["zoned.c"]
@@ -80,6 +85,9 @@ int64_t zd_pread(int fd, void *buf, size_t len, int64_t off);
 URING_SOURCES = ["uring.c"]
 URING_HEADERS = ["uring.h"]
 URING_CDEFS = header_cdefs("uring.h")
+URING_STORE_SOURCES = ["uring_store.c", "store_out.c", "store.c"]
+URING_STORE_HEADERS = ["uring_store.h"]
+URING_STORE_CDEFS = header_cdefs("uring_store.h")
 LIBURING_HEADER = "/usr/include/liburing.h"
 
 
@@ -98,9 +106,11 @@ PAGER_CDEFS = header_cdefs("pager.h")
 # module name -> its parts (sources relative to native/, cdef text, headers relative to native/)
 MODULES = {
     "zswap_host._native": [(SSDSIM_SOURCES, SSDSIM_CDEFS, SSDSIM_HEADERS),
-                           (STORE_SOURCES, STORE_CDEFS, STORE_HEADERS)],
+                           (STORE_SOURCES, STORE_CDEFS, STORE_HEADERS),
+                           (STORE_OUT_SOURCES, STORE_OUT_CDEFS, STORE_OUT_HEADERS)],
     "zswap_host._zoned": [(ZONED_SOURCES, ZONED_CDEFS, ZONED_HEADERS)],
-    "zswap_host._uring": [(URING_SOURCES, URING_CDEFS, URING_HEADERS)],
+    "zswap_host._uring": [(URING_SOURCES, URING_CDEFS, URING_HEADERS),
+                          (URING_STORE_SOURCES, URING_STORE_CDEFS, URING_STORE_HEADERS)],
     "zswap_host._pager": [(PAGER_SOURCES, PAGER_CDEFS, PAGER_HEADERS)],
 }
 LIBRARIES = {"zswap_host._uring": ["uring"]}

@@ -82,14 +82,18 @@ def with_append_run(dev):
     return dev
 
 
-def pair(url: str, cfg: StoreConfig, run: bool = False):
+def pair(url: str, cfg: StoreConfig, run: bool = False, express: bool = True):
     """A store with the C helpers and the numpy reference on identical devices (``run``: the
-    first device has ``append_run``)."""
+    first device has ``append_run``; ``express=False``: the first store without its express
+    path, store/express.py, so that the C helpers' steps are what runs)."""
     devs = [open_device(url), open_device(url)]
     fails = [FailAt(d) for d in devs]
     if run:
         with_append_run(devs[0])
-    return [SwapStore(devs[0], cfg), SwapStore(devs[1], cfg, native=False)], devs, fails
+    stores = [SwapStore(devs[0], cfg), SwapStore(devs[1], cfg, native=False)]
+    if not express:
+        stores[0]._express = None
+    return stores, devs, fails
 
 
 def both(stores, fn):
@@ -114,13 +118,14 @@ def both(stores, fn):
     return a
 
 
+@pytest.mark.parametrize("express", [False, True])
 @pytest.mark.parametrize("url", [GUEST, GUEST_504])
 @pytest.mark.parametrize("run", [False, True])
-def test_the_fast_path_is_taken_and_agrees_on_fresh_batches_of_2mib(run, url):
+def test_the_fast_path_is_taken_and_agrees_on_fresh_batches_of_2mib(run, url, express):
     """The guest's namespace shape, 2 MiB calls of fresh ids until half the device is full (the
     issue's sequence): the C helpers and one commit per batch, the same state as numpy (with the
     guest's 504 KiB append limit each call also tops up and leaves a tail in the write buffer)."""
-    stores, _, _ = pair(url, StoreConfig(placement="temporal", prefetch=False), run)
+    stores, _, _ = pair(url, StoreConfig(placement="temporal", prefetch=False), run, express)
     ids = np.arange(64 * 3072 // 2)
     for i in range(0, ids.size, 512):
         both(stores, lambda st: st.swap_out(ids[i:i + 512], pages_for(ids[i:i + 512])))
@@ -132,21 +137,24 @@ def test_the_fast_path_is_taken_and_agrees_on_fresh_batches_of_2mib(run, url):
     assert stores[1].fast_path["one_batch_calls"] == 0
     assert stores[1].fast_path["prepared"] == 0
     if url == GUEST_504:                                      # the buffer was staged and committed in C
-        assert stores[0]._native._bufs
+        assert stores[0]._express._bufs[0] if express else stores[0]._native._bufs
+    if express:
+        assert stores[0]._express.taken >= fast["one_batch_calls"] - 10
     for st in stores:
         st.check()
         assert np.array_equal(st.swap_in(ids[::97]), pages_for(ids[::97]))
 
 
+@pytest.mark.parametrize("express", [False, True])
 @pytest.mark.parametrize("run", [False, True])
 @pytest.mark.parametrize("placement", ["temporal", "stream", "hotness"])
-def test_a_mixed_run_with_failures_mid_batch_agrees_with_the_reference(placement, run):
+def test_a_mixed_run_with_failures_mid_batch_agrees_with_the_reference(placement, run, express):
     """Random batch sizes (a page to several units), overwrites, repeated ids in a batch, discards,
     swap-ins, flushes, GC under pressure, ids too large for the direct array, and write failures
     injected at the 1st..4th append of a call (one, two, or many in a row)."""
     rng = np.random.default_rng(7)
     cfg = StoreConfig(placement=placement, write_size=128 << 10, prefetch=placement == "stream")
-    stores, devs, fails = pair(SMALL, cfg, run)
+    stores, devs, fails = pair(SMALL, cfg, run, express)
     cap = stores[0].capacity_pages
     universe = cap * 3 // 4
     version = 0
@@ -187,13 +195,14 @@ def test_a_mixed_run_with_failures_mid_batch_agrees_with_the_reference(placement
     assert stores[0].fast_path["one_batch_calls"] > 10
 
 
+@pytest.mark.parametrize("express", [False, True])
 @pytest.mark.parametrize("run", [False, True])
-def test_a_failed_one_batch_call_goes_through_the_general_landing_and_agrees(run):
+def test_a_failed_one_batch_call_goes_through_the_general_landing_and_agrees(run, express):
     """A call on the one-batch path (a buffered unit and the caller's units) whose 1st..5th append
     fails: its units are retried as the general path's would be (``_land``), same state."""
     cfg = StoreConfig(placement="temporal", prefetch=False)
     for at in range(1, 6):
-        stores, devs, fails = pair(GUEST, cfg, run)
+        stores, devs, fails = pair(GUEST, cfg, run, express)
         ids = np.arange(4000, dtype=np.int64)
         both(stores, lambda st: st.swap_out(ids[:520], pages_for(ids[:520])))   # 8 pages stay buffered
         before = stores[0].fast_path["one_batch_calls"]

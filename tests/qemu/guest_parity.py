@@ -15,6 +15,10 @@ Phases (every one starts from a namespace whose zones were all reset):
 - each store measurement with the device's ``io_engine="uring"`` and ``"sync"``, once more on uring
   with registered buffers, and once more on uring with larger swap_out calls (the store's per-call
   host cost against the batch size);
+- interleaved pairs (``--pairs``, after the runs above): fio psync QD1 writes, then the store's uring
+  ``swap_out`` of the same bytes, again and again, each from reset zones: the same comparison as
+  above with the two sides minutes apart no more, so each pair's ratio sees one state of the host
+  (every pair is kept; the median and the range are reported beside the per-pair ratios);
 - fio's random reads also with batched submission and registered buffers (``--iodepth_batch_submit``,
   ``--fixedbufs``): fio as the issue asks enters the kernel once per request, the store once per
   batch, and under TCG a syscall is dear. (fio's zoned writes at QD4 with batched submission failed
@@ -131,7 +135,7 @@ def engine_info(dev) -> dict:
             "engine_stats": dev.engine_stats()}
 
 
-def run_store(engine: str | None, pages: np.ndarray, batch_pages: int, read_ids: np.ndarray,
+def run_store(engine: str | None, pages: np.ndarray, batch_pages: int, read_ids: np.ndarray | None,
               registered: bool = False) -> dict:
     from zswap_host import StoreConfig, SwapStore
 
@@ -155,6 +159,13 @@ def run_store(engine: str | None, pages: np.ndarray, batch_pages: int, read_ids:
                            "device_write_bytes": mid.device_write_bytes - base.device_write_bytes,
                            "write_size_histogram": {str(k): v for k, v in sorted(mid.write_size_histogram.items())}}
         rec["after_swap_out"] = engine_info(dev)
+        ex = store._express
+        if ex is not None:
+            rec["express"] = {"calls": ex.taken, "split_at_zone_end": ex.split, "in_one_c_call": ex.in_one_call,
+                              "declined": {str(k): v for k, v in ex.declined.items()}}
+        if read_ids is None:                        # an interleaved pair: the writes only
+            store.check()
+            return rec
         got = []
         t0 = time.perf_counter()
         for i in range(0, read_ids.size, 256):     # a step's faults: batches of 256 random pages
@@ -246,6 +257,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-kib", type=int, default=2048, help="bytes per swap_out call, in KiB")
     ap.add_argument("--big-batch-kib", type=int, default=16384,
                     help="one more uring store run with swap_out calls this large (0: none)")
+    ap.add_argument("--pairs", type=int, default=5,
+                    help="interleaved fio psync / store uring swap_out pairs after the other phases (0: none)")
     ap.add_argument("--seed", type=int, default=12)
     a = ap.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
@@ -348,6 +361,19 @@ def main(argv=None) -> int:
         reset_all()
         big = f"uring_{a.big_batch_kib // 1024}mib"
         store[big] = phase(f"store_{big}", run_store, "uring", pages, (a.big_batch_kib << 10) // PAGE, read_ids)
+    if a.pairs:
+        res["pairs"] = pairs = {"fio_psync_qd1": [], "store_uring": [], "ratio": []}
+        for k in range(a.pairs):
+            f = fio_write(f"pair{k}_fio_write_psync", f"pair{k}_write_psync_qd1", seq + ["--ioengine=psync"])
+            reset_all()
+            st = phase(f"pair{k}_store_uring", run_store, "uring", pages, batch, None)
+            pairs["fio_psync_qd1"].append(f.get("mib_s"))
+            pairs["store_uring"].append((st.get("swap_out") or {}).get("mib_s"))
+            pairs["ratio"].append(ratio(pairs["store_uring"][-1], f.get("mib_s")))
+            if "error" in f or "error" in st:
+                pairs.setdefault("errors", []).append({"pair": k, "fio": f.get("error"), "store": st.get("error")})
+        got = [x for x in pairs["ratio"] if x is not None]
+        pairs["median"] = float(np.median(got)) if got else None
     res["ratios"] = ratios(res)
     res["guest_script_s"] = round(time.perf_counter() - t_start, 1)
     with open(os.path.join(a.out, "parity.json"), "w") as f:
@@ -357,6 +383,7 @@ def main(argv=None) -> int:
     # a missing reference, recorded, not a failure of the store or of the guest
     bad = [k for k, v in list(fio.items()) + list(store.items()) if "error" in v and k != "write_io_uring_cmd_qd1"
            and not (k == "write_io_uring_qd4" and v.get("zone_write_reordered"))]
+    bad += ["pairs"] if res.get("pairs", {}).get("errors") else []
     return 1 if bad else 0
 
 

@@ -147,3 +147,15 @@ def test_only_eio_inside_zones_counts_as_a_reordered_fio_write():
     assert not reordered_write(line.format(zone), zone)                 # at a zone start: not overtaking
     assert not reordered_write(line.format(524288) + "\nfio: pid=1, got signal=11", zone)
     assert not reordered_write("fio: io_u error on file /dev/nvme0n2: No space left on device", zone)
+
+
+def test_interleaved_pairs_recorded_and_the_express_path_taken(parity):
+    """Every interleaved fio / store pair is kept with its ratio (no timing asserted); the store's
+    2 MiB calls on the uring engine went through the express path with the ring write in the same
+    C call, and its zone ends as two runs."""
+    _, p = parity
+    pr = p["pairs"]
+    assert len(pr["ratio"]) == len(pr["fio_psync_qd1"]) == len(pr["store_uring"]) > 0, pr
+    assert all(x is not None and x > 0 for x in pr["ratio"]) and pr["median"] > 0 and not pr.get("errors"), pr
+    ex = _store(p, "uring")["express"]
+    assert ex["in_one_c_call"] and ex["calls"] > 0 and ex["split_at_zone_end"] > 0, ex

@@ -259,6 +259,14 @@ class UringEngine:
             return r, None, None
         return 0, res[:n].tolist(), alba[:n].astype(np.int64)
 
+    def small_arrays(self) -> tuple:
+        """``append_small``'s arrays (addresses, lengths, zones, results, LBAs, times; ``SMALL`` each)
+        and their C pointers, made once per engine: what a caller holding the device's append lock
+        hands to a C call of its own (``devices/uring_store.py``)."""
+        if self._small is None:
+            self._small = self._make_small()
+        return self._small
+
     def _make_small(self) -> tuple:
         n = self.SMALL
         arrays = (np.zeros(n, np.uint64), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int32),

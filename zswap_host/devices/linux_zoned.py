@@ -412,6 +412,15 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
             return True
         return out
 
+    def store_out_port(self, out_addr: int):
+        """The store's usual ``swap_out`` call with this device's write inside the same C call
+        (``devices/uring_store.py``) on the uring-cmd path; None on any other path."""
+        eng = self._append_engine
+        if self._ngfd < 0 or not self._passthrough or not hasattr(getattr(eng, "_lib", None), "ur_store_out"):
+            return None
+        from .uring_store import UringStoreOut
+        return UringStoreOut(self, eng, out_addr)
+
     def _count_landed(self, ll: list, dt: float) -> None:
         """Stats of a uring-cmd batch whose appends all landed (``ll``: their lengths as ints, counted
         without numpy). The most appends in flight per zone is the engine's, read by engine_stats."""

@@ -40,6 +40,7 @@ from ..gc.scheduler import GcScheduler
 from ..neighbours import check_limit, first_distinct, slots_near
 from .buffers import PrefetchBuffer, WriteBuffer
 from .config import StoreConfig
+from .express import Express
 from .idmap import IdMap, as_page_ids
 from .native import NativeBook
 from .native import load as load_native
@@ -134,6 +135,8 @@ class SwapStore:
         self._append_run = getattr(device, "append_run", None)
         self._word_reads = bool(getattr(device, "word_reads", False))     # read_batch(..., words=True)
         self.fast_path = {"prepared": 0, "one_commit_batches": 0, "one_batch_calls": 0}   # taken (tests look)
+        # the usual call in one C call (store/express.py), or None
+        self._express = Express.make(self, *lib) if lib is not None else None
 
     # -- set-up ----------------------------------------------------------------------------------
     @property
@@ -187,6 +190,9 @@ class SwapStore:
         DeviceIOError that survives the retries, or a SwapFullError with empty ``page_ids`` (the
         device ran out of zones after zones were retired), then only says the batch still waits
         in host buffers."""
+        ex = self._express
+        if ex is not None and ex.swap_out(page_ids, pages, stream):
+            return
         nat = self._native
         # the common call (a flat int64 array) skips as_page_ids: st_prepare finds negative ids and
         # as_page_ids then raises its error, before anything changes
@@ -289,12 +295,17 @@ class SwapStore:
                 else:
                     self._in_flight[h] = False
             self._collector.background()
-            if isinstance(error, SwapFullError):
-                raise SwapFullError(
-                    f"{error}: the batch was stored and waits in host buffers until GC frees a zone",
-                    np.zeros(0, np.int64)) from error
-            if error is not None:
-                raise error
+            self._raise_write_error(error)
+
+    @staticmethod
+    def _raise_write_error(error: Exception | None) -> None:
+        """What ``swap_out`` raises for a write error past its commit point (the batch is stored)."""
+        if isinstance(error, SwapFullError):
+            raise SwapFullError(
+                f"{error}: the batch was stored and waits in host buffers until GC frees a zone",
+                np.zeros(0, np.int64)) from error
+        if error is not None:
+            raise error
 
     def swap_in(self, page_ids) -> np.ndarray:
         """Pages for ids, in the order asked. KeyError for an id never stored (or discarded);
@@ -634,20 +645,27 @@ class SwapStore:
         else:
             self._buffer_of[handles] = k + 1
 
-    def _stream_write(self, k: int, handles: np.ndarray, pages: np.ndarray) -> None:
+    def _stream_write(self, k: int, handles: np.ndarray, pages: np.ndarray, sent: tuple | None = None) -> None:
         """Small batches gather in the stream's buffer; large ones go to the device straight from
-        the caller's array in writes of ``min_write_pages``..``unit_pages`` pages, the rest waits."""
+        the caller's array in writes of ``min_write_pages``..``unit_pages`` pages, the rest waits.
+        ``sent``: the express path (store/express.py) planned the call, topped the buffer up and
+        sent a run of it: ``(plan, C pointers, the device's (offsets, failures) or None: not sent)``;
+        the call goes on from ``_one_batch``'s landing of that run."""
         buf, unit, i, n = self._buffers[k], self._unit_pages, 0, handles.size
         done = np.zeros(n, bool)
         clean = False                            # True: nothing past i was written (no error)
         ctx = None                               # the C helpers' pointers into this batch (one-batch plan)
         try:
-            if buf.n + n < unit:
+            if sent is not None:
+                plan, ctx, out = sent
+                i = plan[1]
+                i += self._one_batch(k, handles, pages, done, plan, i, ctx, out)
+            elif buf.n + n < unit:
                 i = n
                 self._buffer(k, handles, pages)
                 return
-            plan = self._one_batch_plan(k, n) if self._native is not None else None
-            if plan is not None:                 # the usual call: one batch, planned in a few steps
+            elif (plan := self._one_batch_plan(k, n) if self._native is not None else None) is not None:
+                # the usual call: one batch, planned in a few steps
                 ctx = self._native.batch_ctx(handles, pages)    # None: the numpy steps
                 top = plan[1]
                 if top:
@@ -703,42 +721,25 @@ class SwapStore:
         return z, top, b, w, ("one", z, b, w)
 
     def _one_batch(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray, plan: tuple, at: int,
-                   ctx: tuple | None) -> int:
+                   ctx: tuple | None, out=None) -> int:
         """Write ``_one_batch_plan``'s units (the caller's from ``handles[at:]``) as one
         ``append_batch`` (the buffer's unit and the caller's pages as two buffers: no view per
         unit), or the device's ``append_run``; when they landed back to back from the zone's cursor
         (the usual batch), commit them as one run (``ctx``: in one C call). Anything else (a
         failure, another order) goes to ``_land`` as the general path's jobs would, retries
         included. Returns the caller's pages written (a prefix of ``handles[at:]``); ``done``
-        marks them as ``_write_jobs`` does."""
-        z, _, b, w, key = plan
-        ps, unit, least = self.page_size, self._unit_pages, self._min_write_pages
+        marks them as ``_write_jobs`` does. ``out``: the batch was sent already (the express path),
+        the device's (offsets, failures)."""
+        z, _, b, w, _ = plan
+        ps, least = self.page_size, self._min_write_pages
         buf = self._buffers[k]
-        arrays = self._lens_cache.get(key)
-        if arrays is None:
-            lens = ([b] if b else []) + [unit] * (w // unit) + ([w % unit] if w % unit else [])
-            zarr, lbytes = self._plan_arrays(tuple((z, m) for m in lens))
-            arrays = self._lens_cache[key] = (zarr, lbytes, lens)
-        zarr, lbytes, lens = arrays
+        lens = self._one_batch_units(z, b, w)[2]
         first = z * self._slots.slots_per_zone + self._zones.written(z)
-        mine = pages[at:at + w]
-        run = self._append_run
-        if run is not None:                      # the device checks where the units landed
-            out = run(zarr, (buf.data[:b], mine) if b else (mine,), lbytes, self.config.append_qd, first * ps)
-            landed = out is True
-            if not landed:
-                offsets, failures = out
-        else:
-            offsets, failures = self.device.append_batch(zarr, (buf.data[:b], mine) if b else mine, lbytes,
-                                                         self.config.append_qd)
-            landed = not failures
-            if landed:
-                expect = first * ps
-                for off, m in zip(offsets.tolist(), lens):
-                    if off != expect:
-                        landed = False
-                        break
-                    expect += m * ps
+        if out is None:
+            out = self._send_units(z, b, w, buf, pages[at:at + w], first)
+        landed = out is True
+        if not landed:
+            offsets, failures = out
         if landed:                               # back to back in plan order: the usual batch, one commit
             if ctx is not None:                  # the cursor is first: record cannot refuse it
                 full = self._zones.record(z, first, self._native.commit_run(buf, b, ctx, at, w, first))
@@ -773,6 +774,38 @@ class SwapStore:
                               {z: self._group_of[k]}, offsets, failures)[1]
         finally:
             self._drop_written(buf, bids, done_buf)
+
+    def _one_batch_units(self, z: int, b: int, w: int) -> tuple:
+        """(zones, byte lengths, pages) of ``_one_batch_plan``'s units: the buffer's ``b`` pages, then
+        the caller's ``w`` in write units (cached per plan)."""
+        key = ("one", z, b, w)
+        arrays = self._lens_cache.get(key)
+        if arrays is None:
+            unit = self._unit_pages
+            lens = ([b] if b else []) + [unit] * (w // unit) + ([w % unit] if w % unit else [])
+            zarr, lbytes = self._plan_arrays(tuple((z, m) for m in lens))
+            arrays = self._lens_cache[key] = (zarr, lbytes, lens)
+        return arrays
+
+    def _send_units(self, z: int, b: int, w: int, buf, mine: np.ndarray, first: int):
+        """Send ``_one_batch_plan``'s units (the buffer's first ``b`` pages, then ``mine``) as one
+        batch expected back to back from slot ``first``: True when they landed so, else the
+        device's (offsets, failures)."""
+        ps = self.page_size
+        zarr, lbytes, lens = self._one_batch_units(z, b, w)
+        run = self._append_run
+        if run is not None:                      # the device checks where the units landed
+            return run(zarr, (buf.data[:b], mine) if b else (mine,), lbytes, self.config.append_qd, first * ps)
+        offsets, failures = self.device.append_batch(zarr, (buf.data[:b], mine) if b else mine, lbytes,
+                                                     self.config.append_qd)
+        if failures:
+            return offsets, failures
+        expect = first * ps
+        for off, m in zip(offsets.tolist(), lens):
+            if off != expect:
+                return offsets, failures
+            expect += m * ps
+        return True
 
     def _write_buffer_and(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray) -> int:
         """Stream k's buffered write unit and the caller's next units as one batch (one trip to the

@@ -1,0 +1,234 @@
+"""The usual ``swap_out`` call in one C call (issue 12): in the QEMU guest (TCG) every Python step
+costs tens of microseconds, and the general path's ~120 of them per 2 MiB call cost as much as the
+device write itself.
+
+The usual call: a flat int64 batch of distinct ids whose pages are all fresh or replace copies on
+the device (none waits in a write buffer), on a placement that sends the whole call to one stream,
+written as that stream's buffered unit (topped up from the batch) and the batch's whole units,
+back to back into the stream's open zone, which has room for them all; the rest waits in the
+buffer. ``native/store_out.c`` checks and plans it, hands out the new handles, tops the buffer up,
+and after the device write commits the run and buffers the tail: the same steps, in the same order
+and with the same result, as the general path (``SwapStore._one_batch_plan`` / ``_one_batch`` /
+``_stream_write``). At a zone's end the call is two runs, as the general path writes it: the first
+fills the zone, the store seals it and opens the next (Python), the second writes the rest there.
+On a Linux zoned namespace on the uring-cmd path the device write runs inside
+the same C call (``ur_store_out``, ``native/uring_store.c``, through the device's
+``store_out_port``); elsewhere the store's ``_send_units`` writes between the C steps.
+
+Anything else is declined with nothing changed (``Express.declined`` counts why) and the caller
+takes the general path. A batch that was sent but did not land back to back (a failed append,
+another order) continues on the general path from that point (``SwapStore._stream_write(sent=)``:
+``_land``'s commits and retries). tests/test_store_express.py checks both paths leave the same
+state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DeviceIOError, SwapFullError
+from .placement import Placement, Streams
+
+_I64 = np.dtype(np.int64)
+_U8 = np.dtype(np.uint8)
+
+
+class Express:
+    """One store's usual ``swap_out`` call in C (see the module docstring). Use ``make``."""
+
+    def __init__(self, store, ffi, lib, stream_mod: int) -> None:
+        self._s = store
+        self._ffi, self._lib = ffi, lib
+        self._fb = ffi.from_buffer
+        self._mod = stream_mod                      # stream of a call: stream % mod (0: always 0)
+        o = self._o = ffi.new("st_out *")
+        z = store._zones
+        o.slots_per_zone = store._slots.slots_per_zone
+        o.data_slots = z.data_slots
+        o.page_size = store.page_size
+        o.unit = store._unit_pages
+        o.least = store._min_write_pages
+        self._ps = store.page_size
+        self._p: tuple = ()                         # NativeBook's pointers the struct holds
+        self._written = None
+        self._bufs: list = [None] * len(store._buffers)   # per stream: (ids, data) the struct may point at
+        self._h = np.empty(0, np.int64)             # scratch: the batch's handles, the run's page ids
+        self._ids_out = np.empty(0, np.int64)
+        port = getattr(store.device, "store_out_port", None)
+        self._port = port(int(ffi.cast("uintptr_t", o))) if port is not None else None
+        self.taken = 0                              # calls done here
+        self.split = 0                              # ... of them written as two runs (a zone's end)
+        self.declined: dict[int, int] = {}          # st_out_plan's reason -> calls left to the general path
+
+    @classmethod
+    def make(cls, store, ffi, lib) -> "Express | None":
+        """The store's express path, or None when its placement looks at more than the call's
+        stream (``counts_swap_outs``, or an ``assign`` of its own) or the build lacks the helpers."""
+        pl = store._placement
+        assign = type(pl).assign
+        if pl.counts_swap_outs or assign not in (Placement.assign, Streams.assign) or not hasattr(lib, "st_out_plan"):
+            return None
+        return cls(store, ffi, lib, store._n_user if assign is Streams.assign else 0)
+
+    @property
+    def in_one_call(self) -> bool:
+        """True when the device write runs inside the C call (the uring-cmd path)."""
+        return self._port is not None
+
+    def swap_out(self, ids, pages, stream) -> bool:
+        """``SwapStore.swap_out(ids, pages, stream)`` when it is the usual call: True, done (every
+        contract of ``swap_out`` held: it returned, or raised what the general path raises past its
+        commit point). False, with nothing changed, for any other call."""
+        if type(ids) is not np.ndarray or type(pages) is not np.ndarray or type(stream) is not int \
+                or ids.dtype != _I64 or ids.ndim != 1 or pages.dtype != _U8:
+            return False
+        n = ids.size
+        if pages.shape != (n, self._ps):
+            return False
+        try:
+            idp, pgp = self._fb("int64_t[]", ids), self._fb("uint8_t[]", pages)
+        except ValueError:                          # not C-contiguous
+            return False
+        s = self._s
+        with s._lock:
+            idm = s._idmap
+            if s._closed or s._live > s._capacity or s._lost_count or s._prefetch.size or idm._nfree:
+                return False
+            k = stream % self._mod if self._mod else 0
+            z = s._zones._owner.get(s._group_of[k])
+            if z is None:
+                return False
+            o = self._o
+            p = s._native._ptrs()
+            if p is not self._p or s._zones._written is not self._written:
+                self._refresh(p)
+            buf = s._buffers[k]
+            c = self._bufs[k]
+            if c is None or c[0] is not buf.ids or c[1] is not buf.data:
+                c = self._bufs[k] = (buf.ids, buf.data, self._fb("int64_t[]", buf.ids), self._fb("uint8_t[]", buf.data))
+            if n > self._h.size:
+                self._scratch(n)
+            o.buf_ids, o.buf_data, o.buf_cap = c[2], c[3], c[0].size
+            o.ids, o.pages, o.n, o.zone, o.buf_n, o.tag = idp, pgp, n, z, buf.n, k + 1
+            o.next_handle, o.room_pages = idm._next, s._capacity - s._live
+            zones = s._zones
+            o.split_ok, o.phase = len(zones._free) > zones.reserve, 1    # zones.can_take(False)
+            rc = self._run(o, pages)
+            if rc <= 0:
+                self.declined[rc] = self.declined.get(rc, 0) + 1
+                return False
+            # -- past the commit point: the batch is accepted (the handles are handed out)
+            idm._next = o.next_handle
+            idm.n += o.fresh
+            s._live += o.new_pages
+            s.host_write_bytes += n * self._ps
+            fp = s.fast_path
+            fp["prepared"] += 1
+            group = s._group_of[k]
+            b, w, at, w2 = o.b, o.w, o.top, o.w2
+            for phase in (1, 2):
+                if rc <= 0 or rc >> 8 != 1:         # not landed back to back: the general path goes on
+                    out = None                      # (3, or a phase 2 the port declined: nothing sent)
+                    if rc > 0 and rc >> 8 == 2:
+                        out = self._port.results(rc, s.config.append_qd, (buf.data[:b], pages[at:at + w]) if b
+                                                 else (pages[at:at + w],)) if self._port is not None else self._out
+                    self._continue(k, ids, idp, pages, pgp, (z, at, b, w, ("one", z, b, w)), out, phase)
+                    return True
+                buf.n = o.buf_n
+                full = zones.record(z, o.first_slot, self._ids_out[:b + w].copy())
+                usual = phase == 1 and not o.zone_end
+                if usual:                           # _one_batch's landing
+                    fp["one_batch_calls"] += 1
+                if usual or o.nunits > 1:           # (else _write_jobs / _write_one: _land's usual batch)
+                    fp["one_commit_batches"] += 1
+                if full:
+                    s._seal(group, z)
+                if phase == 2 or not w2:
+                    break
+                b, w, at = 0, w2, at + w
+                try:
+                    z = o.zone = s._zone_for(group, False)   # a fresh zone: split_ok said one can be taken
+                except Exception as e:              # as from _write_one: the rest waits in the buffer
+                    buf.n = o.buf_n
+                    s._buffer(k, self._h[at:n].copy(), pages[at:])
+                    if not isinstance(e, (DeviceIOError, SwapFullError)):
+                        raise
+                    s._collector.background()
+                    s._raise_write_error(e)
+                o.phase = 2
+                self.split += 1
+                rc = self._run(o, pages)
+            self.taken += 1
+            s._collector.background()
+            return True
+
+    def _run(self, o, pages: np.ndarray) -> int:
+        """The C call(s) of one run: ``ur_store_out``'s result, or the same from ``st_out_plan`` /
+        ``st_out_stage`` / the store's ``_send_units`` / ``st_out_end`` (status 1 landed, 2 not)."""
+        port = self._port
+        if port is not None:
+            return port(self._s.config.append_qd)
+        lib = self._lib
+        rc = lib.st_out_plan(o)
+        if rc <= 0:
+            return rc
+        lib.st_out_stage(o)
+        s, b, w, at = self._s, o.b, o.w, o.at
+        buf = s._buffers[o.tag - 1]
+        buf.n = o.buf_n
+        out = s._send_units(o.zone, b, w, buf, pages[at:at + w], o.first_slot)
+        if out is True:
+            lib.st_out_end(o)
+            return (1 << 8) | o.nunits
+        self._out = out
+        return (2 << 8) | o.nunits
+
+    def _continue(self, k: int, ids: np.ndarray, idp, pages: np.ndarray, pgp, plan: tuple, out, phase: int) -> None:
+        """A call staged here whose run did not land back to back (``out``: the device's offsets
+        and failures, or None when nothing was sent) goes on as the general path from that run's
+        device write: ``swap_out``'s in-flight marks (phase 2: on the pages not written yet),
+        ``_stream_write`` from ``_one_batch``'s landing, GC's turn, and the errors ``swap_out``
+        raises past its commit point."""
+        s, nat = self._s, self._s._native
+        s._buffers[k].n = self._o.buf_n
+        h = self._h[:ids.size].copy()
+        hp = self._fb("int64_t[]", h)
+        nat._batch = (ids, idp, h, hp)
+        error = None
+        nat.fill(6, h if phase == 1 else h[plan[1]:], 1)
+        fp = s.fast_path
+        calls = fp["one_batch_calls"]
+        try:
+            try:
+                s._stream_write(k, h, pages, sent=(plan, (hp, pgp), out))
+            except (DeviceIOError, SwapFullError) as e:
+                error = e
+        finally:
+            nat.fill(6, h, 0)
+            o = self._o
+            if fp["one_batch_calls"] != calls and (phase == 2 or o.zone_end):
+                # a run the general path writes with _write_jobs / _write_one landed in _one_batch:
+                # count it as they do (a commit of several units, not a one-batch call)
+                fp["one_batch_calls"] -= 1
+                fp["one_commit_batches"] -= o.nunits == 1
+        s._collector.background()
+        s._raise_write_error(error)
+
+    def _refresh(self, p: tuple) -> None:
+        """Point the struct at the store's arrays (one was replaced: grown)."""
+        s, o = self._s, self._o
+        a = s._native._arrays
+        o.direct, o.id_of, o.loc, o.rmap, o.valid, o.buffer_of, o.in_flight = p
+        o.direct_size = a[0].size
+        o.handle_cap = min(a[1].size, a[2].size, a[5].size, a[6].size)
+        self._written = s._zones._written
+        o.written = self._fb("int64_t[]", self._written)
+        self._p = p
+
+    def _scratch(self, n: int) -> None:
+        n = max(n, 2 * self._h.size)
+        self._h = np.empty(n, np.int64)
+        self._ids_out = np.empty(n + self._s._unit_pages, np.int64)
+        self._o.h = self._fb("int64_t[]", self._h)
+        self._o.ids_out = self._fb("int64_t[]", self._ids_out)
+
