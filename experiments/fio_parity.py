@@ -218,14 +218,18 @@ def summary(runs: list[dict], command: str) -> str:
         rows.append("| swap_out | — each pair | " + " | ".join(
             ", ".join(_f(x, "{:.2f}") for x in (p.get("pairs") or {}).get("ratio", [])) or "—" for p in runs) + " | |")
         if every:
-            rows.append(f"| swap_out | — median of all {len(every)} pairs | {statistics.median(every):.2f} |"
-                        + " |" * len(runs))
+            rows.append(f"| swap_out | — median of all {len(every)} pairs |" + " |" * len(runs)
+                        + f" {statistics.median(every):.2f} |")
     return "\n".join([
         "# fio parity in the QEMU guest (issue 12): several runs", "",
         f"Written by `{command}` (experiments/fio_parity.py). Each run is one guest session (boot, fio and the "
         "store one after the other on the same namespace); `runN/` holds its table (README.md) and the guest's "
         "record (parity.json). The ratios move from run to run with the host's state (the guest is TCG: fio's "
-        "C and the store's Python are slowed differently), so they are given per run, with their range.", "",
+        "C and the store's Python are slowed differently), so they are given per run, with their range. The "
+        "interleaved pairs come after a session's other phases: fio psync QD1 writes, then the store's uring "
+        "`swap_out` (2 MiB calls + `flush()`) of the same bytes, each from reset zones, five times: the two "
+        "sides of a pair run seconds apart, so a change of the host's state between fio's phase and the "
+        "store's shows in one pair, not in the whole comparison; every pair is kept.", "",
         *rows, ""])
 
 
