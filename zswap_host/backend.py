@@ -25,8 +25,8 @@ class SwapBackend(Protocol):
     with a fault (``Pager(fault_around=...)``); ``SwapStore`` and ``ConventionalSwap`` have it, and
     ``VerifyingBackend`` forwards it. ``swap_in_words(page_ids) -> uint64 array``: the first 64-bit
     word of each page ``swap_in`` would return, with the same reads, time and errors, without
-    building the pages (``SwapStore``, ``ConventionalSwap``; the trace replay reads with it, as it
-    checks only a page's fingerprint word, ``workloads/page_words.py``).
+    building the pages (``SwapStore`` has it; the trace replay reads with it where a backend has it,
+    as it checks only a page's fingerprint word, ``workloads/page_words.py``).
 
     Errors: ``KeyError`` from ``swap_in`` of an id not stored; ``ValueError`` for malformed
     arguments (ids out of range, pages of the wrong shape, a negative or non-finite idle window);

@@ -278,10 +278,11 @@ class OcssdZonedView(EmulatedZonedDevice):
 
     def _deferrable(self, z: int) -> bool:
         """Whether an append to zone ``z`` may wait to go down with the ones after it
-        (``_media_write_units``): the zone is bound and none of its chunks is offline, so its write
-        cannot fail."""
+        (``_media_write_units``): the zone is bound, the device writable and none of the zone's
+        chunks offline, so its write cannot fail."""
         c = self._chunk[z]
-        return bool(c[0] >= 0) and not (self._states(c)[0] == ChunkState.OFFLINE).any()
+        return bool(c[0] >= 0) and not getattr(self.ocssd, "readonly", False) \
+            and not (self._states(c)[0] == ChunkState.OFFLINE).any()
 
     def _media_write_units(self, units: list) -> None:
         """Appends (start, view) in order; each run of them back to back in one zone is committed
