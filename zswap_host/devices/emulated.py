@@ -423,7 +423,8 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
 
     def _media_read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int,
                           words: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        out = (self._backing.gather_words if words else self._backing.gather)(offsets, lengths, self.geometry.block_size)
+        gather = self._backing.gather_words if words else self._backing.gather
+        out = gather(offsets, lengths, self.geometry.block_size)
         return out, self._charge_batch(_READ, offsets, lengths, qd)
 
     def _media_reset(self, z: int, written: int) -> None:

@@ -253,16 +253,8 @@ class OcssdZonedView(EmulatedZonedDevice):
                 return
             if write is None:
                 self.ocssd.write(ppas, np.ascontiguousarray(data[order]))
-                return
-            counts = np.bincount(write, minlength=writes)
-            vectors = getattr(self.ocssd, "write_vectors", None)
-            if vectors is not None:
-                vectors(ppas, data[order], counts)
-                return
-            rows, end = data[order], np.cumsum(counts)
-            for a, b in zip(end - counts, end):
-                if b > a:
-                    self.ocssd.write(ppas[a:b], rows[a:b])
+            else:                               # only a device with write_vectors gets runs (_deferrable)
+                self.ocssd.write_vectors(ppas, data[order], np.bincount(write, minlength=writes))
         except DeviceIOError:
             self._lose(z)
             raise
@@ -278,11 +270,12 @@ class OcssdZonedView(EmulatedZonedDevice):
 
     def _deferrable(self, z: int) -> bool:
         """Whether an append to zone ``z`` may wait to go down with the ones after it
-        (``_media_write_units``): the zone is bound, the device writable and none of the zone's
-        chunks offline, so its write cannot fail."""
+        (``_media_write_units``): the device writes several vectors in one call (``write_vectors``),
+        the zone is bound, the device writable and none of the zone's chunks offline, so its write
+        cannot fail."""
         c = self._chunk[z]
-        return bool(c[0] >= 0) and not getattr(self.ocssd, "readonly", False) \
-            and not (self._states(c)[0] == ChunkState.OFFLINE).any()
+        return bool(c[0] >= 0) and hasattr(self.ocssd, "write_vectors") \
+            and not getattr(self.ocssd, "readonly", False) and not (self._states(c)[0] == ChunkState.OFFLINE).any()
 
     def _media_write_units(self, units: list) -> None:
         """Appends (start, view) in order; each run of them back to back in one zone is committed
@@ -301,9 +294,9 @@ class OcssdZonedView(EmulatedZonedDevice):
         units.clear()
 
     def _commit(self, z: int, r0: int, rows: np.ndarray, appends: list | None = None) -> None:
-        """Zone ``z`` gets ``rows`` (sectors, or their words when narrow) from zone sector ``r0``: each chunk's whole ``ws_min``
-        runs go to the device (the held tail first), its last ``ring`` sectors stay in host memory
-        until readable. ``appends``: the rows are that many appends back to back (sectors each),
+        """Zone ``z`` gets ``rows`` (sectors, or their words when narrow) from zone sector ``r0``:
+        each chunk's whole ``ws_min`` runs go to the device (the held tail first), its last ``ring``
+        sectors stay in host memory until readable. ``appends``: the rows are that many appends back to back (sectors each),
         written as one device write each, as appending them one by one would."""
         g = self.ocssd.geometry
         if self._chunk[z, 0] < 0:
