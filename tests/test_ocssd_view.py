@@ -85,6 +85,18 @@ def test_zone_opens_take_the_least_worn_free_chunk_of_each_pu():
     assert oc.state_counts()["FREE"] == g.nr_chunks and v.describe()["bound_zones"] == 0
 
 
+def test_a_free_chunk_retired_behind_the_views_back_is_never_bound():
+    oc = ocssd(preset="none")
+    v = OcssdZonedView(oc)
+    g = oc.geometry
+    v.append(0, pages(16 * 12))
+    v.reset_zone(0)                                  # chunk 0 of every PU worn once
+    oc.set_offline(1)                                # PU 0's next least worn free chunk: the view's pick
+    v.append(3, pages(16 * 12))
+    assert v.zone_chunks(3) == [2] + [pu * g.chunks + 1 for pu in range(1, g.nr_pus)]
+    assert np.array_equal(v.read(v.geometry.zone_start(3), 16 * 12 * 4096), pages(16 * 12))
+
+
 def test_sectors_the_device_cannot_take_or_give_yet_stay_in_host_memory():
     oc = ocssd(preset="none")
     v = OcssdZonedView(oc)

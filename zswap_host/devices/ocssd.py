@@ -338,7 +338,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         (or per index in ``chunks``): what a host that scans the whole log on every zone it opens
         reads without building a ``ChunkInfo`` per chunk. ``InvalidIOError`` for a bad index."""
         with self._lock:
-            t = (self._table if chunks is None else self._table[self._chunks(chunks)]).astype(np.int64)
+            t = np.array(self._table) if chunks is None else self._table[self._chunks(chunks)]   # a copy either way
         return t[:, _STATE], t[:, _WP], t[:, _WEAR]
 
     def chunk_info(self, chunks=None) -> list[ChunkInfo]:

@@ -7,7 +7,9 @@ same ``SwapStore`` runs on the chunk interface.
   ``layout="stripe"``: one set, every PU; ``layout="isolate"``: one set per group (its PUs), and
   ``place_zone`` puts user streams and GC on different sets.
 - Chunks are bound to a zone when it is opened (its first write): per PU, the FREE chunk with the
-  lowest wear; a zone reset resets those chunks (one vectored reset) and unbinds them.
+  lowest wear; a zone reset resets those chunks (one vectored reset) and unbinds them. The view
+  keeps the free chunks' wear between binds (only its own resets change it) and checks the chunks
+  it picks against the device's log, reading the whole log again when they differ.
 - The device takes a multiple of ``ws_min`` sectors per chunk per write and cannot read the last
   ``mw_cunits`` sectors of an open chunk: per open zone the view keeps each chunk's last
   ``ws_min + mw_cunits`` sectors in host memory, commits whole ``ws_min`` runs as they complete,
@@ -31,6 +33,7 @@ from .units import UnitTraits
 from .zone import ZoneCond, ZoneGeometry
 
 LAYOUTS = ("stripe", "isolate")
+_NONE = np.iinfo(np.int64).max        # not a free chunk: never picked
 
 
 def pu_sets(groups: int, pus: int, layout: str) -> np.ndarray:
@@ -127,6 +130,8 @@ class OcssdZonedView(EmulatedZonedDevice):
         self._row, self._row_dtype = ((), np.uint64) if self._narrow else ((SECTOR,), np.uint8)
         self.retired_chunks = 0
         self._take_over()
+        self._free_wear = np.zeros(0, np.int64)              # per chunk: wear if FREE and unbound, else _NONE
+        self._rescore()
 
     # -- chunks ------------------------------------------------------------------------------------
     def _states(self, chunks=None) -> tuple[np.ndarray, np.ndarray]:
@@ -157,16 +162,36 @@ class OcssdZonedView(EmulatedZonedDevice):
             except DeviceIOError:             # the failed chunks are OFFLINE now: never bound
                 self.retired_chunks += int((self._states(dirty)[0] == ChunkState.OFFLINE).sum())
 
+    def _rescore(self, chunks: np.ndarray | None = None) -> None:
+        """Read the free chunks' wear from the device's log: all of it, or only ``chunks``."""
+        state, wear = self._states(chunks)
+        free = np.where((state == ChunkState.FREE) & (self._owner[chunks if chunks is not None else slice(None)] < 0),
+                        wear, _NONE)
+        if chunks is None:
+            self._free_wear = free.reshape(-1, self.ocssd.geometry.chunks)      # (PU, chunk)
+        else:
+            self._free_wear.reshape(-1)[chunks] = free
+
     def _pick(self, s: int) -> np.ndarray | None:
-        """Per PU of set ``s``, its unbound FREE chunk of lowest wear; None if a PU has none."""
+        """Per PU of set ``s``, its unbound FREE chunk of lowest wear; None if a PU has none. From
+        the view's copy of the free chunks' wear, checked against the log for the chunks picked; the
+        whole log is read again when they differ (a chunk the device retired behind the view's
+        back) or when a PU seems to have none."""
         g = self.ocssd.geometry
-        cands = self._sets[s][:, None] * g.chunks + np.arange(g.chunks)     # (width, chunks)
-        state, wear = self._states(cands.reshape(-1))
-        ok = (state == ChunkState.FREE) & (self._owner[cands.reshape(-1)] < 0)
-        if not ok.reshape(cands.shape).any(axis=1).all():
-            return None
-        score = np.where(ok, wear, np.iinfo(np.int64).max).reshape(cands.shape)
-        return cands[np.arange(cands.shape[0]), np.argmin(score, axis=1)]
+        pus = self._sets[s]
+        for fresh in (False, True):
+            if fresh:
+                self._rescore()
+            score = self._free_wear[pus] if pus.size != self._free_wear.shape[0] else self._free_wear
+            best = score.argmin(axis=1)
+            low = score[np.arange(pus.size), best]
+            if (low == _NONE).any():
+                continue
+            chunks = pus * g.chunks + best
+            state, wear = self._states(chunks)
+            if (state == ChunkState.FREE).all() and (wear == low).all():
+                return chunks
+        return None
 
     def _set_order(self, z: int) -> list[int]:
         """The PU sets zone z may open on, best first: its own, then the next ones round, the GC set
@@ -185,6 +210,7 @@ class OcssdZonedView(EmulatedZonedDevice):
             if chunks is not None:
                 self._chunk[z] = chunks
                 self._owner[chunks] = z
+                self._free_wear.reshape(-1)[chunks] = _NONE
                 self._dwp[z] = 0
                 self._tail[z] = np.zeros((self.width, self._ring, *self._row), self._row_dtype)
                 return
@@ -355,12 +381,12 @@ class OcssdZonedView(EmulatedZonedDevice):
         if self._chunk[z, 0] < 0:
             return
         self._pad(z)
-        dirty = self._chunk[z][self._dwp[z] > 0]
+        chunks = self._chunk[z].copy()
+        dirty = chunks[self._dwp[z] > 0]
         self._unbind(z)
-        if not dirty.size:
-            return
         try:
-            self.ocssd.reset(dirty)
+            if dirty.size:
+                self.ocssd.reset(dirty)
         except DeviceIOError as e:
             # the failed chunks are OFFLINE on the device, so never bound again
             self.retired_chunks += int((self._states(dirty)[0] == ChunkState.OFFLINE).sum())
@@ -368,6 +394,8 @@ class OcssdZonedView(EmulatedZonedDevice):
                 self._lose(z)
                 raise DeviceIOError(f"zone {z}: {e}; too few chunks left to back it, the zone is offline",
                                     offset=self.geometry.zone_start(z)) from None
+        finally:
+            self._rescore(chunks)            # free again (wear + 1 where reset), or offline
 
     def _media_read(self, offset: int, length: int) -> np.ndarray:
         return self._media_read_batch(np.array([offset], np.int64), np.array([length], np.int64), 1)[0]
