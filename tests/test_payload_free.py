@@ -119,3 +119,29 @@ def test_linux_model_keeps_only_the_word_of_an_orphan_on_a_payload_free_device()
         assert (again == got).all() and (again[:, 8:] == (7 if payload else 0)).all()
         sw.close()
         dev.close()
+
+
+@pytest.mark.parametrize("payload", [True, False])
+def test_gc_relocates_what_the_device_keeps(payload):
+    # on a payload-free device GC reads and buffers the pages' first words only; a page waiting in
+    # the GC buffer reads back as the device would give it: its word, then zeros
+    dev = open_device(URLS["zns"] + ("" if payload else "&payload=0"))
+    units = placement_units(dev, 1 << 20, 768 << 10)
+    store = SwapStore(units, StoreConfig(read_qd=READ_QD))
+    assert store._gc_words is (not payload)
+    rng = np.random.default_rng(5)
+    n = 2000
+    pages = rng.integers(0, 256, (n, 4096), dtype=np.uint8)
+    store.swap_out(np.arange(n), pages)
+    ids = rng.choice(n, n // 2, replace=False)      # overwrite half: zones of garbage and valid pages
+    store.swap_out(ids, pages[ids])
+    moved = store._collector.step(10 * 4096, "manual")  # part of a victim: it waits in the GC buffer
+    gc = store._buffers[store._gc_buffer]
+    assert moved > 0 and gc.n > 0
+    waiting = store._idmap.ids[gc.ids[:gc.n]]
+    got = store.swap_in(waiting)
+    want = pages[waiting].copy()
+    if not payload:
+        want[:, 8:] = 0
+    assert np.array_equal(got, want)
+    assert np.array_equal(store.swap_in(np.arange(n))[:, :8], pages[:, :8])

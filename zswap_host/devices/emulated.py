@@ -313,6 +313,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
         # a view whose appends may wait (``_deferrable``) writes a run of them at once (``_media_write_units``)
         defer = None if own else self._deferrable
         io = self._io
+        whist = io.write_hist
         offsets, failures, charged, pending = [], [], [], []
         with self._lock:
             for k, (z, view) in enumerate(zip(zones.tolist(), units)):
@@ -336,7 +337,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
                         charged.append(k)
                     wp[z] = rel + n
                     io.write_bytes += n
-                    io.write_hist[n] += 1
+                    whist[n] += 1
                     offsets.append(start)
                     continue
                 self._charge_appends(offsets, units, charged)

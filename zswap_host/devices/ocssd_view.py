@@ -114,6 +114,7 @@ class OcssdZonedView(EmulatedZonedDevice):
         super().__init__(geometry, path=None, model=None, preset=ocssd.describe().get("preset"),
                          url=f"ocssd-view:{ocssd.url}")
         self._backing.close()          # the Open-Channel device holds the data
+        self.payload = bool(getattr(ocssd, "payload", True))    # the Open-Channel device's medium
         self._zs = zone_size // SECTOR                       # sectors per zone (capacity: width chunks)
         self._ring = g.ws_min + g.mw_cunits                  # host copy per chunk, in sectors
         self._chunk = np.full((nr, width), -1, np.int64)     # zone -> chunk per slot (-1: unbound)

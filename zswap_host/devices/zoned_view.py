@@ -34,6 +34,7 @@ class ZonedBlockView(EmulatedZonedDevice):
         super().__init__(geometry, path=None, model=None, preset=block.describe().get("preset"),
                          url=f"zoned-view:{block.url}")
         self._backing.close()          # the block device holds the data
+        self.payload = bool(getattr(block, "payload", True))    # the block device's medium
         self.interface = block.interface                     # "conventional" or "fdp"
         self.ruhs = int(getattr(block, "ruhs", 0))          # FDP placement handles (0: none)
         self._handle = np.zeros(nr, np.int64)

@@ -27,7 +27,9 @@ class GcHost(Protocol):
         """Per handle: a newer copy is on its way (in a write buffer, or in a swap-out being written)."""
 
     def read_slots(self, slots: np.ndarray) -> np.ndarray:
-        """The pages in these distinct slots (rows), bypassing the prefetch buffer; DeviceIOError."""
+        """The pages in these distinct slots (rows, or what the host keeps of them: on a
+        payload-free device their first words), bypassing the prefetch buffer; DeviceIOError.
+        The collector only hands them on to ``queue_relocated``."""
 
     def start_read(self, slots: np.ndarray) -> Callable[[], np.ndarray]:
         """Start reading these distinct slots; the returned call waits for the pages (rows) and
@@ -39,7 +41,8 @@ class GcHost(Protocol):
         cannot overlap them; one read per step, as the timing model expects)."""
 
     def queue_relocated(self, handles: np.ndarray, pages: np.ndarray) -> None:
-        """Hand pages to the GC write stream (written once a write unit is full)."""
+        """Hand pages (as ``read_slots`` or ``start_read`` gave them) to the GC write stream
+        (written once a write unit is full)."""
 
     def flush_relocated(self) -> None:
         """Write everything the GC stream holds."""

@@ -15,16 +15,31 @@ class WriteBuffer:
         self.n = 0
 
     def add(self, ids: np.ndarray, pages: np.ndarray) -> None:
-        need = self.n + ids.size
+        need = self._room(ids.size)
+        self.ids[self.n:need] = ids
+        self.data[self.n:need] = pages
+        self.n = need
+
+    def add_words(self, ids: np.ndarray, words: np.ndarray) -> None:
+        """``add`` of pages that hold ``words`` (uint64, one per id) in their first 8 bytes and
+        zeros after: what a payload-free device keeps of a page, without building the pages."""
+        need = self._room(ids.size)
+        self.ids[self.n:need] = ids
+        rows = self.data[self.n:need]
+        rows[:, 8:] = 0
+        rows[:, :8] = words.astype(np.uint64, copy=False).view(np.uint8).reshape(-1, 8)
+        self.n = need
+
+    def _room(self, k: int) -> int:
+        """Room for ``k`` more pages (the buffer doubles); returns the new count."""
+        need = self.n + k
         if need > self.ids.size:
             cap = max(need, 2 * self.ids.size)
             self.ids = np.resize(self.ids, cap)
             data = np.zeros((cap, self.page_size), np.uint8)
             data[:self.n] = self.data[:self.n]
             self.data = data
-        self.ids[self.n:need] = ids
-        self.data[self.n:need] = pages
-        self.n = need
+        return need
 
     def drop_front(self, k: int) -> None:
         rest = self.n - k

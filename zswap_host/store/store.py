@@ -134,6 +134,8 @@ class SwapStore:
         # store expects them (LinuxZonedDevice: one C call on the uring-cmd path), or None
         self._append_run = getattr(device, "append_run", None)
         self._word_reads = bool(getattr(device, "word_reads", False))     # read_batch(..., words=True)
+        # a payload-free device keeps a page's first word only: GC then moves words, not pages
+        self._gc_words = self._word_reads and getattr(device, "payload", True) is False
         self.fast_path = {"prepared": 0, "one_commit_batches": 0, "one_batch_calls": 0}   # taken (tests look)
         # the usual call in one C call (store/express.py), or None
         self._express = Express.make(self, *lib) if lib is not None else None
@@ -638,8 +640,12 @@ class SwapStore:
                 self._buffers[int(k) - 1].remove(handles[b == k])
             self._buffer_of[handles[m]] = 0
 
-    def _buffer(self, k: int, handles: np.ndarray, pages: np.ndarray) -> None:
-        self._buffers[k].add(handles, pages)
+    def _buffer(self, k: int, handles: np.ndarray, pages: np.ndarray, words: bool = False) -> None:
+        """Pages wait in buffer k (``words``: given as their first words, ``WriteBuffer.add_words``)."""
+        if words:
+            self._buffers[k].add_words(handles, pages)
+        else:
+            self._buffers[k].add(handles, pages)
         if self._native is not None:
             self._native.fill(5, handles, k + 1)
         else:
@@ -1177,7 +1183,10 @@ class _GcPort:
         return (s._buffer_of[handles] != 0) | s._in_flight[handles]   # in flight: a swap_out writes it now
 
     def read_slots(self, slots: np.ndarray) -> np.ndarray:
-        rows, row, _ = self._store._read_slots(slots, prefetch=False)
+        # on a payload-free device the pages' first words (all it keeps): queue_relocated takes either
+        rows, row, _ = self._store._read_slots(slots, prefetch=False, words=self._store._gc_words)
+        if row.size == rows.shape[0] and (row.size < 2 or bool((row[1:] > row[:-1]).all())):
+            return rows                  # every row once, in order (GC's sorted slots): no copy
         return rows[row]
 
     def start_read(self, slots: np.ndarray):
@@ -1206,7 +1215,7 @@ class _GcPort:
 
     def queue_relocated(self, handles: np.ndarray, pages: np.ndarray) -> None:
         s = self._store
-        s._buffer(s._gc_buffer, handles, pages)
+        s._buffer(s._gc_buffer, handles, pages, words=pages.ndim == 1)     # words: from read_slots
         s._flush_buffer(s._gc_buffer, force=False)
 
     def flush_relocated(self) -> None:
