@@ -33,6 +33,20 @@ from .units import UnitTraits
 from .zone import ZoneCond, ZoneGeometry
 
 LAYOUTS = ("stripe", "isolate")
+
+
+def _load_stripe():
+    """``(ffi, lib)`` with the C commit to a chunk stripe (``native/ocssd_stripe.c``), or None when
+    the extension is not built or older than it (the numpy commit alone then)."""
+    try:
+        from .._native import ffi, lib
+        lib.ocs_commit_plan               # noqa: B018 (an older build without ocssd_stripe.c)
+    except (ImportError, AttributeError):
+        return None
+    return ffi, lib
+
+
+_STRIPE = _load_stripe()
 _NONE = np.iinfo(np.int64).max        # not a free chunk: never picked
 
 
@@ -85,6 +99,9 @@ class OcssdZonedView(EmulatedZonedDevice):
 
     kind = "ocssd-view"
     interface = "ocssd"
+    # _commit plans and gathers in C when the extension has it (native/ocssd_stripe.c); False: the
+    # numpy commit only (the reference: tests/test_ocssd_native.py compares the two)
+    native_commit = True
 
     @property
     def word_reads(self) -> bool:
@@ -272,15 +289,18 @@ class OcssdZonedView(EmulatedZonedDevice):
             return
         order = np.lexsort((secs, slots)) if write is None else np.lexsort((secs, slots, write))
         ppas = self._chunk[z, slots[order]] * self.ocssd.geometry.sectors + secs[order]
+        self._write_vector(z, ppas, data[order], None if write is None else np.bincount(write, minlength=writes))
+
+    def _write_vector(self, z: int, ppas: np.ndarray, data: np.ndarray, counts: np.ndarray | None) -> None:
+        """The device write(s) of zone ``z``'s ordered sectors: one, or ``counts`` one after another;
+        a device failure takes the zone offline."""
         try:
             if self._narrow:
-                self.ocssd.write_vectors(ppas, data[order], None if write is None else
-                                         np.bincount(write, minlength=writes), words=True)
-                return
-            if write is None:
-                self.ocssd.write(ppas, np.ascontiguousarray(data[order]))
+                self.ocssd.write_vectors(ppas, data, counts, words=True)
+            elif counts is None:
+                self.ocssd.write(ppas, np.ascontiguousarray(data))
             else:                               # only a device with write_vectors gets runs (_deferrable)
-                self.ocssd.write_vectors(ppas, data[order], np.bincount(write, minlength=writes))
+                self.ocssd.write_vectors(ppas, data, counts)
         except DeviceIOError:
             self._lose(z)
             raise
@@ -327,6 +347,8 @@ class OcssdZonedView(EmulatedZonedDevice):
         g = self.ocssd.geometry
         if self._chunk[z, 0] < 0:
             self._bind(z)
+        if self.native_commit and _STRIPE is not None and self._commit_native(z, r0, rows, appends):
+            return
         n = rows.shape[0]
         h_old = per_chunk(r0, self.width, self.unit)
         h_new = per_chunk(r0 + n, self.width, self.unit)
@@ -353,6 +375,45 @@ class OcssdZonedView(EmulatedZonedDevice):
         self._hw[z] = r0 + n
         if (c_new == g.sectors).all():
             self._tail.pop(z, None)                     # every chunk closed: all readable
+
+    def _commit_native(self, z: int, r0: int, rows: np.ndarray, appends: list | None) -> bool:
+        """``_commit`` with the plan and the gathers in C (``native/ocssd_stripe.c``): the same
+        device writes (sectors, order, data, split into appends) and the same host copy and
+        pointers after. False (nothing done) for a state the C plan does not take; the numpy
+        commit then runs."""
+        g = self.ocssd.geometry
+        ffi, lib = _STRIPE
+        fb = ffi.from_buffer
+        n, width, ring = rows.shape[0], self.width, self._ring
+        rows = np.ascontiguousarray(rows)
+        tail = self._tail[z]
+        elem = 8 if self._narrow else SECTOR
+        cap = n + width * ring                  # the new rows and every held one at most
+        ppas = np.empty(cap, np.int64)
+        data = np.empty((cap, *self._row), self._row_dtype)
+        k = 0 if appends is None else len(appends)
+        lens = None if appends is None else np.asarray(appends, np.int64)
+        counts = np.empty(max(k, 1), np.int64)
+        c_new = np.empty(width, np.int64)
+        dwp, chunk = self._dwp[z], self._chunk[z]
+        t = lib.ocs_commit_plan(width, self.unit, g.ws_min, ring, g.sectors, elem, r0, n,
+                                ffi.NULL if lens is None else fb("int64_t[]", lens), k,
+                                fb("int64_t[]", dwp), fb("int64_t[]", chunk), fb("uint8_t[]", rows),
+                                fb("uint8_t[]", tail), cap, fb("int64_t[]", ppas, require_writable=True),
+                                fb("uint8_t[]", data, require_writable=True),
+                                fb("int64_t[]", counts, require_writable=True),
+                                fb("int64_t[]", c_new, require_writable=True))
+        if t < 0:
+            return False
+        if t:
+            self._write_vector(z, ppas[:t], data[:t], None if appends is None else counts)
+        lib.ocs_commit_keep(width, self.unit, ring, elem, r0, n, fb("uint8_t[]", rows),
+                            fb("uint8_t[]", tail, require_writable=True))
+        self._dwp[z] = c_new
+        self._hw[z] = r0 + n
+        if (c_new == g.sectors).all():
+            self._tail.pop(z, None)                     # every chunk closed: all readable
+        return True
 
     def _pad(self, z: int) -> None:
         """Write every open chunk of zone z to its end (held tail, then zeros) so it closes."""
