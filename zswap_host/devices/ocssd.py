@@ -297,8 +297,12 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
                            ffi.from_buffer("int64_t[]", runs, require_writable=True), p + 4 * n)
         if nr < 0:
             return False
-        (self._backing.scatter_words if words else self._backing.scatter)(
-            ppas * g.sector_size, np.full(n, g.sector_size, np.int64), view, g.sector_size)
+        blockwise = getattr(self._backing, "scatter_block_words", None) if words else None
+        if blockwise is not None and self._backing.block == g.sector_size:               # a payload-free medium: a word per sector, by index
+            blockwise(ppas, view)
+        else:
+            (self._backing.scatter_words if words else self._backing.scatter)(
+                ppas * g.sector_size, np.full(n, g.sector_size, np.int64), view, g.sector_size)
         lib.ocv_apply(nuniq[0], p, p + n, table_p, g.sectors, int(ChunkState.OPEN), int(ChunkState.CLOSED))
         if nw <= 1:
             self._io.wrote(n * g.sector_size)
@@ -306,8 +310,8 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
             self._io.wrote_many(counts[counts > 0] * g.sector_size)
         if self.model is not None:      # per write, one request per run cut at ws_opt, all in flight at once
             first, lens = out[2, :nr], out[3, :nr]
-            if hasattr(self.model, "submit_groups"):    # exactly one submit per write with runs
-                self.model.submit_groups(_WRITE, first, lens, runs, runs)
+            if hasattr(self.model, "submit_writes"):    # exactly one submit per write with runs
+                self.model.submit_writes(first, lens, runs)
             else:
                 o = 0
                 for k in runs.tolist():
