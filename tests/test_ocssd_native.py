@@ -130,9 +130,11 @@ def test_device_vector_checks_in_c_equal_numpy():
         else:
             cuts = np.sort(rng.integers(0, ppas.size + 1, int(rng.integers(1, 4))))
             counts = np.diff(np.concatenate([[0], cuts, [ppas.size]]))
-            if r < 0.5:
+            if r < 0.45:
                 counts[0] += 1                  # do not add up
-            counts = counts.tolist() if r < 0.6 else counts
+            elif r < 0.5:
+                counts = counts[:0]             # none
+            counts = counts.tolist() if 0.5 <= r < 0.6 else counts
         data = rng.integers(0, 256, (ppas.size, 4096), dtype=np.uint8)
         got, want = _outcome(a, ppas, data, counts), _outcome(b, ppas, data, counts)
         assert got == want

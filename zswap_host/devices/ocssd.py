@@ -260,10 +260,12 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         """``write_vectors`` with its checks and the model's requests from one C pass
         (``native/ocssd_vector.c``): the same state, data, counters and model calls. Declines
         (False, nothing changed) what it does not take — arguments of other types, a read-only
-        device, a write that breaks a rule — and ``_write_checked`` then does it or raises."""
+        device, a model without ``submit_writes``, a write that breaks a rule — and
+        ``_write_checked`` then does it or raises."""
         g = self.geometry
         if type(ppas) is not np.ndarray or ppas.dtype != np.int64 or ppas.ndim != 1 or self.readonly \
-                or type(data) is not np.ndarray or (words and data.dtype != np.uint64):
+                or type(data) is not np.ndarray or (words and data.dtype != np.uint64) \
+                or (self.model is not None and not hasattr(self.model, "submit_writes")):
             return False
         if counts is not None:
             if type(counts) is not np.ndarray and type(counts) is not list:
@@ -272,7 +274,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
                 counts = np.asarray(counts)
             except (TypeError, ValueError):
                 return False
-            if counts.dtype.kind not in "iu":
+            if counts.dtype.kind not in "iu" or counts.size == 0:     # (no counts: none split the vector)
                 return False
             counts = np.ascontiguousarray(counts, np.int64).reshape(-1)
         view = np.ascontiguousarray(data).reshape(-1) if words else as_bytes_view(data)
@@ -298,8 +300,8 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         if nr < 0:
             return False
         blockwise = getattr(self._backing, "scatter_block_words", None) if words else None
-        if blockwise is not None and self._backing.block == g.sector_size:               # a payload-free medium: a word per sector, by index
-            blockwise(ppas, view)
+        if blockwise is not None and self._backing.block == g.sector_size:
+            blockwise(ppas, view)               # a payload-free medium: a word per sector, by index
         else:
             (self._backing.scatter_words if words else self._backing.scatter)(
                 ppas * g.sector_size, np.full(n, g.sector_size, np.int64), view, g.sector_size)
@@ -309,15 +311,8 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         else:
             self._io.wrote_many(counts[counts > 0] * g.sector_size)
         if self.model is not None:      # per write, one request per run cut at ws_opt, all in flight at once
-            first, lens = out[2, :nr], out[3, :nr]
-            if hasattr(self.model, "submit_writes"):    # exactly one submit per write with runs
-                self.model.submit_writes(first, lens, runs)
-            else:
-                o = 0
-                for k in runs.tolist():
-                    if k:
-                        self.model.submit(_WRITE, first[o:o + k], lens[o:o + k], qd=k)
-                    o += k
+            # exactly one submit per write that has runs, as _write_checked makes them
+            self.model.submit_writes(out[2, :nr], out[3, :nr], runs)
         return True
 
     def _write_checked(self, ppas, data: Buffer, counts, words: bool) -> None:
