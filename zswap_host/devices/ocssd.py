@@ -44,6 +44,7 @@ def _load_vector():
 _VECTOR = _load_vector()
 _STATE, _WP, _WEAR = 0, 1, 2          # columns of the chunk table
 _STATES = tuple(int(s) for s in ChunkState)
+_OPEN, _CLOSED, _OFFLINE = int(ChunkState.OPEN), int(ChunkState.CLOSED), int(ChunkState.OFFLINE)
 
 
 def check_chunk_file(cpath: str, g: OcssdGeometry) -> None:
@@ -294,8 +295,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         p = ffi.cast("int64_t *", ffi.from_buffer("int64_t[]", out, require_writable=True))
         nr = lib.ocv_check(n, ffi.from_buffer("int64_t[]", ppas), nw,
                            ffi.NULL if counts is None else ffi.from_buffer("int64_t[]", counts),
-                           g.nr_chunks, g.sectors, g.ws_min, g.ws_opt, table_p, int(ChunkState.CLOSED),
-                           int(ChunkState.OFFLINE), scratch_p, p, p + n, nuniq, p + 2 * n, p + 3 * n,
+                           g.nr_chunks, g.sectors, g.ws_min, g.ws_opt, table_p, _CLOSED, _OFFLINE, scratch_p, p, p + n, nuniq, p + 2 * n, p + 3 * n,
                            ffi.from_buffer("int64_t[]", runs, require_writable=True), p + 4 * n)
         if nr < 0:
             return False
@@ -305,7 +305,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         else:
             (self._backing.scatter_words if words else self._backing.scatter)(
                 ppas * g.sector_size, np.full(n, g.sector_size, np.int64), view, g.sector_size)
-        lib.ocv_apply(nuniq[0], p, p + n, table_p, g.sectors, int(ChunkState.OPEN), int(ChunkState.CLOSED))
+        lib.ocv_apply(nuniq[0], p, p + n, table_p, g.sectors, _OPEN, _CLOSED)
         if nw <= 1:
             self._io.wrote(n * g.sector_size)
         else:

@@ -102,6 +102,7 @@ class OcssdZonedView(EmulatedZonedDevice):
     # _commit plans and gathers in C when the extension has it (native/ocssd_stripe.c); False: the
     # numpy commit only (the reference: tests/test_ocssd_native.py compares the two)
     native_commit = True
+    _commit_p = None           # (dwp, chunk) pointers for the C commit, made at first use
 
     @property
     def word_reads(self) -> bool:
@@ -385,30 +386,28 @@ class OcssdZonedView(EmulatedZonedDevice):
         ffi, lib = _STRIPE
         fb = ffi.from_buffer
         n, width, ring = rows.shape[0], self.width, self._ring
+        if self._commit_p is None:              # the per-zone arrays are updated in place, never replaced
+            self._commit_p = (ffi.cast("int64_t *", fb("int64_t[]", self._dwp)),
+                              ffi.cast("int64_t *", fb("int64_t[]", self._chunk)))
+        dwp_p, chunk_p = self._commit_p
         rows = np.ascontiguousarray(rows)
-        tail = self._tail[z]
+        rows_p, tail_p = fb("uint8_t[]", rows), fb("uint8_t[]", self._tail[z], require_writable=True)
         elem = 8 if self._narrow else SECTOR
         cap = n + width * ring                  # the new rows and every held one at most
-        ppas = np.empty(cap, np.int64)
-        data = np.empty((cap, *self._row), self._row_dtype)
         k = 0 if appends is None else len(appends)
-        lens = None if appends is None else np.asarray(appends, np.int64)
-        counts = np.empty(max(k, 1), np.int64)
-        c_new = np.empty(width, np.int64)
-        dwp, chunk = self._dwp[z], self._chunk[z]
+        ints = np.empty(cap + max(k, 1) + width, np.int64)      # ppas, sectors per write, new dwp
+        ints_p = ffi.cast("int64_t *", fb("int64_t[]", ints, require_writable=True))
+        data = np.empty((cap, *self._row), self._row_dtype)
         t = lib.ocs_commit_plan(width, self.unit, g.ws_min, ring, g.sectors, elem, r0, n,
-                                ffi.NULL if lens is None else fb("int64_t[]", lens), k,
-                                fb("int64_t[]", dwp), fb("int64_t[]", chunk), fb("uint8_t[]", rows),
-                                fb("uint8_t[]", tail), cap, fb("int64_t[]", ppas, require_writable=True),
-                                fb("uint8_t[]", data, require_writable=True),
-                                fb("int64_t[]", counts, require_writable=True),
-                                fb("int64_t[]", c_new, require_writable=True))
+                                ffi.NULL if appends is None else fb("int64_t[]", np.asarray(appends, np.int64)), k,
+                                dwp_p + z * width, chunk_p + z * width, rows_p, tail_p, cap, ints_p,
+                                fb("uint8_t[]", data, require_writable=True), ints_p + cap, ints_p + ints.size - width)
         if t < 0:
             return False
         if t:
-            self._write_vector(z, ppas[:t], data[:t], None if appends is None else counts)
-        lib.ocs_commit_keep(width, self.unit, ring, elem, r0, n, fb("uint8_t[]", rows),
-                            fb("uint8_t[]", tail, require_writable=True))
+            self._write_vector(z, ints[:t], data[:t], None if appends is None else ints[cap:cap + k])
+        lib.ocs_commit_keep(width, self.unit, ring, elem, r0, n, rows_p, tail_p)
+        c_new = ints[ints.size - width:]
         self._dwp[z] = c_new
         self._hw[z] = r0 + n
         if (c_new == g.sectors).all():
