@@ -22,7 +22,8 @@
    Out: uniq[0..*nuniq) the chunks written (first-seen order) and per[] their sectors; per write
    the model's requests: maximal runs of consecutive ppas in one chunk, also cut where a sector
    is a multiple of ws_opt in its chunk: run_first[] / run_len[] (at most n), runs[w] of them for
-   write w. tmp: n int64 of scratch. Returns the number of runs, or -1 when the write breaks a rule (outputs garbage). */
+   write w. tmp: n int64 of scratch. Returns the number of runs, or -1 when the write breaks a
+   rule (the outputs then garbage, scratch all -1 again). */
 int64_t ocv_check(int64_t n, const int64_t *ppas, int64_t nwrites, const int64_t *counts,
                   int64_t nr_chunks, int64_t sectors, int64_t ws_min, int64_t ws_opt,
                   const int64_t *table, int64_t closed, int64_t offline, int64_t *scratch,

@@ -295,7 +295,8 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         p = ffi.cast("int64_t *", ffi.from_buffer("int64_t[]", out, require_writable=True))
         nr = lib.ocv_check(n, ffi.from_buffer("int64_t[]", ppas), nw,
                            ffi.NULL if counts is None else ffi.from_buffer("int64_t[]", counts),
-                           g.nr_chunks, g.sectors, g.ws_min, g.ws_opt, table_p, _CLOSED, _OFFLINE, scratch_p, p, p + n, nuniq, p + 2 * n, p + 3 * n,
+                           g.nr_chunks, g.sectors, g.ws_min, g.ws_opt, table_p, _CLOSED, _OFFLINE, scratch_p,
+                           p, p + n, nuniq, p + 2 * n, p + 3 * n,
                            ffi.from_buffer("int64_t[]", runs, require_writable=True), p + 4 * n)
         if nr < 0:
             return False
