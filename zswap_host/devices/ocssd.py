@@ -97,6 +97,9 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
     # False: the numpy path only (the reference: tests compare the two)
     native_checks = True
     _vector_p = None           # (chunk log, scratch) pointers for the C checks, made at first use
+    # chunks this object took OFFLINE so far (set_offline, failed resets): the only ways a chunk goes
+    # offline, so a host that found its chunks online at count k need not look again while it is k
+    retirements = 0
 
     def __init__(self, geometry: OcssdGeometry, path: str | None = None, model=None,
                  preset: str | None = None, url: str | None = None, readonly: bool = False,
@@ -410,6 +413,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
             self._wp[cs] = 0
             self._wear[cs] += 1
             self._state[failed] = ChunkState.OFFLINE
+            self.retirements += int(failed.size)
             self._resets += cs.size
             if self.model is not None and cs.size:
                 self.model.submit(_RESET, cs * g.sectors, np.full(cs.size, g.sectors), qd=cs.size)
@@ -441,6 +445,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         with self._lock:
             self._writable()
             self._state[self._chunks([chunk])] = ChunkState.OFFLINE
+            self.retirements += 1
 
     def inject_reset_failures(self, n: int) -> None:
         """Fail the next ``n`` chunk resets (erase failures): each takes its chunk OFFLINE."""

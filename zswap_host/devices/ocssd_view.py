@@ -141,6 +141,7 @@ class OcssdZonedView(EmulatedZonedDevice):
         self._pref = np.arange(nr, dtype=np.int64) % self._sets.shape[0]   # PU set a zone opens on
         self._writer: dict[int, str] = {}                    # zone -> who writes it (place_zone)
         self._tail: dict[int, np.ndarray] = {}               # zone -> (width, ring, *_row) host copy
+        self._online: dict[int, int] = {}                    # zone -> device retirements when its chunks were all online
         # a payload-free device keeps a sector's first word only: the view then moves words, not
         # sectors (its rows are uint64; ``write_vectors(..., words=True)``)
         self._narrow = getattr(ocssd, "payload", True) is False and getattr(ocssd, "word_reads", False) \
@@ -227,6 +228,7 @@ class OcssdZonedView(EmulatedZonedDevice):
             chunks = self._pick(s)
             if chunks is not None:
                 self._chunk[z] = chunks
+                self._online.pop(z, None)
                 self._owner[chunks] = z
                 self._free_wear.reshape(-1)[chunks] = _NONE
                 self._dwp[z] = 0
@@ -240,6 +242,7 @@ class OcssdZonedView(EmulatedZonedDevice):
         chunks = self._chunk[z]
         self._owner[chunks[chunks >= 0]] = -1
         self._chunk[z] = -1
+        self._online.pop(z, None)
         self._dwp[z] = 0
         self._hw[z] = 0
         self._tail.pop(z, None)
@@ -321,8 +324,18 @@ class OcssdZonedView(EmulatedZonedDevice):
         the zone is bound, the device writable and none of the zone's chunks offline, so its write
         cannot fail."""
         c = self._chunk[z]
-        return bool(c[0] >= 0) and hasattr(self.ocssd, "write_vectors") \
-            and not getattr(self.ocssd, "readonly", False) and not (self._states(c)[0] == ChunkState.OFFLINE).any()
+        if not (c[0] >= 0 and hasattr(self.ocssd, "write_vectors") and not getattr(self.ocssd, "readonly", False)):
+            return False
+        # the chunk log is read once per zone binding while the device retires no chunk (its
+        # ``retirements`` count, when it keeps one): a log read per append cost more than the commit
+        seen = getattr(self.ocssd, "retirements", None)
+        if seen is not None and self._online.get(z) == seen:
+            return True
+        if (self._states(c)[0] == ChunkState.OFFLINE).any():
+            return False
+        if seen is not None:
+            self._online[z] = seen
+        return True
 
     def _media_write_units(self, units: list) -> None:
         """Appends (start, view) in order; each run of them back to back in one zone is committed
