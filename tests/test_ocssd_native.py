@@ -143,3 +143,19 @@ def test_device_vector_checks_in_c_equal_numpy():
         assert a.stats() == b.stats() and a.model.counters() == b.model.counters()
     assert 50 < bad < 350                       # both kinds were tried
     assert np.array_equal(a.read_timed(np.arange(g.sectors * 2) % 4)[0], b.read_timed(np.arange(g.sectors * 2) % 4)[0])
+
+
+def test_submit_writes_charges_as_submit_groups():
+    """``OcssdSSD.submit_writes`` (the C write path's one model call) is ``submit_groups`` of WRITE
+    requests at each group's size as its depth: the same completions, clock and counters."""
+    from zswap_host.ssdsim import WRITE, OcssdSSD, get_preset
+
+    a, b = (OcssdSSD(get_preset("thesis-ssd"), chunks=4, sectors=48) for _ in range(2))
+    ppas = np.array([0, 12, 48, 60, 96, 24, 36], np.int64)      # runs of 12 sectors, chunks 0..2
+    lens = np.full(ppas.size, 12, np.int64)
+    groups = np.array([2, 0, 3, 2], np.int64)
+    got = a.submit_writes(ppas, lens, groups)
+    want = b.submit_groups(WRITE, ppas, lens, groups, groups)
+    assert np.array_equal(got, want) and a.now == b.now and a.counters() == b.counters()
+    with pytest.raises(ValueError, match="rejected"):
+        a.submit_writes(np.array([12], np.int64), np.array([12], np.int64), np.array([1], np.int64))
