@@ -1,7 +1,8 @@
 """cffi build script (out-of-line API mode) for the extension modules:
 
-- `zswap_host._native`: the SSD timing model and its FTLs, and the swap store's per-page
-  bookkeeping for its ``swap_out`` fast path (``native/store.c``) (``ffibuilder``);
+- `zswap_host._native`: the SSD timing model and its FTLs, the swap store's per-page
+  bookkeeping for its ``swap_out`` fast path (``native/store.c``), and the emulated Open-Channel
+  SSD's write path (``native/ocssd_stripe.c``, ``ocssd_vector.c``) (``ffibuilder``);
 - `zswap_host._zoned`: the Linux zoned block ioctls and NVMe passthrough (``zoned_ffibuilder``),
   loaded only by the Linux device backends (zswap_host/devices/blkzoned.py);
 - `zswap_host._uring`: the io_uring I/O engine on liburing (``uring_ffibuilder``), built only where
@@ -64,6 +65,16 @@ STORE_OUT_SOURCES = ["store_out.c"]
 STORE_OUT_HEADERS = ["store_out.h"]
 STORE_OUT_CDEFS = header_cdefs("store_out.h")
 
+# ---------------------------------------------------------------- the emulated Open-Channel SSD's write path
+# the zoned view's commit to its chunk stripe (ocssd_stripe.c) and the device's vector write checks
+# (ocssd_vector.c); devices/ocssd_view.py and devices/ocssd.py keep numpy paths that explain errors
+OCSSD_STRIPE_SOURCES = ["ocssd_stripe.c"]
+OCSSD_STRIPE_HEADERS = ["ocssd_stripe.h"]
+OCSSD_STRIPE_CDEFS = header_cdefs("ocssd_stripe.h")
+OCSSD_VECTOR_SOURCES = ["ocssd_vector.c"]
+OCSSD_VECTOR_HEADERS = ["ocssd_vector.h"]
+OCSSD_VECTOR_CDEFS = header_cdefs("ocssd_vector.h")
+
 # ---------------------------------------------------------------- Linux zoned block devices (zoned.c)
 ZONED_SOURCES = ["zoned.c"]
 ZONED_HEADERS = ["zoned.h"]
@@ -107,7 +118,9 @@ PAGER_CDEFS = header_cdefs("pager.h")
 MODULES = {
     "zswap_host._native": [(SSDSIM_SOURCES, SSDSIM_CDEFS, SSDSIM_HEADERS),
                            (STORE_SOURCES, STORE_CDEFS, STORE_HEADERS),
-                           (STORE_OUT_SOURCES, STORE_OUT_CDEFS, STORE_OUT_HEADERS)],
+                           (STORE_OUT_SOURCES, STORE_OUT_CDEFS, STORE_OUT_HEADERS),
+                           (OCSSD_STRIPE_SOURCES, OCSSD_STRIPE_CDEFS, OCSSD_STRIPE_HEADERS),
+                           (OCSSD_VECTOR_SOURCES, OCSSD_VECTOR_CDEFS, OCSSD_VECTOR_HEADERS)],
     "zswap_host._zoned": [(ZONED_SOURCES, ZONED_CDEFS, ZONED_HEADERS)],
     "zswap_host._uring": [(URING_SOURCES, URING_CDEFS, URING_HEADERS),
                           (URING_STORE_SOURCES, URING_STORE_CDEFS, URING_STORE_HEADERS)],

@@ -150,6 +150,20 @@ def test_a_write_into_an_offline_chunk_takes_its_zone_offline():
     assert v.zone_condition(4) == ZoneCond.OFFLINE
 
 
+def test_a_chunk_retired_after_the_views_last_look_stops_runs_of_appends():
+    """The view reads its zone's chunk states once per binding while the device retires no chunk;
+    a retirement makes it look again, so an append into the offline chunk is not deferred."""
+    oc = ocssd(preset="none")
+    v = OcssdZonedView(oc)
+    v.append(4, pages(16 * 12))
+    assert v._deferrable(4) and v._deferrable(4)
+    oc.set_offline(v.zone_chunks(4)[0])
+    assert not v._deferrable(4)
+    with pytest.raises(DeviceIOError):
+        v.append_batch([4, 4], pages(2 * 16 * 4), [16 * 4 * 4096] * 2)
+    assert v.zone_condition(4) == ZoneCond.OFFLINE and oc.retirements == 1
+
+
 def _churn(store: SwapStore, view: OcssdZonedView, n: int, rounds: int, seen: set | None = None) -> np.ndarray:
     """Stream 0 rewrites half its pages each round (GC must run), stream 1 writes once. ``seen``
     collects (writer, groups) of every zone bound after each swap-out."""

@@ -79,6 +79,11 @@ class FingerprintBacking:
     def scatter_words(self, offsets: np.ndarray, lengths: np.ndarray, words: np.ndarray, bs: int) -> None:
         self.words[self._index(offsets, lengths)] = words
 
+    def scatter_block_words(self, blocks: np.ndarray, words: np.ndarray) -> None:
+        """``scatter_words`` of one block each, by block index (int64, inside the medium: the
+        caller checked them)."""
+        self.words.put(blocks, words)       # several times faster than words[blocks] = ... here
+
     def zero(self, offset: int, length: int) -> None:
         b = self.block
         self.words[offset // b:(offset + length) // b] = 0

@@ -28,8 +28,23 @@ from .chunk import CHUNK_TYPE_SEQUENTIAL, ChunkInfo, ChunkState, OcssdGeometry
 from .fingerprint import make_backing
 
 _READ, _WRITE, _RESET = 0, 1, 2
+
+
+def _load_vector():
+    """``(ffi, lib)`` with the C vector write checks (``native/ocssd_vector.c``), or None when the
+    extension is not built or older than them (the numpy checks alone then)."""
+    try:
+        from .._native import ffi, lib
+        lib.ocv_check                     # noqa: B018 (an older build without ocssd_vector.c)
+    except (ImportError, AttributeError):
+        return None
+    return ffi, lib
+
+
+_VECTOR = _load_vector()
 _STATE, _WP, _WEAR = 0, 1, 2          # columns of the chunk table
 _STATES = tuple(int(s) for s in ChunkState)
+_OPEN, _CLOSED, _OFFLINE = int(ChunkState.OPEN), int(ChunkState.CLOSED), int(ChunkState.OFFLINE)
 
 
 def check_chunk_file(cpath: str, g: OcssdGeometry) -> None:
@@ -78,6 +93,13 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
     interface = "ocssd"
     open_channel = True
     overlapped_io = False      # the timing model sees one request stream, in order
+    # write_vectors checks and plans in C when the extension has it (native/ocssd_vector.c);
+    # False: the numpy path only (the reference: tests compare the two)
+    native_checks = True
+    _vector_p = None           # (chunk log, scratch) pointers for the C checks, made at first use
+    # chunks this object took OFFLINE so far (set_offline, failed resets): the only ways a chunk goes
+    # offline, so a host that found its chunks online at count k need not look again while it is k
+    retirements = 0
 
     def __init__(self, geometry: OcssdGeometry, path: str | None = None, model=None,
                  preset: str | None = None, url: str | None = None, readonly: bool = False,
@@ -234,32 +256,97 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         written when it raises (``InvalidIOError`` also for counts that do not add up to the vector).
         ``words``: ``data`` is the first 64-bit word of each sector (uint64), the rest of the sector
         zeros: what a payload-free device keeps, given without building the sectors."""
-        g = self.geometry
         with self._lock:
-            self._writable()
-            ppas = self._ppas(ppas)
-            view = np.ascontiguousarray(data, np.uint64).reshape(-1) if words else as_bytes_view(data)
-            if view.size * (8 if words else 1) != ppas.size * (8 if words else g.sector_size):
-                raise InvalidIOError(f"write of {ppas.size} sectors with {view.nbytes} bytes of data "
-                                     f"({ppas.size * (8 if words else g.sector_size)} needed)")
-            chunk = ppas // g.sectors
-            uniq, per = self._check_write(ppas, chunk)
-            ends = self._vector_ends(counts, ppas, chunk)
+            if not (self.native_checks and _VECTOR is not None and self._write_native(ppas, data, counts, words)):
+                self._write_checked(ppas, data, counts, words)
+
+    def _write_native(self, ppas, data: Buffer, counts, words: bool) -> bool:
+        """``write_vectors`` with its checks and the model's requests from one C pass
+        (``native/ocssd_vector.c``): the same state, data, counters and model calls. Declines
+        (False, nothing changed) what it does not take — arguments of other types, a read-only
+        device, a model without ``submit_writes``, a write that breaks a rule — and
+        ``_write_checked`` then does it or raises."""
+        g = self.geometry
+        if type(ppas) is not np.ndarray or ppas.dtype != np.int64 or ppas.ndim != 1 or self.readonly \
+                or type(data) is not np.ndarray or (words and data.dtype != np.uint64) \
+                or (self.model is not None and not hasattr(self.model, "submit_writes")):
+            return False
+        if counts is not None:
+            if type(counts) is not np.ndarray and type(counts) is not list:
+                return False
+            try:
+                counts = np.asarray(counts)
+            except (TypeError, ValueError):
+                return False
+            if counts.dtype.kind not in "iu" or counts.size == 0:     # (no counts: none split the vector)
+                return False
+            counts = np.ascontiguousarray(counts, np.int64).reshape(-1)
+        view = np.ascontiguousarray(data).reshape(-1) if words else as_bytes_view(data)
+        n = ppas.size
+        if view.size * (8 if words else 1) != n * (8 if words else g.sector_size):
+            return False
+        ffi, lib = _VECTOR
+        if self._vector_p is None:            # the chunk log and a chunk -> index scratch, once
+            self._scratch = np.full(g.nr_chunks, -1, np.int64)
+            self._vector_p = (ffi.from_buffer("int64_t[]", self._table, require_writable=True),
+                              ffi.from_buffer("int64_t[]", self._scratch, require_writable=True))
+        table_p, scratch_p = self._vector_p
+        nw = 0 if counts is None else counts.size
+        out = np.empty((5, n), np.int64)       # uniq, per, run_first, run_len, tmp
+        runs = np.empty(max(nw, 1), np.int64)
+        nuniq = ffi.new("int64_t *")
+        p = ffi.cast("int64_t *", ffi.from_buffer("int64_t[]", out, require_writable=True))
+        nr = lib.ocv_check(n, ffi.from_buffer("int64_t[]", ppas), nw,
+                           ffi.NULL if counts is None else ffi.from_buffer("int64_t[]", counts),
+                           g.nr_chunks, g.sectors, g.ws_min, g.ws_opt, table_p, _CLOSED, _OFFLINE, scratch_p,
+                           p, p + n, nuniq, p + 2 * n, p + 3 * n,
+                           ffi.from_buffer("int64_t[]", runs, require_writable=True), p + 4 * n)
+        if nr < 0:
+            return False
+        blockwise = getattr(self._backing, "scatter_block_words", None) if words else None
+        if blockwise is not None and self._backing.block == g.sector_size:
+            blockwise(ppas, view)               # a payload-free medium: a word per sector, by index
+        else:
             (self._backing.scatter_words if words else self._backing.scatter)(
-                ppas * g.sector_size, np.full(ppas.size, g.sector_size, np.int64), view, g.sector_size)
-            self._wp[uniq] += per
-            self._state[uniq] = np.where(self._wp[uniq] == g.sectors, ChunkState.CLOSED, ChunkState.OPEN)
-            sizes = np.diff(np.asarray([0, *ends], np.int64)) * g.sector_size
-            if sizes.size == 1:
-                self._io.wrote(int(sizes[0]))
-            else:
-                self._io.wrote_many(sizes[sizes > 0])
-            if self.model is not None:  # per write, one request per run cut at ws_opt, all in flight at once
-                cut = (ppas % g.sectors) % g.ws_opt == 0
-                for a, b in zip([0, *ends[:-1]], ends):
-                    if b > a:
-                        first, n = _runs(ppas[a:b], chunk[a:b], cut[a:b])
-                        self.model.submit(_WRITE, first, n, qd=first.size)
+                ppas * g.sector_size, np.full(n, g.sector_size, np.int64), view, g.sector_size)
+        lib.ocv_apply(nuniq[0], p, p + n, table_p, g.sectors, _OPEN, _CLOSED)
+        if nw <= 1:
+            self._io.wrote(n * g.sector_size)
+        else:
+            self._io.wrote_many(counts[counts > 0] * g.sector_size)
+        if self.model is not None:      # per write, one request per run cut at ws_opt, all in flight at once
+            # exactly one submit per write that has runs, as _write_checked makes them
+            self.model.submit_writes(out[2, :nr], out[3, :nr], runs)
+        return True
+
+    def _write_checked(self, ppas, data: Buffer, counts, words: bool) -> None:
+        """``write_vectors`` in numpy: the reference for ``_write_native`` and the one that
+        explains a refused write."""
+        g = self.geometry
+        self._writable()
+        ppas = self._ppas(ppas)
+        view = np.ascontiguousarray(data, np.uint64).reshape(-1) if words else as_bytes_view(data)
+        if view.size * (8 if words else 1) != ppas.size * (8 if words else g.sector_size):
+            raise InvalidIOError(f"write of {ppas.size} sectors with {view.nbytes} bytes of data "
+                                 f"({ppas.size * (8 if words else g.sector_size)} needed)")
+        chunk = ppas // g.sectors
+        uniq, per = self._check_write(ppas, chunk)
+        ends = self._vector_ends(counts, ppas, chunk)
+        (self._backing.scatter_words if words else self._backing.scatter)(
+            ppas * g.sector_size, np.full(ppas.size, g.sector_size, np.int64), view, g.sector_size)
+        self._wp[uniq] += per
+        self._state[uniq] = np.where(self._wp[uniq] == g.sectors, ChunkState.CLOSED, ChunkState.OPEN)
+        sizes = np.diff(np.asarray([0, *ends], np.int64)) * g.sector_size
+        if sizes.size == 1:
+            self._io.wrote(int(sizes[0]))
+        else:
+            self._io.wrote_many(sizes[sizes > 0])
+        if self.model is not None:  # per write, one request per run cut at ws_opt, all in flight at once
+            cut = (ppas % g.sectors) % g.ws_opt == 0
+            for a, b in zip([0, *ends[:-1]], ends):
+                if b > a:
+                    first, n = _runs(ppas[a:b], chunk[a:b], cut[a:b])
+                    self.model.submit(_WRITE, first, n, qd=first.size)
 
     def _vector_ends(self, counts, ppas: np.ndarray, chunk: np.ndarray) -> list[int]:
         """Where each write of ``write_vectors`` ends in the vector, after checking ``counts`` and
@@ -326,6 +413,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
             self._wp[cs] = 0
             self._wear[cs] += 1
             self._state[failed] = ChunkState.OFFLINE
+            self.retirements += int(failed.size)
             self._resets += cs.size
             if self.model is not None and cs.size:
                 self.model.submit(_RESET, cs * g.sectors, np.full(cs.size, g.sectors), qd=cs.size)
@@ -357,6 +445,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         with self._lock:
             self._writable()
             self._state[self._chunks([chunk])] = ChunkState.OFFLINE
+            self.retirements += 1
 
     def inject_reset_failures(self, n: int) -> None:
         """Fail the next ``n`` chunk resets (erase failures): each takes its chunk OFFLINE."""

@@ -33,6 +33,20 @@ from .units import UnitTraits
 from .zone import ZoneCond, ZoneGeometry
 
 LAYOUTS = ("stripe", "isolate")
+
+
+def _load_stripe():
+    """``(ffi, lib)`` with the C commit to a chunk stripe (``native/ocssd_stripe.c``), or None when
+    the extension is not built or older than it (the numpy commit alone then)."""
+    try:
+        from .._native import ffi, lib
+        lib.ocs_commit_plan               # noqa: B018 (an older build without ocssd_stripe.c)
+    except (ImportError, AttributeError):
+        return None
+    return ffi, lib
+
+
+_STRIPE = _load_stripe()
 _NONE = np.iinfo(np.int64).max        # not a free chunk: never picked
 
 
@@ -85,6 +99,10 @@ class OcssdZonedView(EmulatedZonedDevice):
 
     kind = "ocssd-view"
     interface = "ocssd"
+    # _commit plans and gathers in C when the extension has it (native/ocssd_stripe.c); False: the
+    # numpy commit only (the reference: tests/test_ocssd_native.py compares the two)
+    native_commit = True
+    _commit_p = None           # (dwp, chunk) pointers for the C commit, made at first use
 
     @property
     def word_reads(self) -> bool:
@@ -124,6 +142,7 @@ class OcssdZonedView(EmulatedZonedDevice):
         self._pref = np.arange(nr, dtype=np.int64) % self._sets.shape[0]   # PU set a zone opens on
         self._writer: dict[int, str] = {}                    # zone -> who writes it (place_zone)
         self._tail: dict[int, np.ndarray] = {}               # zone -> (width, ring, *_row) host copy
+        self._online: dict[int, int] = {}                    # zone -> device retirements when its chunks were all online
         # a payload-free device keeps a sector's first word only: the view then moves words, not
         # sectors (its rows are uint64; ``write_vectors(..., words=True)``)
         self._narrow = getattr(ocssd, "payload", True) is False and getattr(ocssd, "word_reads", False) \
@@ -210,6 +229,7 @@ class OcssdZonedView(EmulatedZonedDevice):
             chunks = self._pick(s)
             if chunks is not None:
                 self._chunk[z] = chunks
+                self._online.pop(z, None)
                 self._owner[chunks] = z
                 self._free_wear.reshape(-1)[chunks] = _NONE
                 self._dwp[z] = 0
@@ -223,6 +243,7 @@ class OcssdZonedView(EmulatedZonedDevice):
         chunks = self._chunk[z]
         self._owner[chunks[chunks >= 0]] = -1
         self._chunk[z] = -1
+        self._online.pop(z, None)
         self._dwp[z] = 0
         self._hw[z] = 0
         self._tail.pop(z, None)
@@ -273,15 +294,18 @@ class OcssdZonedView(EmulatedZonedDevice):
             return
         order = np.lexsort((secs, slots)) if write is None else np.lexsort((secs, slots, write))
         ppas = self._chunk[z, slots[order]] * self.ocssd.geometry.sectors + secs[order]
+        self._write_vector(z, ppas, data[order], None if write is None else np.bincount(write, minlength=writes))
+
+    def _write_vector(self, z: int, ppas: np.ndarray, data: np.ndarray, counts: np.ndarray | None) -> None:
+        """The device write(s) of zone ``z``'s ordered sectors: one, or ``counts`` one after another;
+        a device failure takes the zone offline."""
         try:
             if self._narrow:
-                self.ocssd.write_vectors(ppas, data[order], None if write is None else
-                                         np.bincount(write, minlength=writes), words=True)
-                return
-            if write is None:
-                self.ocssd.write(ppas, np.ascontiguousarray(data[order]))
+                self.ocssd.write_vectors(ppas, data, counts, words=True)
+            elif counts is None:
+                self.ocssd.write(ppas, np.ascontiguousarray(data))
             else:                               # only a device with write_vectors gets runs (_deferrable)
-                self.ocssd.write_vectors(ppas, data[order], np.bincount(write, minlength=writes))
+                self.ocssd.write_vectors(ppas, data, counts)
         except DeviceIOError:
             self._lose(z)
             raise
@@ -301,8 +325,18 @@ class OcssdZonedView(EmulatedZonedDevice):
         the zone is bound, the device writable and none of the zone's chunks offline, so its write
         cannot fail."""
         c = self._chunk[z]
-        return bool(c[0] >= 0) and hasattr(self.ocssd, "write_vectors") \
-            and not getattr(self.ocssd, "readonly", False) and not (self._states(c)[0] == ChunkState.OFFLINE).any()
+        if not (c[0] >= 0 and hasattr(self.ocssd, "write_vectors") and not getattr(self.ocssd, "readonly", False)):
+            return False
+        # the chunk log is read once per zone binding while the device retires no chunk (its
+        # ``retirements`` count, when it keeps one): a log read per append cost more than the commit
+        seen = getattr(self.ocssd, "retirements", None)
+        if seen is not None and self._online.get(z) == seen:
+            return True
+        if (self._states(c)[0] == ChunkState.OFFLINE).any():
+            return False
+        if seen is not None:
+            self._online[z] = seen
+        return True
 
     def _media_write_units(self, units: list) -> None:
         """Appends (start, view) in order; each run of them back to back in one zone is committed
@@ -328,6 +362,8 @@ class OcssdZonedView(EmulatedZonedDevice):
         g = self.ocssd.geometry
         if self._chunk[z, 0] < 0:
             self._bind(z)
+        if self.native_commit and _STRIPE is not None and self._commit_native(z, r0, rows, appends):
+            return
         n = rows.shape[0]
         h_old = per_chunk(r0, self.width, self.unit)
         h_new = per_chunk(r0 + n, self.width, self.unit)
@@ -354,6 +390,43 @@ class OcssdZonedView(EmulatedZonedDevice):
         self._hw[z] = r0 + n
         if (c_new == g.sectors).all():
             self._tail.pop(z, None)                     # every chunk closed: all readable
+
+    def _commit_native(self, z: int, r0: int, rows: np.ndarray, appends: list | None) -> bool:
+        """``_commit`` with the plan and the gathers in C (``native/ocssd_stripe.c``): the same
+        device writes (sectors, order, data, split into appends) and the same host copy and
+        pointers after. False (nothing done) for a state the C plan does not take; the numpy
+        commit then runs."""
+        g = self.ocssd.geometry
+        ffi, lib = _STRIPE
+        fb = ffi.from_buffer
+        n, width, ring = rows.shape[0], self.width, self._ring
+        if self._commit_p is None:              # the per-zone arrays are updated in place, never replaced
+            self._commit_p = (ffi.cast("int64_t *", fb("int64_t[]", self._dwp)),
+                              ffi.cast("int64_t *", fb("int64_t[]", self._chunk)))
+        dwp_p, chunk_p = self._commit_p
+        rows = np.ascontiguousarray(rows)
+        rows_p, tail_p = fb("uint8_t[]", rows), fb("uint8_t[]", self._tail[z], require_writable=True)
+        elem = 8 if self._narrow else SECTOR
+        cap = n + width * ring                  # the new rows and every held one at most
+        k = 0 if appends is None else len(appends)
+        ints = np.empty(cap + max(k, 1) + width, np.int64)      # ppas, sectors per write, new dwp
+        ints_p = ffi.cast("int64_t *", fb("int64_t[]", ints, require_writable=True))
+        data = np.empty((cap, *self._row), self._row_dtype)
+        t = lib.ocs_commit_plan(width, self.unit, g.ws_min, ring, g.sectors, elem, r0, n,
+                                ffi.NULL if appends is None else fb("int64_t[]", np.asarray(appends, np.int64)), k,
+                                dwp_p + z * width, chunk_p + z * width, rows_p, tail_p, cap, ints_p,
+                                fb("uint8_t[]", data, require_writable=True), ints_p + cap, ints_p + ints.size - width)
+        if t < 0:
+            return False
+        if t:
+            self._write_vector(z, ints[:t], data[:t], None if appends is None else ints[cap:cap + k])
+        lib.ocs_commit_keep(width, self.unit, ring, elem, r0, n, rows_p, tail_p)
+        c_new = ints[ints.size - width:]
+        self._dwp[z] = c_new
+        self._hw[z] = r0 + n
+        if (c_new == g.sectors).all():
+            self._tail.pop(z, None)                     # every chunk closed: all readable
+        return True
 
     def _pad(self, z: int) -> None:
         """Write every open chunk of zone z to its end (held tail, then zeros) so it closes."""

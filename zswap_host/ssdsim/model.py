@@ -555,6 +555,26 @@ class OcssdSSD(_Model):
         """``_Model.submit_groups`` in sectors, as :meth:`submit`."""
         return self._submit_groups(ops, self._bytes(ppas), self._bytes(nsectors), group_sizes, group_qds)
 
+    def submit_writes(self, ppas: np.ndarray, nsectors: np.ndarray, group_sizes: np.ndarray) -> np.ndarray:
+        """``submit_groups`` of WRITE requests, each group at a depth of its size (a vectored
+        write's runs all in flight at once: devices/ocssd.py), without ``submit``'s checks of the
+        requests: for a caller that made them itself (int64 arrays, every request inside the device
+        and at least a sector, the sizes adding up to them). The same charges as ``submit_groups``;
+        ValueError as it for a request the model refuses."""
+        offsets, lengths = ppas * UNIT, nsectors * UNIT
+        ops = np.full(offsets.size, WRITE, np.uint8)
+        out = np.empty(offsets.size, np.float64)
+        if offsets.size == 0:
+            return out
+        gs = np.ascontiguousarray(group_sizes, np.int64)
+        fb = ffi.from_buffer
+        g = fb("int64_t[]", gs)
+        rc = lib.ocssd_submit_groups(self._h, gs.size, g, g, fb("uint8_t[]", ops), fb("int64_t[]", offsets),
+                                     fb("int64_t[]", lengths), fb("double[]", out, require_writable=True))
+        if rc != 0:
+            self._rejected(rc, ops, offsets, lengths)
+        return out
+
     @staticmethod
     def _bytes(sectors) -> np.ndarray:
         return np.asarray(sectors, dtype=np.int64).reshape(-1) * UNIT

@@ -1,0 +1,161 @@
+"""The emulated Open-Channel SSD's write path in C (``native/ocssd_stripe.c``: the zoned view's
+commit; ``native/ocssd_vector.c``: the device's vector write checks) against the numpy code it
+stands in for (``OcssdZonedView.native_commit = False``, ``EmulatedOcssdDevice.native_checks =
+False``): the same chunk log, data, statistics, histogram and modeled time after the same random
+appends, and the same errors with the same messages for the same bad vectors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zswap_host.devices import OcssdZonedView, open_device
+from zswap_host.devices.ocssd import _VECTOR
+from zswap_host.devices.ocssd_view import _STRIPE
+
+pytestmark = pytest.mark.skipif(_STRIPE is None or _VECTOR is None, reason="zswap_host._native without the "
+                                "Open-Channel write path (rebuild: python native/build_native.py)")
+
+# 8 groups x 2 PUs (thesis-ssd); the stripe unit ws_opt=12 (divides the chunk) or ws_min=4 (60 % 8)
+GEOMETRIES = {"ws_opt": "chunks=6&sectors=48&ws_min=4&ws_opt=12&mw_cunits=8",
+              "ws_min": "chunks=6&sectors=60&ws_min=4&ws_opt=8&mw_cunits=6"}
+
+
+def _pair(geometry: str, payload: str, layout: str) -> tuple[OcssdZonedView, OcssdZonedView]:
+    url = f"ocssd://?{GEOMETRIES[geometry]}&preset=thesis-ssd{payload}"
+    c, ref = OcssdZonedView(open_device(url), layout=layout), OcssdZonedView(open_device(url), layout=layout)
+    ref.native_commit = ref.ocssd.native_checks = False
+    return c, ref
+
+
+def _same(a: OcssdZonedView, b: OcssdZonedView) -> None:
+    for x, y in zip(a.ocssd.chunk_states(), b.ocssd.chunk_states()):
+        assert np.array_equal(x, y)
+    assert a.stats() == b.stats() and a.now() == b.now()
+    assert a.ocssd.model.counters() == b.ocssd.model.counters()
+    assert np.array_equal(a._dwp, b._dwp) and np.array_equal(a._hw, b._hw)
+    assert a._tail.keys() == b._tail.keys() and all(np.array_equal(a._tail[z], b._tail[z]) for z in a._tail)
+
+
+@pytest.mark.parametrize("geometry", sorted(GEOMETRIES))
+@pytest.mark.parametrize("payload", ["", "&payload=0"])
+@pytest.mark.parametrize("layout", ["stripe", "isolate"])
+def test_view_commit_in_c_equals_numpy(geometry, payload, layout):
+    a, b = _pair(geometry, payload, layout)
+    g = a.geometry
+    rng = np.random.default_rng([sorted(GEOMETRIES).index(geometry), len(payload), len(layout)])
+    cap, most = g.zone_capacity // 4096, g.max_append // 4096
+    zones = range(min(3, g.nr_zones))
+    for step in range(150):
+        z = int(rng.choice(zones))
+        room = cap - int(a._wp[z]) // 4096
+        if room == 0 or rng.random() < 0.03:
+            finish = room and rng.random() < 0.5
+            for v in (a, b):
+                (v.finish_zone if finish else v.reset_zone)(z)
+            _same(a, b)
+            continue
+        # 1..4 appends back to back (append_batch: one commit, one device write each), of any
+        # length: a few sectors, across stripe units and chunk rows, up to the zone's end
+        k = int(rng.integers(1, 5))
+        lens = []
+        for _ in range(k):
+            if room == 0:
+                break
+            n = int(rng.integers(1, min(most if rng.random() < 0.5 else 9, room) + 1))
+            lens.append(n)
+            room -= n
+        data = rng.integers(0, 256, sum(lens) * 4096, dtype=np.uint8)
+        one = len(lens) == 1 and rng.random() < 0.5
+        for v in (a, b):
+            if one:
+                v.append(z, data)
+            else:
+                v.append_batch(np.full(len(lens), z), data, np.array(lens) * 4096)
+        _same(a, b)
+        if step % 10 == 0:
+            for zz in zones:
+                n = int(a._wp[zz])
+                if n:
+                    got = [v.read(g.zone_start(zz), n) for v in (a, b)]
+                    assert np.array_equal(*got)
+            _same(a, b)
+
+
+def _device_pair() -> tuple:
+    url = f"ocssd://?{GEOMETRIES['ws_opt']}&preset=thesis-ssd"
+    a, b = open_device(url), open_device(url)
+    b.native_checks = False
+    return a, b
+
+
+def _outcome(dev, ppas, data, counts):
+    try:
+        dev.write_vectors(ppas, data, counts)
+    except Exception as e:      # noqa: BLE001 - the error itself is what is compared
+        return type(e), str(e), getattr(e, "zone", None)
+    return None
+
+
+def test_device_vector_checks_in_c_equal_numpy():
+    """Good and bad vectors (off the write pointer, not a multiple of ws_min per chunk or per
+    write, counts that do not split the vector, a CLOSED or OFFLINE chunk, outside the device):
+    the same outcome, error and message, and the same state after."""
+    a, b = _device_pair()
+    g = a.geometry
+    for dev in (a, b):
+        dev.set_offline(5)
+    rng = np.random.default_rng(7)
+    bad = 0
+    for _ in range(400):
+        wp = a.chunk_states()[1]
+        chunks = rng.choice(g.nr_chunks, int(rng.integers(1, 5)), replace=False)
+        pieces = []
+        for c in chunks.tolist():
+            n = int(rng.integers(1, 4)) * g.ws_min
+            start = int(wp[c]) if rng.random() < 0.9 else int(wp[c]) + int(rng.integers(-2, 3))
+            pieces.append(c * g.sectors + np.arange(start, start + n) % g.sectors)
+        # interleave the chunks' pieces, each in its own order
+        owner = rng.permutation(np.repeat(np.arange(len(pieces)), [p.size for p in pieces]))
+        ppas = np.empty(owner.size, np.int64)
+        for i, p in enumerate(pieces):
+            ppas[owner == i] = p
+        if rng.random() < 0.05:
+            ppas[int(rng.integers(ppas.size))] = g.total_sectors + int(rng.integers(0, 3)) - 1
+        if rng.random() < 0.1:
+            ppas = ppas[:-1]                    # a sector short of ws_min
+        r = rng.random()
+        if r < 0.4:
+            counts = None
+        else:
+            cuts = np.sort(rng.integers(0, ppas.size + 1, int(rng.integers(1, 4))))
+            counts = np.diff(np.concatenate([[0], cuts, [ppas.size]]))
+            if r < 0.45:
+                counts[0] += 1                  # do not add up
+            elif r < 0.5:
+                counts = counts[:0]             # none
+            counts = counts.tolist() if 0.5 <= r < 0.6 else counts
+        data = rng.integers(0, 256, (ppas.size, 4096), dtype=np.uint8)
+        got, want = _outcome(a, ppas, data, counts), _outcome(b, ppas, data, counts)
+        assert got == want
+        bad += want is not None
+        for x, y in zip(a.chunk_states(), b.chunk_states()):
+            assert np.array_equal(x, y)
+        assert a.stats() == b.stats() and a.model.counters() == b.model.counters()
+    assert 50 < bad < 350                       # both kinds were tried
+    assert np.array_equal(a.read_timed(np.arange(g.sectors * 2) % 4)[0], b.read_timed(np.arange(g.sectors * 2) % 4)[0])
+
+
+def test_submit_writes_charges_as_submit_groups():
+    """``OcssdSSD.submit_writes`` (the C write path's one model call) is ``submit_groups`` of WRITE
+    requests at each group's size as its depth: the same completions, clock and counters."""
+    from zswap_host.ssdsim import WRITE, OcssdSSD, get_preset
+
+    a, b = (OcssdSSD(get_preset("thesis-ssd"), chunks=4, sectors=48) for _ in range(2))
+    ppas = np.array([0, 12, 48, 60, 96, 24, 36], np.int64)      # runs of 12 sectors, chunks 0..2
+    lens = np.full(ppas.size, 12, np.int64)
+    groups = np.array([2, 0, 3, 2], np.int64)
+    got = a.submit_writes(ppas, lens, groups)
+    want = b.submit_groups(WRITE, ppas, lens, groups, groups)
+    assert np.array_equal(got, want) and a.now == b.now and a.counters() == b.counters()
+    with pytest.raises(ValueError, match="rejected"):
+        a.submit_writes(np.array([12], np.int64), np.array([12], np.int64), np.array([1], np.int64))
