@@ -700,3 +700,50 @@ def test_submit_groups_is_one_submit_per_group(zoned):
 
 if __name__ == "__main__":
     regen_main("ssdsim_golden.npz", _golden_run)
+
+
+def _twins(kind: str):
+    p = get_preset("thesis-ssd")
+    if kind == "zns":
+        return [ZNSSSD(p, 8, 16 << 20, 12 << 20) for _ in range(2)], 8 * (16 << 20)
+    if kind == "fdp":
+        from zswap_host.ssdsim import FdpSSD
+        return [FdpSSD(p, 64 << 20, ruhs=4) for _ in range(2)], 64 << 20
+    return [ConvSSD(p, 64 << 20) for _ in range(2)], 64 << 20
+
+
+@pytest.mark.parametrize("kind", ["conv", "fdp", "zns"])
+def test_charge_of_checked_requests_is_submit(kind):
+    # what the emulated devices call with their own (checked) requests: the same times and state
+    (a, b), size = _twins(kind)
+    rng = np.random.default_rng(4)
+    for step in range(60):
+        n = int(rng.integers(1, 40))
+        op = WRITE if step % 3 == 0 else READ
+        if kind == "zns" and step % 3 == 0:             # sequential writes into zone step // 3 % 8
+            z = step // 3 % 8
+            a.reset(z), b.reset(z)
+            offs = z * (16 << 20) + np.arange(n, dtype=np.int64) * 8192
+        else:
+            offs = rng.integers(0, size // 8192 - 1, n).astype(np.int64) * 8192
+        lens = np.full(n, 8192 if step % 2 else 4096, np.int64)
+        kw = {"handles": int(rng.integers(0, 4))} if kind == "fdp" else {}
+        if step % 4 == 1:
+            sizes, qds = np.array([n // 2, n - n // 2]), np.array([1, 8])
+            got = a.charge_groups(op, offs, lens, sizes, qds, **kw)
+            want = b.submit_groups(np.full(n, op, np.uint8), offs, lens, sizes, qds, **kw)
+        else:
+            got = a.charge(op, offs, lens, 4, **kw)
+            want = b.submit(np.full(n, op, np.uint8), offs, lens, 4, **kw)
+        assert np.array_equal(got, want) and a.now == b.now
+    assert a.counters() == b.counters() and a.counters()["host_write_bytes"] > 0
+
+
+def test_a_device_of_blocks_smaller_than_the_models_unit_still_has_its_requests_checked():
+    from zswap_host.devices import open_device
+
+    dev = open_device("emu-conv://?size=16MiB&block_size=512&preset=thesis-ssd")
+    assert not dev._model_takes_checked()
+    with pytest.raises(ValueError, match="4 KiB aligned"):
+        dev.write(512, np.zeros(512, np.uint8))
+    assert open_device("emu-conv://?size=16MiB&preset=thesis-ssd")._model_takes_checked()

@@ -118,6 +118,11 @@ class IoCounters:
         return stats
 
 
+def _plain(a: np.ndarray) -> bool:
+    """A flat contiguous int64 array: what the models' C functions read in place."""
+    return a.dtype == np.int64 and a.ndim == 1 and a.flags.c_contiguous
+
+
 class ModelClock:
     """What the emulated devices share: charging requests to the SSD model (``self.model``,
     None = timing off) and its clock."""
@@ -127,22 +132,41 @@ class ModelClock:
     # ``handles``: FDP placement handles (an FdpSSD model only); None leaves them out of the call
     def _charge(self, op: int, offset: int, length: int, handles=None) -> None:
         if self.model is not None:
-            kw = {} if handles is None else {"handles": handles}
-            self.model.submit(np.array([op], np.uint8), np.array([offset], np.int64),
-                              np.array([length], np.int64), 1, **kw)
+            self._charge_batch(op, np.array([offset], np.int64), np.array([length], np.int64), 1, handles)
 
-    def _charge_batch(self, op: int, offsets: np.ndarray, lengths: np.ndarray, qd: int) -> np.ndarray:
-        if self.model is None or offsets.size == 0:
+    # the requests are the device's own, checked (aligned, inside it): a byte-addressed model whose
+    # units the device's blocks are made of, as large as the device, takes them without checking
+    # them again (``charge``); any other through ``submit``
+    def _model_takes_checked(self) -> bool:
+        ok = self.__dict__.get("_checked_ok")
+        if ok is None:
+            m = self.model
+            g = getattr(self, "geometry", None)
+            block, size = (g.block_size, g.size) if g is not None else (getattr(self, "block_size", 0),
+                                                                        getattr(self, "size", 1 << 62))
+            ok = self._checked_ok = getattr(m, "charge", None) is not None and block > 0 \
+                and block % m.UNIT == 0 and size <= m.capacity
+        return ok
+
+    def _charge_batch(self, op: int, offsets: np.ndarray, lengths: np.ndarray, qd: int, handles=None) -> np.ndarray:
+        m = self.model
+        if m is None or offsets.size == 0:
             return np.zeros(offsets.size)
-        return self.model.submit(np.full(offsets.size, op, np.uint8), offsets, lengths, qd)
+        if self._model_takes_checked() and _plain(offsets) and _plain(lengths):
+            return m.charge(op, offsets, lengths, qd, handles)
+        kw = {} if handles is None else {"handles": handles}
+        return m.submit(np.full(offsets.size, op, np.uint8), offsets, lengths, qd, **kw)
 
     def _charge_groups(self, op: int, offsets: np.ndarray, lengths: np.ndarray, group_sizes: np.ndarray,
                        group_qds: np.ndarray, handles=None) -> np.ndarray:
-        if self.model is None or offsets.size == 0:
+        m = self.model
+        if m is None or offsets.size == 0:
             return np.zeros(offsets.size)
+        if self._model_takes_checked() and _plain(offsets) and _plain(lengths):
+            return m.charge_groups(op, offsets, lengths, group_sizes, group_qds, handles)
         kw = {} if handles is None else {"handles": handles}
-        return self.model.submit_groups(np.full(offsets.size, op, np.uint8), offsets, lengths, group_sizes,
-                                        group_qds, **kw)
+        return m.submit_groups(np.full(offsets.size, op, np.uint8), offsets, lengths, group_sizes,
+                               group_qds, **kw)
 
     def now(self) -> float:
         """The device clock: modeled seconds (0 with the timing model off)."""

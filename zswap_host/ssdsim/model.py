@@ -97,6 +97,56 @@ class _Model:
         """Arguments the C submit functions take after the lengths (FDP: the handles)."""
         return ()
 
+    # -- a device's own requests ---------------------------------------------------------------
+    # The emulated devices check their requests (block-aligned, inside the device) before they
+    # charge them: ``charge`` and ``charge_groups`` are ``submit`` / ``submit_groups`` of requests
+    # that are all one op, without building an ops array or checking the requests again. A request
+    # the C model still refuses raises ValueError as there.
+
+    _ops = None                  # per op: a reusable array of that op code
+    UNIT = UNIT                  # bytes the model's requests are aligned to
+
+    def _op_array(self, op: int, n: int) -> np.ndarray:
+        cache = self._ops
+        if cache is None:
+            cache = self._ops = {}
+        a = cache.get(op)
+        if a is None or a.size < n:
+            a = cache[op] = np.full(max(n, 64, 2 * (a.size if a is not None else 0)), op, np.uint8)
+        return a[:n]
+
+    def charge(self, op: int, offsets: np.ndarray, lengths: np.ndarray, qd: int = 1, handles=None) -> np.ndarray:
+        """``submit`` of ``op`` requests the caller has checked (contiguous int64 arrays of
+        4 KiB-aligned ranges inside the device); ``handles`` as ``FdpSSD.submit``'s."""
+        n = offsets.size
+        out = np.empty(n, np.float64)
+        if n == 0:
+            return out
+        ops = self._op_array(op, n)
+        fb = ffi.from_buffer
+        rc = self._submit_fn(self._h, n, fb("uint8_t[]", ops), fb("int64_t[]", offsets), fb("int64_t[]", lengths),
+                             *self._extra(ops, handles), max(1, int(qd)), fb("double[]", out, require_writable=True))
+        if rc != 0:
+            self._rejected(rc, ops, offsets, lengths)
+        return out
+
+    def charge_groups(self, op: int, offsets: np.ndarray, lengths: np.ndarray, group_sizes, group_qds,
+                      handles=None) -> np.ndarray:
+        """``submit_groups`` of ``op`` requests the caller has checked, as :meth:`charge`."""
+        n = offsets.size
+        gn, gq = self._groups(group_sizes, group_qds, n)
+        out = np.empty(n, np.float64)
+        if n == 0:
+            return out
+        ops = self._op_array(op, n)
+        fb = ffi.from_buffer
+        rc = self._submit_groups_fn(self._h, gn.size, fb("int64_t[]", gn), fb("int64_t[]", gq), fb("uint8_t[]", ops),
+                                    fb("int64_t[]", offsets), fb("int64_t[]", lengths), *self._extra(ops, handles),
+                                    fb("double[]", out, require_writable=True))
+        if rc != 0:
+            self._rejected(rc, ops, offsets, lengths)
+        return out
+
     def _submit(self, ops, offsets, lengths, qd: int, handles=None) -> np.ndarray:
         ops, offsets, lengths = self._arrays(ops, offsets, lengths)
         extra = self._extra(ops, handles)
@@ -544,6 +594,8 @@ class OcssdSSD(_Model):
         self._T = lib.ocssd_timing(self._h)
         self._submit_fn = lib.ocssd_submit
         self._submit_groups_fn = lib.ocssd_submit_groups
+
+    charge = charge_groups = None      # sector-addressed: the devices call submit / submit_writes
 
     def submit(self, ops, ppas, nsectors, qd: int = 1) -> np.ndarray:
         """``_Model.submit`` in sectors: request i is op ``ops[i]`` (READ, WRITE or RESET) of

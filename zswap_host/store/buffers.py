@@ -26,7 +26,7 @@ class WriteBuffer:
         need = self._room(ids.size)
         self.ids[self.n:need] = ids
         rows = self.data[self.n:need]
-        rows[:, 8:] = 0
+        rows[:] = 0                      # one memset: cheaper than zeroing all but the words
         rows[:, :8] = words.astype(np.uint64, copy=False).view(np.uint8).reshape(-1, 8)
         self.n = need
 
