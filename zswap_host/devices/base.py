@@ -615,10 +615,16 @@ def check_batch(offsets: np.ndarray, lengths: np.ndarray, block_size: int, limit
         for o, n in zip(offsets.tolist(), lengths.tolist()):
             check_aligned(o, n, block_size, limit, what)
         return
-    bad = (offsets < 0) | (lengths <= 0) | (offsets + lengths > limit) | ((offsets | lengths) % block_size != 0)
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        check_aligned(int(offsets[k]), int(lengths[k]), block_size, limit, what)
+    # three reductions (the OR of all offsets and lengths: with a power-of-two block a misaligned one
+    # leaves a low bit, a negative one the sign); the per-range mask only when one may be bad
+    either = int(np.bitwise_or.reduce(offsets | lengths))
+    if either % block_size or either < 0 or block_size & (block_size - 1) or int(lengths.min()) <= 0 \
+            or int((offsets + lengths).max()) > limit:
+        bad = (offsets < 0) | (lengths <= 0) | (offsets + lengths > limit) | (offsets % block_size != 0) \
+            | (lengths % block_size != 0)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            check_aligned(int(offsets[k]), int(lengths[k]), block_size, limit, what)
 
 
 def check_write_batch(offsets, data: Buffer, lengths, block_size: int, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -71,6 +71,12 @@ class EmulatedBlockDevice(ModelClock):
         lengths = np.asarray(lengths, np.int64)
         group_sizes = check_groups(group_sizes, group_qds, offsets.size, "read")
         check_batch(offsets, lengths, self.block_size, self.size, "read")
+        return self._read_checked(offsets, lengths, group_sizes, group_qds, words)
+
+    def _read_checked(self, offsets: np.ndarray, lengths: np.ndarray, group_sizes: np.ndarray,
+                      group_qds: np.ndarray, words: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``read_groups`` of int64 ranges and groups already checked (a zoned view over this
+        device checks its reads against its own smaller geometry first)."""
         with self._lock:
             out = (self._backing.gather_words if words else self._backing.gather)(offsets, lengths, self.block_size)
             self._io.read_many(lengths)

@@ -68,6 +68,9 @@ class ZonedBlockView(EmulatedZonedDevice):
         return self.block.read(offset, length)
 
     def _media_read_batch(self, offsets, lengths, qd, words=False):
+        checked = getattr(self.block, "_read_checked", None)     # the emulated block device's
+        if checked is not None:                                  # (read_batch checked the ranges)
+            return checked(offsets, lengths, np.array([offsets.size], np.int64), np.array([qd], np.int64), words)
         return self.block.read_batch(offsets, lengths, qd, words=True) if words else \
             self.block.read_batch(offsets, lengths, qd)
 
