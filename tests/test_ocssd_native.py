@@ -159,3 +159,52 @@ def test_submit_writes_charges_as_submit_groups():
     assert np.array_equal(got, want) and a.now == b.now and a.counters() == b.counters()
     with pytest.raises(ValueError, match="rejected"):
         a.submit_writes(np.array([12], np.int64), np.array([12], np.int64), np.array([1], np.int64))
+
+
+# -- the read path (native/ocssd_vector.c: the device's read checks) --
+def test_device_reads_in_c_equal_numpy():
+    """The device's read_timed, good vectors and bad ones (outside the device, not yet readable in
+    an open chunk, an OFFLINE chunk): the same data, times, error and message, state after."""
+    a, b = _device_pair()
+    g = a.geometry
+    rng = np.random.default_rng(5)
+    for dev in (a, b):
+        dev.set_offline(5)
+        for c in (0, 1, 2, 7):          # chunks at several write pointers: CLOSED, OPEN
+            n = g.sectors if c != 2 else g.ws_min * 5
+            dev.write(c * g.sectors + np.arange(n), np.full((n, 4096), c, np.uint8))
+    bad = 0
+    for _ in range(300):
+        c = rng.choice([0, 1, 2, 5, 7, 9], int(rng.integers(1, 4)))
+        start = rng.integers(0, g.sectors, c.size)
+        n = rng.integers(1, 9, c.size)
+        ppas = np.concatenate([cc * g.sectors + (s + np.arange(k)) % g.sectors for cc, s, k in zip(c, start, n)])
+        if rng.random() < 0.03:
+            ppas[-1] = g.total_sectors
+        qd = None if rng.random() < 0.3 else int(rng.integers(1, 9))
+        words = bool(rng.random() < 0.5)
+        out = []
+        for dev in (a, b):
+            try:
+                d, t = dev.read_timed(ppas, qd, words=words)
+                out.append((d.dtype, d.tobytes(), t.tobytes()))
+            except Exception as e:      # noqa: BLE001
+                out.append((type(e), str(e), getattr(e, "zone", None), getattr(e, "offset", None)))
+        assert out[0] == out[1]
+        bad += not isinstance(out[1][0], np.dtype)
+        assert a.stats() == b.stats() and a.model.counters() == b.model.counters()
+    assert 30 < bad < 270
+
+
+def test_submit_reads_charges_as_submit():
+    """``OcssdSSD.submit_reads`` (the C read path's model call) is ``submit`` of READ requests."""
+    from zswap_host.ssdsim import READ, OcssdSSD, get_preset
+
+    a, b = (OcssdSSD(get_preset("thesis-ssd"), chunks=4, sectors=48) for _ in range(2))
+    for m in (a, b):
+        m.submit_writes(np.array([0, 48], np.int64), np.array([48, 24], np.int64), np.array([2], np.int64))
+    ppas = np.array([0, 5, 48, 60, 12, 50], np.int64)
+    lens = np.array([3, 1, 2, 4, 7, 1], np.int64)
+    for qd in (1, 3, 6):
+        got, want = a.submit_reads(ppas, lens, qd), b.submit(READ, ppas, lens, qd=qd)
+        assert np.array_equal(got, want) and a.now == b.now and a.counters() == b.counters()
