@@ -10,13 +10,22 @@ int64_t ocr_plan(int64_t nreq, const int64_t *offsets, const int64_t *lengths, i
 {
     int64_t d = 0, h = 0, i = 0, runs = 0, reqs = 0;
     for (int64_t q = 0; q < nreq; q++) {
+        int64_t n = lengths[q] / SECTOR;
+        if (n < 1)
+            return -2;
+        i += n;
+    }
+    if (i > cap) {
+        stats[3] = i;
+        return -1;
+    }
+    i = 0;
+    for (int64_t q = 0; q < nreq; q++) {
         int64_t first = offsets[q] / SECTOR, n = lengths[q] / SECTOR;
-        if (i + n > cap)
-            return -1;
         for (int64_t j = 0; j < n; j++, i++) {
             int64_t z = (first + j) / zs, r = (first + j) % zs;
             if (z >= nr_zones)
-                return -1;
+                return -2;
             if (r >= hw[z])
                 continue;                               /* never written, or finish's zeros */
             int64_t k = r / unit, slot = k % width, sec = (k / width) * unit + r % unit;

@@ -21,8 +21,9 @@
    batch), req[d] (its request); for the h held ones: hpos/hzone/hslot/hsec[h]; stats[0] = h,
    stats[1] = runs of the device sectors (a run: consecutive ppas of one request, as
    OcssdZonedView._run_qd counts them), stats[2] = requests with a device sector, stats[3] = all
-   sectors. Every output array holds `cap` entries. Returns d, or -1 when there are more than
-   cap sectors or a zone index beyond nr_zones (the caller then takes the numpy path). */
+   sectors. Every output array holds `cap` entries. Returns d; -1 when there are more than cap
+   sectors (stats[3] then says how many: the caller tries again with that room); -2 for a request
+   of no sector or a zone beyond nr_zones (the caller then takes the numpy path). */
 int64_t ocr_plan(int64_t nreq, const int64_t *offsets, const int64_t *lengths, int64_t zs, int64_t width,
                  int64_t unit, int64_t sectors, int64_t mw_cunits, int64_t nr_zones, const int64_t *chunk,
                  const int64_t *dwp, const int64_t *hw, int64_t cap, int64_t *ppas, int64_t *pos, int64_t *req,

@@ -387,35 +387,52 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         Declines (None, nothing changed) what it does not take — ppas not a 1-D int64 array, a
         model without ``submit_reads``, a read that breaks a rule — and ``_read_checked`` then
         does it or raises."""
-        g = self.geometry
-        if type(ppas) is not np.ndarray or ppas.dtype != np.int64 or ppas.ndim != 1 or ppas.size == 0 \
-                or (self.model is not None and not hasattr(self.model, "submit_reads")):
+        if type(ppas) is not np.ndarray or ppas.dtype != np.int64 or ppas.ndim != 1 or ppas.size == 0:
             return None
+        c = self._read_c
+        if c is None:                         # the per-device constants of this path, once
+            c = self._read_c = self._read_consts()
+            if c is False:
+                return None
+        elif c is False:                      # a model without submit_reads
+            return None
+        check, fb, table_p, nr_chunks, sectors, mw, ss, submit = c
+        n = ppas.size
+        ppas = np.ascontiguousarray(ppas)
+        runs = np.empty(2 * n, np.int64)       # run_first, then run_len
+        p = fb("int64_t[]", runs, require_writable=True)
+        nr = check(n, fb("int64_t[]", ppas), nr_chunks, sectors, mw, table_p, _CLOSED, _OFFLINE, p, p + n)
+        if nr < 0:
+            return None
+        blockwise = getattr(self._backing, "gather_block_words", None) if words else None
+        if blockwise is not None and self._backing.block == ss:
+            out = blockwise(ppas)               # a payload-free medium: a word per sector, by index
+        else:
+            out = (self._backing.gather_words if words else self._backing.gather)(
+                ppas * ss, np.full(n, ss, np.int64), ss)
+        self._io.read(n * ss)
+        if submit is None:
+            return out, np.zeros(n)
+        lens = runs[n:n + nr]
+        done = submit(runs[:nr], lens, nr if qd is None else max(1, min(qd, nr)))
+        return out, (done if nr == n else done.repeat(lens))
+
+    _read_c = None             # _read_native's constants (a tuple), or False: it declines all reads
+
+    def _read_consts(self):
+        """``_read_native``'s per-device constants: (check, from_buffer, chunk log, chunks,
+        sectors, mw_cunits, sector bytes, the model's submit_reads or None), or False for a
+        model without ``submit_reads``."""
+        g, m = self.geometry, self.model
+        if m is not None and not hasattr(m, "submit_reads"):
+            return False
         ffi, lib = _VECTOR
         if self._vector_p is None:            # the chunk log and a chunk -> index scratch, once
             self._scratch = np.full(g.nr_chunks, -1, np.int64)
             self._vector_p = (ffi.from_buffer("int64_t[]", self._table, require_writable=True),
                               ffi.from_buffer("int64_t[]", self._scratch, require_writable=True))
-        n = ppas.size
-        ppas = np.ascontiguousarray(ppas)
-        runs = np.empty((2, n), np.int64)      # run_first, run_len
-        p = ffi.cast("int64_t *", ffi.from_buffer("int64_t[]", runs, require_writable=True))
-        nr = lib.ocv_read_check(n, ffi.from_buffer("int64_t[]", ppas), g.nr_chunks, g.sectors, g.mw_cunits,
-                                self._vector_p[0], _CLOSED, _OFFLINE, p, p + n)
-        if nr < 0:
-            return None
-        blockwise = getattr(self._backing, "gather_block_words", None) if words else None
-        if blockwise is not None and self._backing.block == g.sector_size:
-            out = blockwise(ppas)               # a payload-free medium: a word per sector, by index
-        else:
-            out = (self._backing.gather_words if words else self._backing.gather)(
-                ppas * g.sector_size, np.full(n, g.sector_size, np.int64), g.sector_size)
-        self._io.read(n * g.sector_size)
-        if self.model is None:
-            return out, np.zeros(n)
-        first, lens = runs[0, :nr], runs[1, :nr]
-        done = self.model.submit_reads(first, lens, nr if qd is None else max(1, min(qd, nr)))
-        return out, (done if nr == n else np.repeat(done, lens))
+        return (lib.ocv_read_check, ffi.from_buffer, self._vector_p[0], g.nr_chunks, g.sectors, g.mw_cunits,
+                g.sector_size, None if m is None else m.submit_reads)
 
     def _read_checked(self, ppas, qd: int | None, words: bool) -> tuple[np.ndarray, np.ndarray]:
         """``read_timed`` in numpy: the reference for ``_read_native`` and the one that explains a

@@ -107,7 +107,6 @@ class OcssdZonedView(EmulatedZonedDevice):
     _commit_p = None           # (dwp, chunk) pointers for the C commit, made at first use
     # _media_read_batch plans in C when the extension has it (native/ocssd_read.c); False: numpy
     native_reads = True
-    _read_p = None             # (chunk, dwp, hw) pointers for the C read plan, made at first use
 
     @property
     def word_reads(self) -> bool:
@@ -493,51 +492,69 @@ class OcssdZonedView(EmulatedZonedDevice):
         sectors, the run count of ``_run_qd`` and the requests' completions in C
         (``native/ocssd_read.c``): the same device read (ppas, order, depth), data and times.
         None (nothing done) for what the plan does not take; ``_read_numpy`` then does it."""
-        ffi, lib = _READ
-        fb = ffi.from_buffer
-        if self._read_p is None:                # the per-zone arrays are updated in place, never replaced
-            self._read_p = tuple(fb("int64_t[]", a) for a in (self._chunk, self._dwp, self._hw))
-        chunk_p, dwp_p, hw_p = self._read_p
-        offsets = np.ascontiguousarray(offsets, np.int64)
+        c = self._read_c
+        if c is None:                           # the per-view constants of this path, once
+            c = self._read_c = self._read_consts()
+        plan, finish, fb, consts = c
+        if offsets.ndim != 1:
+            return None
+        offsets_p = fb("int64_t[]", np.ascontiguousarray(offsets, np.int64))
         lengths_p = fb("int64_t[]", np.ascontiguousarray(lengths, np.int64))
         nreq = offsets.size
-        cap = int(lengths.sum()) // SECTOR
-        # one buffer: ppas, pos, req, hpos, hzone, hslot, hsec (cap each), the plan's 4 stats, and
-        # ocr_done's nreq of scratch
-        buf = np.empty(7 * cap + 4 + nreq, np.int64)
-        p = ffi.cast("int64_t *", fb("int64_t[]", buf, require_writable=True))
-        g = self.ocssd.geometry
-        d = lib.ocr_plan(nreq, fb("int64_t[]", offsets), lengths_p, self._zs, self.width, self.unit,
-                         g.sectors, g.mw_cunits, self._hw.size, chunk_p, dwp_p, hw_p, cap,
-                         p, p + cap, p + 2 * cap, p + 3 * cap, p + 4 * cap, p + 5 * cap, p + 6 * cap, p + 7 * cap)
+        cap = 2 * nreq                          # room for two sectors per request first (pages: one)
+        for _ in range(2):
+            # one buffer: ppas, pos, req, hpos, hzone, hslot, hsec (cap each), the plan's 4 stats,
+            # and ocr_done's nreq of scratch
+            buf = np.empty(7 * cap + 4 + nreq, np.int64)
+            p = fb("int64_t[]", buf, require_writable=True)
+            d = plan(nreq, offsets_p, lengths_p, *consts, cap, p, p + cap, p + 2 * cap, p + 3 * cap, p + 4 * cap,
+                     p + 5 * cap, p + 6 * cap, p + 7 * cap)
+            if d != -1:
+                break
+            cap = int(buf[7 * cap + 3])         # longer requests: room for all their sectors
         if d < 0:
             return None
-        plan = buf[:7 * cap].reshape(7, cap)
         h, runs, reqs, n = buf[7 * cap:7 * cap + 4].tolist()
-        now = self.ocssd.now()
-        if d == n:                              # every sector from the device (the usual case)
-            out = None
-        else:
+        # the clock before the read: the time of a sector not read from the device (not needed
+        # when each request is one device sector)
+        now = 0.0 if d == n == nreq else self.ocssd.now()
+        out = done = None
+        if d < n:                               # not every sector from the device: zeros, then theirs
             out = np.zeros(n, np.uint64) if words else np.zeros((n, SECTOR), np.uint8)
-        done = None
         if d:
-            ppa = plan[0, :d]
+            ppa = buf[:d]
             try:
                 data, done = self.ocssd.read_timed(ppa, max(1, int(round(qd * runs / reqs))), words=words)
             except DeviceIOError:
-                self._lose_broken(np.unique(self._owner[ppa // g.sectors]))
+                self._lose_broken(np.unique(self._owner[ppa // self.ocssd.geometry.sectors]))
                 raise
-            if out is None:
+            done = np.ascontiguousarray(done, np.float64)
+            if out is None and data.dtype == (np.uint64 if words else np.uint8):
                 out = data                      # a new array of the device's: no copy
             else:
-                out[plan[1, :d]] = data if words else data.reshape(-1, SECTOR)
+                if out is None:
+                    out = np.zeros(n, np.uint64) if words else np.zeros((n, SECTOR), np.uint8)
+                out[buf[cap:cap + d]] = data if words else data.reshape(-1, SECTOR)
         if h:
-            self._read_held(out, plan[3:, :h], words)
+            self._read_held(out, buf[3 * cap:7 * cap].reshape(4, cap)[:, :h], words)
+        if d == n == nreq:                      # a device sector per request: its time is the request's
+            return out.reshape(-1), done
         t = np.empty(nreq, np.float64)
-        lib.ocr_done(nreq, lengths_p, d, p + 2 * cap,
-                     ffi.NULL if done is None else fb("double[]", np.ascontiguousarray(done, np.float64)), now,
-                     fb("double[]", t, require_writable=True), p + 7 * cap + 4)
+        finish(nreq, lengths_p, d, p + 2 * cap, fb("double[]", done) if d else _READ[0].NULL, now,
+               fb("double[]", t, require_writable=True), p + 7 * cap + 4)
         return out.reshape(-1), t
+
+    _read_c = None             # _read_native's constants, made at first use
+
+    def _read_consts(self) -> tuple:
+        """``_read_native``'s constants: (ocr_plan, ocr_done, from_buffer, ocr_plan's arguments
+        from zs to hw). The per-zone arrays are updated in place, never replaced."""
+        ffi, lib = _READ
+        fb = ffi.from_buffer
+        g = self.ocssd.geometry
+        return (lib.ocr_plan, lib.ocr_done, fb, (self._zs, self.width, self.unit, g.sectors, g.mw_cunits,
+                                                 self._hw.size, fb("int64_t[]", self._chunk),
+                                                 fb("int64_t[]", self._dwp), fb("int64_t[]", self._hw)))
 
     def _read_held(self, out: np.ndarray, held: np.ndarray, words: bool) -> None:
         """Fill ``out``'s held sectors (rows of ``held``: position, zone, slot, sector) from the
