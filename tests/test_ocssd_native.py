@@ -1,8 +1,10 @@
-"""The emulated Open-Channel SSD's write path in C (``native/ocssd_stripe.c``: the zoned view's
-commit; ``native/ocssd_vector.c``: the device's vector write checks) against the numpy code it
-stands in for (``OcssdZonedView.native_commit = False``, ``EmulatedOcssdDevice.native_checks =
-False``): the same chunk log, data, statistics, histogram and modeled time after the same random
-appends, and the same errors with the same messages for the same bad vectors."""
+"""The emulated Open-Channel SSD's write and read paths in C (``native/ocssd_stripe.c``: the zoned
+view's commit; ``native/ocssd_vector.c``: the device's vector write and read checks;
+``native/ocssd_read.c``: the zoned view's read plan) against the numpy code they stand in for
+(``OcssdZonedView.native_commit = False``, ``OcssdZonedView.native_reads = False``,
+``EmulatedOcssdDevice.native_checks = False``): the same chunk log, data, completion times,
+statistics, histogram and modeled time after the same random appends and reads, and the same errors
+with the same messages for the same bad vectors and reads."""
 from __future__ import annotations
 
 import numpy as np
