@@ -22,13 +22,15 @@ int64_t ocr_plan(int64_t nreq, const int64_t *offsets, const int64_t *lengths, i
     i = 0;
     for (int64_t q = 0; q < nreq; q++) {
         int64_t first = offsets[q] / SECTOR, n = lengths[q] / SECTOR;
-        for (int64_t j = 0; j < n; j++, i++) {
-            int64_t z = (first + j) / zs, r = (first + j) % zs;
+        int64_t z = first / zs, r = first - z * zs;
+        for (int64_t j = 0; j < n; j++, i++, r++) {
+            if (r == zs)                                /* on into the next zone */
+                z++, r = 0;
             if (z >= nr_zones)
                 return -2;
             if (r >= hw[z])
                 continue;                               /* never written, or finish's zeros */
-            int64_t k = r / unit, slot = k % width, sec = (k / width) * unit + r % unit;
+            int64_t k = r / unit, row = k / width, slot = k - row * width, sec = row * unit + (r - k * unit);
             int64_t c = chunk[z * width + slot], w = dwp[z * width + slot];
             if (c < 0)
                 continue;
