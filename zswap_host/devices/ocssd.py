@@ -392,9 +392,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         c = self._read_c
         if c is None:                         # the per-device constants of this path, once
             c = self._read_c = self._read_consts()
-            if c is False:
-                return None
-        elif c is False:                      # a model without submit_reads
+        if c is False:                        # (see _read_consts)
             return None
         check, fb, table_p, nr_chunks, sectors, mw, ss, submit = c
         n = ppas.size
@@ -422,11 +420,11 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
     def _read_consts(self):
         """``_read_native``'s per-device constants: (check, from_buffer, chunk log, chunks,
         sectors, mw_cunits, sector bytes, the model's submit_reads or None), or False for a
-        model without ``submit_reads``."""
+        model without ``submit_reads`` or an extension without ``ocv_read_check``."""
         g, m = self.geometry, self.model
-        if m is not None and not hasattr(m, "submit_reads"):
-            return False
         ffi, lib = _VECTOR
+        if (m is not None and not hasattr(m, "submit_reads")) or not hasattr(lib, "ocv_read_check"):
+            return False                      # (an extension built before ocv_read_check: numpy reads)
         if self._vector_p is None:            # the chunk log and a chunk -> index scratch, once
             self._scratch = np.full(g.nr_chunks, -1, np.int64)
             self._vector_p = (ffi.from_buffer("int64_t[]", self._table, require_writable=True),

@@ -480,6 +480,7 @@ class OcssdZonedView(EmulatedZonedDevice):
 
     def _media_read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int,
                           words: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        # in C when it can (native_reads), else, and as the reference, in numpy: the same result
         if self.native_reads and _READ is not None and offsets.size:
             got = self._read_native(offsets, lengths, qd, words)
             if got is not None:
