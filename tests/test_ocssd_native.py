@@ -308,3 +308,24 @@ def test_submit_reads_charges_as_submit():
     for qd in (1, 3, 6):
         got, want = a.submit_reads(ppas, lens, qd), b.submit(READ, ppas, lens, qd=qd)
         assert np.array_equal(got, want) and a.now == b.now and a.counters() == b.counters()
+
+
+@pytest.mark.parametrize("payload", [True, False])
+def test_view_reads_without_timing_in_c_equal_numpy(payload):
+    """A device with timing off (no model): the same data and (zero) times."""
+    from zswap_host.devices.ocssd import EmulatedOcssdDevice
+
+    g = open_device(f"ocssd://?{GEOMETRIES['ws_opt']}").geometry
+    a, b = (OcssdZonedView(EmulatedOcssdDevice(g, payload=payload)) for _ in range(2))
+    b.native_reads = b.ocssd.native_checks = False
+    rng = np.random.default_rng(3)
+    d0, d1 = rng.integers(0, 256, 100 * 4096, dtype=np.uint8), rng.integers(0, 256, 50 * 4096, dtype=np.uint8)
+    for v in (a, b):
+        v.append(0, d0)
+        v.append(1, d1)
+    zs = a.geometry.zone_size // 4096
+    for i in range(40):
+        first = rng.integers(0, 3 * zs, 20)
+        n = np.minimum(rng.integers(1, 30, 20), a.geometry.nr_zones * zs - first)
+        _same_read(*(_read_outcome(v, first * 4096, n * 4096, 8, bool(i % 2)) for v in (a, b)))
+    assert a.stats() == b.stats()
