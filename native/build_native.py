@@ -2,7 +2,8 @@
 
 - `zswap_host._native`: the SSD timing model and its FTLs, the swap store's per-page
   bookkeeping for its ``swap_out`` fast path (``native/store.c``), and the emulated Open-Channel
-  SSD's write path (``native/ocssd_stripe.c``, ``ocssd_vector.c``) (``ffibuilder``);
+  SSD's write and read paths (``native/ocssd_stripe.c``, ``ocssd_vector.c``, ``ocssd_read.c``)
+  (``ffibuilder``);
 - `zswap_host._zoned`: the Linux zoned block ioctls and NVMe passthrough (``zoned_ffibuilder``),
   loaded only by the Linux device backends (zswap_host/devices/blkzoned.py);
 - `zswap_host._uring`: the io_uring I/O engine on liburing (``uring_ffibuilder``), built only where
@@ -74,6 +75,12 @@ OCSSD_STRIPE_CDEFS = header_cdefs("ocssd_stripe.h")
 OCSSD_VECTOR_SOURCES = ["ocssd_vector.c"]
 OCSSD_VECTOR_HEADERS = ["ocssd_vector.h"]
 OCSSD_VECTOR_CDEFS = header_cdefs("ocssd_vector.h")
+# ---------------------------------------------------------------- ... and its read path
+# the zoned view's plan of a batch of zone reads (ocssd_read.c); the device's read checks are
+# ocssd_vector.c's; again the numpy paths explain errors
+OCSSD_READ_SOURCES = ["ocssd_read.c"]
+OCSSD_READ_HEADERS = ["ocssd_read.h"]
+OCSSD_READ_CDEFS = header_cdefs("ocssd_read.h")
 
 # ---------------------------------------------------------------- Linux zoned block devices (zoned.c)
 ZONED_SOURCES = ["zoned.c"]
@@ -120,7 +127,8 @@ MODULES = {
                            (STORE_SOURCES, STORE_CDEFS, STORE_HEADERS),
                            (STORE_OUT_SOURCES, STORE_OUT_CDEFS, STORE_OUT_HEADERS),
                            (OCSSD_STRIPE_SOURCES, OCSSD_STRIPE_CDEFS, OCSSD_STRIPE_HEADERS),
-                           (OCSSD_VECTOR_SOURCES, OCSSD_VECTOR_CDEFS, OCSSD_VECTOR_HEADERS)],
+                           (OCSSD_VECTOR_SOURCES, OCSSD_VECTOR_CDEFS, OCSSD_VECTOR_HEADERS),
+                           (OCSSD_READ_SOURCES, OCSSD_READ_CDEFS, OCSSD_READ_HEADERS)],
     "zswap_host._zoned": [(ZONED_SOURCES, ZONED_CDEFS, ZONED_HEADERS)],
     "zswap_host._uring": [(URING_SOURCES, URING_CDEFS, URING_HEADERS),
                           (URING_STORE_SOURCES, URING_STORE_CDEFS, URING_STORE_HEADERS)],

@@ -87,3 +87,29 @@ void ocv_apply(int64_t nuniq, const int64_t *uniq, const int64_t *per, int64_t *
         row[STATE] = row[WP] == sectors ? closed : open;
     }
 }
+
+int64_t ocv_read_check(int64_t n, const int64_t *ppas, int64_t nr_chunks, int64_t sectors, int64_t mw_cunits,
+                       const int64_t *table, int64_t closed, int64_t offline, int64_t *run_first, int64_t *run_len)
+{
+    int64_t nr = 0, total = nr_chunks * sectors, prev = -1;
+    if (n <= 0)
+        return -1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t p = ppas[i];
+        if (p < 0 || p >= total)
+            return -1;
+        int64_t c = p / sectors;
+        const int64_t *row = table + c * COLS;
+        if (row[STATE] == offline || (row[STATE] != closed && p - c * sectors >= row[WP] - mw_cunits))
+            return -1;
+        int64_t last = prev;        /* the previous sector's chunk */
+        prev = c;
+        if (i == 0 || p != ppas[i - 1] + 1 || c != last) {
+            run_first[nr] = p;
+            run_len[nr++] = 1;
+        } else {
+            run_len[nr - 1]++;
+        }
+    }
+    return nr;
+}

@@ -9,6 +9,10 @@
  * CLOSED; per chunk, its sectors in vector order run on from its write pointer; per chunk a
  * multiple of ws_min sectors, and so per chunk and write when there are several writes; the
  * writes' counts not negative and adding up to the vector.
+ *
+ * And of a vectored read (EmulatedOcssdDevice.read_timed): each ppa inside the device, no chunk
+ * OFFLINE, each sector readable (its chunk CLOSED, or the sector more than mw_cunits below the
+ * write pointer); the same "no" means the numpy checks explain.
  */
 #ifndef ZSWAP_OCSSD_VECTOR_H
 #define ZSWAP_OCSSD_VECTOR_H
@@ -34,6 +38,12 @@ int64_t ocv_check(int64_t n, const int64_t *ppas, int64_t nwrites, const int64_t
    at the chunk's end, else `open`. */
 void ocv_apply(int64_t nuniq, const int64_t *uniq, const int64_t *per, int64_t *table, int64_t sectors,
                int64_t open, int64_t closed);
+
+/* Check the read of ppas[0..n) (n > 0) against the chunk log (as ocv_check) and make the model's
+   requests: maximal runs of consecutive ppas in one chunk, run_first[] / run_len[] (at most n).
+   Returns the number of runs, or -1 when the read breaks a rule (outputs then garbage). */
+int64_t ocv_read_check(int64_t n, const int64_t *ppas, int64_t nr_chunks, int64_t sectors, int64_t mw_cunits,
+                       const int64_t *table, int64_t closed, int64_t offline, int64_t *run_first, int64_t *run_len);
 /* cffi:end */
 
 #endif

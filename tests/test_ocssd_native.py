@@ -1,19 +1,24 @@
-"""The emulated Open-Channel SSD's write path in C (``native/ocssd_stripe.c``: the zoned view's
-commit; ``native/ocssd_vector.c``: the device's vector write checks) against the numpy code it
-stands in for (``OcssdZonedView.native_commit = False``, ``EmulatedOcssdDevice.native_checks =
-False``): the same chunk log, data, statistics, histogram and modeled time after the same random
-appends, and the same errors with the same messages for the same bad vectors."""
+"""The emulated Open-Channel SSD's write and read paths in C (``native/ocssd_stripe.c``: the zoned
+view's commit; ``native/ocssd_vector.c``: the device's vector write and read checks;
+``native/ocssd_read.c``: the zoned view's read plan) against the numpy code they stand in for
+(``OcssdZonedView.native_commit = False``, ``OcssdZonedView.native_reads = False``,
+``EmulatedOcssdDevice.native_checks = False``): the same chunk log, data, completion times,
+statistics, histogram and modeled time after the same random appends and reads, and the same errors
+with the same messages for the same bad vectors and reads."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from zswap_host.devices import OcssdZonedView, open_device
+from zswap_host.devices.zone import ZoneCond
+from zswap_host.errors import DeviceIOError
 from zswap_host.devices.ocssd import _VECTOR
-from zswap_host.devices.ocssd_view import _STRIPE
+from zswap_host.devices.ocssd_view import _READ, _STRIPE
 
-pytestmark = pytest.mark.skipif(_STRIPE is None or _VECTOR is None, reason="zswap_host._native without the "
-                                "Open-Channel write path (rebuild: python native/build_native.py)")
+pytestmark = pytest.mark.skipif(_STRIPE is None or _VECTOR is None or _READ is None or
+                                not hasattr(_VECTOR[1], "ocv_read_check"), reason="zswap_host._native without "
+                                "the Open-Channel write and read paths (rebuild: python native/build_native.py)")
 
 # 8 groups x 2 PUs (thesis-ssd); the stripe unit ws_opt=12 (divides the chunk) or ws_min=4 (60 % 8)
 GEOMETRIES = {"ws_opt": "chunks=6&sectors=48&ws_min=4&ws_opt=12&mw_cunits=8",
@@ -159,3 +164,168 @@ def test_submit_writes_charges_as_submit_groups():
     assert np.array_equal(got, want) and a.now == b.now and a.counters() == b.counters()
     with pytest.raises(ValueError, match="rejected"):
         a.submit_writes(np.array([12], np.int64), np.array([12], np.int64), np.array([1], np.int64))
+
+
+# -- the read path (native/ocssd_read.c: the view's plan; ocssd_vector.c: the device's read checks) --
+def _read_pair(geometry: str, payload: str, layout: str) -> tuple[OcssdZonedView, OcssdZonedView]:
+    url = f"ocssd://?{GEOMETRIES[geometry]}&preset=thesis-ssd{payload}"
+    c, ref = OcssdZonedView(open_device(url), layout=layout), OcssdZonedView(open_device(url), layout=layout)
+    ref.native_reads = ref.ocssd.native_checks = False
+    return c, ref
+
+
+def _read_outcome(v: OcssdZonedView, offsets, lengths, qd: int, words: bool):
+    try:
+        data, done = v.read_batch(offsets, lengths, qd, words=words)
+    except Exception as e:      # noqa: BLE001 - the error itself is what is compared
+        return type(e), str(e), getattr(e, "offset", None)
+    return data.dtype, data, done
+
+
+def _same_read(got, want) -> None:
+    assert len(got) == len(want) and got[0] == want[0]
+    if isinstance(got[1], np.ndarray):
+        assert np.array_equal(got[1], want[1]) and np.array_equal(got[2], want[2])
+        assert got[2].dtype == want[2].dtype
+    else:
+        assert got == want
+
+
+@pytest.mark.parametrize("geometry", sorted(GEOMETRIES))
+@pytest.mark.parametrize("payload", ["", "&payload=0"])
+@pytest.mark.parametrize("layout", ["stripe", "isolate"])
+def test_view_reads_in_c_equal_numpy(geometry, payload, layout):
+    """Random read batches between random appends: single pages and requests across stripe units,
+    chunks and zones, sectors held in open zones' tails, never-written ranges, finished zones;
+    words and bytes; the same data, completion times, clock, counters and statistics."""
+    a, b = _read_pair(geometry, payload, layout)
+    g = a.geometry
+    rng = np.random.default_rng([11, sorted(GEOMETRIES).index(geometry), len(payload), len(layout)])
+    cap, zsec = g.zone_capacity // 4096, g.zone_size // 4096
+    zones = range(min(4, g.nr_zones))
+    held = 0
+    for step in range(120):
+        z = int(rng.choice(zones))
+        room = cap - int(a._wp[z]) // 4096
+        r = rng.random()
+        if room and r < 0.5:
+            n = int(rng.integers(1, min(room, 3 * a.width * a.unit, g.max_append // 4096) + 1))
+            data = rng.integers(0, 256, n * 4096, dtype=np.uint8)
+            for v in (a, b):
+                v.append(z, data)
+        elif r < 0.55 and room:
+            for v in (a, b):
+                v.finish_zone(z)
+        elif r < 0.57:
+            for v in (a, b):
+                v.reset_zone(z)
+        # a batch of reads: pages where the zones are written (or not), and longer requests
+        k = int(rng.integers(1, 40))
+        zz = rng.choice(zones, k)
+        top = np.maximum(a._wp[zz] // 4096 + 4, 1)
+        first = zz * zsec + rng.integers(0, top) % zsec
+        n = np.where(rng.random(k) < 0.6, 1, rng.integers(1, 3 * a.width * a.unit, k))
+        if rng.random() < 0.3:          # pages well below the write pointers: all on the device (the usual)
+            safe = a._wp[zz] // 4096 - 2 * a.width * (a.unit + a._ring)
+            first = zz * zsec + rng.integers(0, np.maximum(safe, 1))
+            n[:] = 1
+        n = np.minimum(n, g.nr_zones * zsec - first)
+        words = bool(rng.random() < 0.5)
+        qd = int(rng.integers(1, 64))
+        held += int(sum(len(v) for v in a._tail.values()) > 0)
+        got, want = (_read_outcome(v, first * 4096, n * 4096, qd, words) for v in (a, b))
+        _same_read(got, want)
+        _same(a, b)
+        assert a.ocssd.stats() == b.ocssd.stats()
+    assert held
+
+
+@pytest.mark.parametrize("payload", ["", "&payload=0"])
+def test_view_read_of_offline_chunk_in_c_equals_numpy(payload):
+    """A read meeting an OFFLINE chunk: the same DeviceIOError and message, the zone OFFLINE in
+    both, nothing charged; reads of other zones go on the same."""
+    a, b = _read_pair("ws_opt", payload, "stripe")
+    g = a.geometry
+    data = np.arange(a.width * a.unit * 4096, dtype=np.uint8)
+    for v in (a, b):
+        for z in (0, 0, 1, 1):
+            v.append(z, data)
+        v.ocssd.set_offline(v.zone_chunks(0)[1])
+    offs = np.array([g.zone_start(1), g.zone_start(0), g.zone_start(0) + a.unit * 4096], np.int64)
+    lens = np.full(3, 4096, np.int64)
+    got, want = (_read_outcome(v, offs, lens, 4, False) for v in (a, b))
+    assert got[0] is DeviceIOError and got == want
+    assert a._cond[0] == ZoneCond.OFFLINE and np.array_equal(a._cond, b._cond)
+    _same(a, b)
+    for words in (False, True):
+        _same_read(*(_read_outcome(v, offs[:1], lens[:1], 4, words) for v in (a, b)))
+    _same(a, b)
+
+
+def test_device_reads_in_c_equal_numpy():
+    """The device's read_timed, good vectors and bad ones (outside the device, not yet readable in
+    an open chunk, an OFFLINE chunk): the same data, times, error and message, state after."""
+    a, b = _device_pair()
+    g = a.geometry
+    rng = np.random.default_rng(5)
+    for dev in (a, b):
+        dev.set_offline(5)
+        for c in (0, 1, 2, 7):          # chunks at several write pointers: CLOSED, OPEN
+            n = g.sectors if c != 2 else g.ws_min * 5
+            dev.write(c * g.sectors + np.arange(n), np.full((n, 4096), c, np.uint8))
+    bad = 0
+    for _ in range(300):
+        c = rng.choice([0, 1, 2, 5, 7, 9], int(rng.integers(1, 4)))
+        start = rng.integers(0, g.sectors, c.size)
+        n = rng.integers(1, 9, c.size)
+        ppas = np.concatenate([cc * g.sectors + (s + np.arange(k)) % g.sectors for cc, s, k in zip(c, start, n)])
+        if rng.random() < 0.03:
+            ppas[-1] = g.total_sectors
+        qd = None if rng.random() < 0.3 else int(rng.integers(1, 9))
+        words = bool(rng.random() < 0.5)
+        out = []
+        for dev in (a, b):
+            try:
+                d, t = dev.read_timed(ppas, qd, words=words)
+                out.append((d.dtype, d.tobytes(), t.tobytes()))
+            except Exception as e:      # noqa: BLE001
+                out.append((type(e), str(e), getattr(e, "zone", None), getattr(e, "offset", None)))
+        assert out[0] == out[1]
+        bad += not isinstance(out[1][0], np.dtype)
+        assert a.stats() == b.stats() and a.model.counters() == b.model.counters()
+    assert 30 < bad < 270
+
+
+def test_submit_reads_charges_as_submit():
+    """``OcssdSSD.submit_reads`` (the C read path's model call) is ``submit`` of READ requests."""
+    from zswap_host.ssdsim import READ, OcssdSSD, get_preset
+
+    a, b = (OcssdSSD(get_preset("thesis-ssd"), chunks=4, sectors=48) for _ in range(2))
+    for m in (a, b):
+        m.submit_writes(np.array([0, 48], np.int64), np.array([48, 24], np.int64), np.array([2], np.int64))
+    ppas = np.array([0, 5, 48, 60, 12, 50], np.int64)
+    lens = np.array([3, 1, 2, 4, 7, 1], np.int64)
+    for qd in (1, 3, 6):
+        got, want = a.submit_reads(ppas, lens, qd), b.submit(READ, ppas, lens, qd=qd)
+        assert np.array_equal(got, want) and a.now == b.now and a.counters() == b.counters()
+
+
+@pytest.mark.parametrize("payload", [True, False])
+def test_view_reads_without_timing_in_c_equal_numpy(payload):
+    """A device with timing off (no model): the same data and (zero) times."""
+    from zswap_host.devices.ocssd import EmulatedOcssdDevice
+
+    g = open_device(f"ocssd://?{GEOMETRIES['ws_opt']}").geometry
+    a, b = (OcssdZonedView(EmulatedOcssdDevice(g, payload=payload)) for _ in range(2))
+    b.native_reads = b.ocssd.native_checks = False
+    rng = np.random.default_rng(3)
+    d0, d1 = rng.integers(0, 256, 100 * 4096, dtype=np.uint8), rng.integers(0, 256, 50 * 4096, dtype=np.uint8)
+    for v in (a, b):
+        v.append(0, d0)
+        v.append(1, d1)
+    zs = a.geometry.zone_size // 4096
+    for i in range(40):
+        first = rng.integers(0, 3 * zs, 20)
+        n = np.minimum(rng.integers(1, 30, 20), a.geometry.nr_zones * zs - first)
+        _same_read(*(_read_outcome(v, first * 4096, n * 4096, 8, bool(i % 2)) for v in (a, b)))
+    assert a.stats() == b.stats()

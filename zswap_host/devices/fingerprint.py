@@ -79,6 +79,11 @@ class FingerprintBacking:
     def scatter_words(self, offsets: np.ndarray, lengths: np.ndarray, words: np.ndarray, bs: int) -> None:
         self.words[self._index(offsets, lengths)] = words
 
+    def gather_block_words(self, blocks: np.ndarray) -> np.ndarray:
+        """``gather_words`` of one block each, by block index (int64, inside the medium: the caller
+        checked them). A new array."""
+        return self.words.take(blocks)
+
     def scatter_block_words(self, blocks: np.ndarray, words: np.ndarray) -> None:
         """``scatter_words`` of one block each, by block index (int64, inside the medium: the
         caller checked them)."""

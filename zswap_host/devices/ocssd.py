@@ -93,8 +93,8 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
     interface = "ocssd"
     open_channel = True
     overlapped_io = False      # the timing model sees one request stream, in order
-    # write_vectors checks and plans in C when the extension has it (native/ocssd_vector.c);
-    # False: the numpy path only (the reference: tests compare the two)
+    # write_vectors and read_timed check and plan in C when the extension has it
+    # (native/ocssd_vector.c); False: the numpy paths only (the reference: tests compare the two)
     native_checks = True
     _vector_p = None           # (chunk log, scratch) pointers for the C checks, made at first use
     # chunks this object took OFFLINE so far (set_offline, failed resets): the only ways a chunk goes
@@ -374,19 +374,79 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         """``read`` that also returns each sector's completion time on ``now()``'s clock (zeros
         with timing off). ``qd``: runs in flight at once (None: the whole vector). ``words``: the
         first 64-bit word of each sector (uint64) instead of its bytes. Errors as ``read``."""
-        g = self.geometry
         with self._lock:
-            ppas = self._ppas(ppas)
-            chunk = ppas // g.sectors
-            self._check_read(ppas, chunk)
+            if self.native_checks and _VECTOR is not None:
+                got = self._read_native(ppas, qd, words)
+                if got is not None:
+                    return got
+            return self._read_checked(ppas, qd, words)
+
+    def _read_native(self, ppas, qd: int | None, words: bool) -> tuple[np.ndarray, np.ndarray] | None:
+        """``read_timed`` with its checks and the model's requests from one C pass
+        (``native/ocssd_vector.c``: ``ocv_read_check``): the same data, counters and model call.
+        Declines (None, nothing changed) what it does not take — ppas not a 1-D int64 array, a
+        model without ``submit_reads``, a read that breaks a rule — and ``_read_checked`` then
+        does it or raises."""
+        if type(ppas) is not np.ndarray or ppas.dtype != np.int64 or ppas.ndim != 1 or ppas.size == 0:
+            return None
+        c = self._read_c
+        if c is None:                         # the per-device constants of this path, once
+            c = self._read_c = self._read_consts()
+        if c is False:                        # (see _read_consts)
+            return None
+        check, fb, table_p, nr_chunks, sectors, mw, ss, submit = c
+        n = ppas.size
+        ppas = np.ascontiguousarray(ppas)
+        runs = np.empty(2 * n, np.int64)       # run_first, then run_len
+        p = fb("int64_t[]", runs, require_writable=True)
+        nr = check(n, fb("int64_t[]", ppas), nr_chunks, sectors, mw, table_p, _CLOSED, _OFFLINE, p, p + n)
+        if nr < 0:
+            return None
+        blockwise = getattr(self._backing, "gather_block_words", None) if words else None
+        if blockwise is not None and self._backing.block == ss:
+            out = blockwise(ppas)               # a payload-free medium: a word per sector, by index
+        else:
             out = (self._backing.gather_words if words else self._backing.gather)(
-                ppas * g.sector_size, np.full(ppas.size, g.sector_size, np.int64), g.sector_size)
-            self._io.read(ppas.size * g.sector_size)
-            if self.model is None:
-                return out, np.zeros(ppas.size)
-            first, n = _runs(ppas, chunk)
-            done = self.model.submit(_READ, first, n, qd=first.size if qd is None else max(1, min(qd, first.size)))
-            return out, np.repeat(np.asarray(done, np.float64), n)
+                ppas * ss, np.full(n, ss, np.int64), ss)
+        self._io.read(n * ss)
+        if submit is None:
+            return out, np.zeros(n)
+        lens = runs[n:n + nr]
+        done = submit(runs[:nr], lens, nr if qd is None else max(1, min(qd, nr)))
+        return out, (done if nr == n else done.repeat(lens))
+
+    _read_c = None             # _read_native's constants (a tuple), or False: it declines all reads
+
+    def _read_consts(self):
+        """``_read_native``'s per-device constants: (check, from_buffer, chunk log, chunks,
+        sectors, mw_cunits, sector bytes, the model's submit_reads or None), or False for a
+        model without ``submit_reads`` or an extension without ``ocv_read_check``."""
+        g, m = self.geometry, self.model
+        ffi, lib = _VECTOR
+        if (m is not None and not hasattr(m, "submit_reads")) or not hasattr(lib, "ocv_read_check"):
+            return False                      # (an extension built before ocv_read_check: numpy reads)
+        if self._vector_p is None:            # the chunk log and a chunk -> index scratch, once
+            self._scratch = np.full(g.nr_chunks, -1, np.int64)
+            self._vector_p = (ffi.from_buffer("int64_t[]", self._table, require_writable=True),
+                              ffi.from_buffer("int64_t[]", self._scratch, require_writable=True))
+        return (lib.ocv_read_check, ffi.from_buffer, self._vector_p[0], g.nr_chunks, g.sectors, g.mw_cunits,
+                g.sector_size, None if m is None else m.submit_reads)
+
+    def _read_checked(self, ppas, qd: int | None, words: bool) -> tuple[np.ndarray, np.ndarray]:
+        """``read_timed`` in numpy: the reference for ``_read_native`` and the one that explains a
+        refused read."""
+        g = self.geometry
+        ppas = self._ppas(ppas)
+        chunk = ppas // g.sectors
+        self._check_read(ppas, chunk)
+        out = (self._backing.gather_words if words else self._backing.gather)(
+            ppas * g.sector_size, np.full(ppas.size, g.sector_size, np.int64), g.sector_size)
+        self._io.read(ppas.size * g.sector_size)
+        if self.model is None:
+            return out, np.zeros(ppas.size)
+        first, n = _runs(ppas, chunk)
+        done = self.model.submit(_READ, first, n, qd=first.size if qd is None else max(1, min(qd, first.size)))
+        return out, np.repeat(np.asarray(done, np.float64), n)
 
     def reset(self, chunks) -> None:
         """See ``OpenChannelDevice.reset``. Every chunk is checked before any is reset. A reset that

@@ -35,18 +35,20 @@ from .zone import ZoneCond, ZoneGeometry
 LAYOUTS = ("stripe", "isolate")
 
 
-def _load_stripe():
-    """``(ffi, lib)`` with the C commit to a chunk stripe (``native/ocssd_stripe.c``), or None when
-    the extension is not built or older than it (the numpy commit alone then)."""
+def _load_stripe(name: str = "ocs_commit_plan"):
+    """``(ffi, lib)`` with the C function ``name`` (the commit to a chunk stripe,
+    ``native/ocssd_stripe.c``; the read plan, ``native/ocssd_read.c``), or None when the extension
+    is not built or older than it (the numpy code alone then)."""
     try:
         from .._native import ffi, lib
-        lib.ocs_commit_plan               # noqa: B018 (an older build without ocssd_stripe.c)
+        getattr(lib, name)
     except (ImportError, AttributeError):
         return None
     return ffi, lib
 
 
 _STRIPE = _load_stripe()
+_READ = _load_stripe("ocr_plan")
 _NONE = np.iinfo(np.int64).max        # not a free chunk: never picked
 
 
@@ -103,6 +105,8 @@ class OcssdZonedView(EmulatedZonedDevice):
     # numpy commit only (the reference: tests/test_ocssd_native.py compares the two)
     native_commit = True
     _commit_p = None           # (dwp, chunk) pointers for the C commit, made at first use
+    # _media_read_batch plans in C when the extension has it (native/ocssd_read.c); False: numpy
+    native_reads = True
 
     @property
     def word_reads(self) -> bool:
@@ -476,6 +480,102 @@ class OcssdZonedView(EmulatedZonedDevice):
 
     def _media_read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int,
                           words: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        # in C when it can (native_reads), else, and as the reference, in numpy: the same result
+        if self.native_reads and _READ is not None and offsets.size:
+            got = self._read_native(offsets, lengths, qd, words)
+            if got is not None:
+                return got
+        return self._read_numpy(offsets, lengths, qd, words)
+
+    def _read_native(self, offsets: np.ndarray, lengths: np.ndarray, qd: int,
+                     words: bool) -> tuple[np.ndarray, np.ndarray] | None:
+        """``_media_read_batch`` with the address arithmetic, the split into device and held
+        sectors, the run count of ``_run_qd`` and the requests' completions in C
+        (``native/ocssd_read.c``): the same device read (ppas, order, depth), data and times.
+        None (nothing done) for what the plan does not take; ``_read_numpy`` then does it."""
+        c = self._read_c
+        if c is None:                           # the per-view constants of this path, once
+            c = self._read_c = self._read_consts()
+        plan, finish, fb, consts = c
+        if offsets.ndim != 1:
+            return None
+        offsets_p = fb("int64_t[]", np.ascontiguousarray(offsets, np.int64))
+        lengths_p = fb("int64_t[]", np.ascontiguousarray(lengths, np.int64))
+        nreq = offsets.size
+        cap = 2 * nreq                          # room for two sectors per request first (pages: one)
+        for _ in range(2):
+            # one buffer: ppas, pos, req, hpos, hzone, hslot, hsec (cap each), the plan's 4 stats,
+            # and ocr_done's nreq of scratch
+            buf = np.empty(7 * cap + 4 + nreq, np.int64)
+            p = fb("int64_t[]", buf, require_writable=True)
+            d = plan(nreq, offsets_p, lengths_p, *consts, cap, p, p + cap, p + 2 * cap, p + 3 * cap, p + 4 * cap,
+                     p + 5 * cap, p + 6 * cap, p + 7 * cap)
+            if d != -1:
+                break
+            cap = int(buf[7 * cap + 3])         # longer requests: room for all their sectors
+        if d < 0:
+            return None
+        h, runs, reqs, n = buf[7 * cap:7 * cap + 4].tolist()
+        # the clock before the read: the time of a sector not read from the device (not needed
+        # when each request is one device sector)
+        now = 0.0 if d == n == nreq else self.ocssd.now()
+        out = done = None
+        if d < n:                               # not every sector from the device: zeros, then theirs
+            out = np.zeros(n, np.uint64) if words else np.zeros((n, SECTOR), np.uint8)
+        if d:
+            ppa = buf[:d]
+            try:
+                data, done = self.ocssd.read_timed(ppa, max(1, int(round(qd * runs / reqs))), words=words)
+            except DeviceIOError:
+                self._lose_broken(np.unique(self._owner[ppa // self.ocssd.geometry.sectors]))
+                raise
+            done = np.ascontiguousarray(done, np.float64)
+            if out is None and data.dtype == (np.uint64 if words else np.uint8):
+                out = data                      # a new array of the device's: no copy
+            else:
+                if out is None:
+                    out = np.zeros(n, np.uint64) if words else np.zeros((n, SECTOR), np.uint8)
+                out[buf[cap:cap + d]] = data if words else data.reshape(-1, SECTOR)
+        if h:
+            self._read_held(out, buf[3 * cap:7 * cap].reshape(4, cap)[:, :h], words)
+        if d == n == nreq:                      # a device sector per request: its time is the request's
+            return out.reshape(-1), done
+        t = np.empty(nreq, np.float64)
+        finish(nreq, lengths_p, d, p + 2 * cap, fb("double[]", done) if d else _READ[0].NULL, now,
+               fb("double[]", t, require_writable=True), p + 7 * cap + 4)
+        return out.reshape(-1), t
+
+    _read_c = None             # _read_native's constants, made at first use
+
+    def _read_consts(self) -> tuple:
+        """``_read_native``'s constants: (ocr_plan, ocr_done, from_buffer, ocr_plan's arguments
+        from zs to hw). The per-zone arrays are updated in place, never replaced."""
+        ffi, lib = _READ
+        fb = ffi.from_buffer
+        g = self.ocssd.geometry
+        return (lib.ocr_plan, lib.ocr_done, fb, (self._zs, self.width, self.unit, g.sectors, g.mw_cunits,
+                                                 self._hw.size, fb("int64_t[]", self._chunk),
+                                                 fb("int64_t[]", self._dwp), fb("int64_t[]", self._hw)))
+
+    def _read_held(self, out: np.ndarray, held: np.ndarray, words: bool) -> None:
+        """Fill ``out``'s held sectors (rows of ``held``: position, zone, slot, sector) from the
+        open zones' host copies."""
+        pos, zone, slot, sec = held
+        one = not (zone != zone[0]).any()               # most often: one open zone
+        for zz in ([int(zone[0])] if one else np.unique(zone).tolist()):       # open zones only
+            m = slice(None) if one else zone == zz
+            tail = self._tail[zz][slot[m], sec[m] % self._ring]
+            at = pos[m]
+            if words:
+                out[at] = tail if self._narrow else first_words(tail)
+            elif self._narrow:                          # a word, zeros after: the device's read
+                out[at, :8] = tail.view(np.uint8).reshape(-1, 8)
+            else:
+                out[at] = tail
+
+    def _read_numpy(self, offsets: np.ndarray, lengths: np.ndarray, qd: int,
+                    words: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``_media_read_batch`` in numpy: the reference for ``_read_native``."""
         g = self.ocssd.geometry
         counts = lengths // SECTOR
         z, r = np.divmod(ranges(offsets // SECTOR, counts), self._zs)
