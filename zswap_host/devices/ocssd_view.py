@@ -596,15 +596,8 @@ class OcssdZonedView(EmulatedZonedDevice):
                 raise
             out[on_dev] = data if words else data.reshape(-1, SECTOR)
             t[on_dev] = done
-        for zz in np.unique(z[held]).tolist():          # open zones only
-            m = held & (z == zz)
-            tail = self._tail[zz][slot[m], sec[m] % self._ring]
-            if words:
-                out[m] = tail if self._narrow else first_words(tail)
-            elif self._narrow:                          # a word, zeros after: the device's read
-                out[m, :8] = tail.view(np.uint8).reshape(-1, 8)
-            else:
-                out[m] = tail
+        if held.any():
+            self._read_held(out, (np.flatnonzero(held), z[held], slot[held], sec[held]), words)
         done = np.maximum.reduceat(t, np.cumsum(counts) - counts) if counts.size else np.zeros(0)
         return out.reshape(-1), done
 
