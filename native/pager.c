@@ -800,5 +800,18 @@ int pg_close(pg_pager *p) {
 }
 
 void pg_memcpy(uint64_t dst, uint64_t src, uint64_t n) {
-    memcpy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    /* page by page, in order: a large memcpy may walk several pages at once (glibc's 4-page
+       interleaved loop on CPUs with large caches), and a page the pager evicts while the copy is
+       still in it faults again; in order, a copy faults each page it reads once */
+    char *d = (char *)(uintptr_t)dst;
+    const char *s = (const char *)(uintptr_t)src;
+    while (n) {
+        uint64_t k = 4096 - ((uintptr_t)s & 4095);
+        if (k > n)
+            k = n;
+        memcpy(d, s, k);
+        d += k;
+        s += k;
+        n -= k;
+    }
 }
