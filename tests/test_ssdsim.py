@@ -727,7 +727,9 @@ def test_charge_of_checked_requests_is_submit(kind):
         else:
             offs = rng.integers(0, size // 8192 - 1, n).astype(np.int64) * 8192
         lens = np.full(n, 8192 if step % 2 else 4096, np.int64)
-        kw = {"handles": int(rng.integers(0, 4))} if kind == "fdp" else {}
+        kw = {}
+        if kind == "fdp":                               # an int, or one (checked) uint16 per request
+            kw["handles"] = int(rng.integers(0, 4)) if step % 2 else rng.integers(0, 4, n).astype(np.uint16)
         if step % 4 == 1:
             sizes, qds = np.array([n // 2, n - n // 2]), np.array([1, 8])
             got = a.charge_groups(op, offs, lens, sizes, qds, **kw)

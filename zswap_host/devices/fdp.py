@@ -60,6 +60,8 @@ class EmulatedFdpDevice(EmulatedBlockDevice):
     def _placed(self, handles, lengths: np.ndarray) -> None:
         if handles is None:
             self._host_by_handle[0] += int(lengths.sum())
+        elif handles.size == 1:                            # a write of one range: no bincount
+            self._host_by_handle[int(handles[0])] += int(lengths[0])
         else:
             self._host_by_handle += np.bincount(handles, weights=lengths, minlength=self.ruhs).astype(np.int64)
 

@@ -115,6 +115,10 @@ class _Model:
             a = cache[op] = np.full(max(n, 64, 2 * (a.size if a is not None else 0)), op, np.uint8)
         return a[:n]
 
+    def _charge_extra(self, op: int, ops: np.ndarray, handles) -> tuple:
+        """``_extra`` for :meth:`charge` (FDP: handles the caller checked)."""
+        return self._extra(ops, handles)
+
     def charge(self, op: int, offsets: np.ndarray, lengths: np.ndarray, qd: int = 1, handles=None) -> np.ndarray:
         """``submit`` of ``op`` requests the caller has checked (contiguous int64 arrays of
         4 KiB-aligned ranges inside the device); ``handles`` as ``FdpSSD.submit``'s."""
@@ -125,7 +129,8 @@ class _Model:
         ops = self._op_array(op, n)
         fb = ffi.from_buffer
         rc = self._submit_fn(self._h, n, fb("uint8_t[]", ops), fb("int64_t[]", offsets), fb("int64_t[]", lengths),
-                             *self._extra(ops, handles), max(1, int(qd)), fb("double[]", out, require_writable=True))
+                             *self._charge_extra(op, ops, handles), max(1, int(qd)),
+                             fb("double[]", out, require_writable=True))
         if rc != 0:
             self._rejected(rc, ops, offsets, lengths)
         return out
@@ -141,8 +146,8 @@ class _Model:
         ops = self._op_array(op, n)
         fb = ffi.from_buffer
         rc = self._submit_groups_fn(self._h, gn.size, fb("int64_t[]", gn), fb("int64_t[]", gq), fb("uint8_t[]", ops),
-                                    fb("int64_t[]", offsets), fb("int64_t[]", lengths), *self._extra(ops, handles),
-                                    fb("double[]", out, require_writable=True))
+                                    fb("int64_t[]", offsets), fb("int64_t[]", lengths),
+                                    *self._charge_extra(op, ops, handles), fb("double[]", out, require_writable=True))
         if rc != 0:
             self._rejected(rc, ops, offsets, lengths)
         return out
@@ -421,6 +426,19 @@ class FdpSSD(ConvSSD):
                              f"(the device has {self.ruhs} reclaim unit handles)")
         h = np.ascontiguousarray(np.where(writes, h, 0), dtype=np.uint16)
         return ffi.from_buffer("uint16_t[]", h) if h.any() else ffi.NULL
+
+    def _charge_extra(self, op: int, ops: np.ndarray, handles) -> tuple:
+        """``charge``'s handles, which the device checked (an int, or one uint16 per request, each
+        0..ruhs-1): none for reads and trims (they ignore theirs), none for handle 0 everywhere.
+        Anything else goes through ``_handles``'s checks."""
+        if handles is None or op != WRITE:
+            return (ffi.NULL,)
+        if type(handles) is int and 0 <= handles < self.ruhs:
+            return (ffi.NULL,) if handles == 0 else (ffi.from_buffer("uint16_t[]", np.full(ops.size, handles, np.uint16)),)
+        if type(handles) is np.ndarray and handles.dtype == np.uint16 and handles.shape == ops.shape \
+                and handles.flags.c_contiguous and int(handles.max()) < self.ruhs:
+            return (ffi.from_buffer("uint16_t[]", handles) if handles.any() else ffi.NULL,)
+        return self._extra(ops, handles)
 
     def submit(self, ops, offsets, lengths, qd: int = 1, handles: Handles = None) -> np.ndarray:
         """``ConvSSD.submit`` with a reclaim unit handle per request: ``handles`` is None (handle 0),
