@@ -122,50 +122,60 @@ class _Model:
     def charge(self, op: int, offsets: np.ndarray, lengths: np.ndarray, qd: int = 1, handles=None) -> np.ndarray:
         """``submit`` of ``op`` requests the caller has checked (contiguous int64 arrays of
         4 KiB-aligned ranges inside the device); ``handles`` as ``FdpSSD.submit``'s."""
-        if offsets.size == 0:
-            return np.empty(0, np.float64)
-        ops = self._op_array(op, offsets.size)
-        return self._call(ops, offsets, lengths, self._charge_extra(op, ops, handles), qd)
-
-    def charge_groups(self, op: int, offsets: np.ndarray, lengths: np.ndarray, group_sizes, group_qds,
-                      handles=None) -> np.ndarray:
-        """``submit_groups`` of ``op`` requests the caller has checked, as :meth:`charge`."""
-        gn, gq = self._groups(group_sizes, group_qds, offsets.size)
-        if offsets.size == 0:
-            return np.empty(0, np.float64)
-        ops = self._op_array(op, offsets.size)
-        return self._call_groups(gn, gq, ops, offsets, lengths, self._charge_extra(op, ops, handles))
-
-    def _submit(self, ops, offsets, lengths, qd: int, handles=None) -> np.ndarray:
-        ops, offsets, lengths = self._arrays(ops, offsets, lengths)
-        return self._call(ops, offsets, lengths, self._extra(ops, handles), qd)
-
-    def _submit_groups(self, ops, offsets, lengths, group_sizes, group_qds, handles=None) -> np.ndarray:
-        ops, offsets, lengths = self._arrays(ops, offsets, lengths)
-        gn, gq = self._groups(group_sizes, group_qds, offsets.size)
-        return self._call_groups(gn, gq, ops, offsets, lengths, self._extra(ops, handles))
-
-    # the C calls themselves, of C-ready arrays (uint8 ops, int64 offsets and lengths, contiguous)
-    def _call(self, ops: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, extra: tuple, qd: int) -> np.ndarray:
-        out = np.empty(offsets.size, np.float64)
-        if offsets.size == 0:
+        n = offsets.size
+        out = np.empty(n, np.float64)
+        if n == 0:
             return out
+        ops = self._op_array(op, n)
         fb = ffi.from_buffer
-        rc = self._submit_fn(self._h, offsets.size, fb("uint8_t[]", ops), fb("int64_t[]", offsets),
-                             fb("int64_t[]", lengths), *extra, max(1, int(qd)), fb("double[]", out, require_writable=True))
+        rc = self._submit_fn(self._h, n, fb("uint8_t[]", ops), fb("int64_t[]", offsets), fb("int64_t[]", lengths),
+                             *self._charge_extra(op, ops, handles), max(1, int(qd)),
+                             fb("double[]", out, require_writable=True))
         if rc != 0:
             self._rejected(rc, ops, offsets, lengths)
         return out
 
-    def _call_groups(self, gn: np.ndarray, gq: np.ndarray, ops: np.ndarray, offsets: np.ndarray, lengths: np.ndarray,
-                     extra: tuple) -> np.ndarray:
+    def charge_groups(self, op: int, offsets: np.ndarray, lengths: np.ndarray, group_sizes, group_qds,
+                      handles=None) -> np.ndarray:
+        """``submit_groups`` of ``op`` requests the caller has checked, as :meth:`charge`."""
+        n = offsets.size
+        gn, gq = self._groups(group_sizes, group_qds, n)
+        out = np.empty(n, np.float64)
+        if n == 0:
+            return out
+        ops = self._op_array(op, n)
+        fb = ffi.from_buffer
+        rc = self._submit_groups_fn(self._h, gn.size, fb("int64_t[]", gn), fb("int64_t[]", gq), fb("uint8_t[]", ops),
+                                    fb("int64_t[]", offsets), fb("int64_t[]", lengths),
+                                    *self._charge_extra(op, ops, handles), fb("double[]", out, require_writable=True))
+        if rc != 0:
+            self._rejected(rc, ops, offsets, lengths)
+        return out
+
+    def _submit(self, ops, offsets, lengths, qd: int, handles=None) -> np.ndarray:
+        ops, offsets, lengths = self._arrays(ops, offsets, lengths)
+        extra = self._extra(ops, handles)
         out = np.empty(offsets.size, np.float64)
         if offsets.size == 0:
             return out
-        fb = ffi.from_buffer
-        rc = self._submit_groups_fn(self._h, gn.size, fb("int64_t[]", gn), fb("int64_t[]", gq), fb("uint8_t[]", ops),
-                                    fb("int64_t[]", offsets), fb("int64_t[]", lengths), *extra,
-                                    fb("double[]", out, require_writable=True))
+        rc = self._submit_fn(self._h, offsets.size, ffi.from_buffer("uint8_t[]", ops),
+                             ffi.from_buffer("int64_t[]", offsets), ffi.from_buffer("int64_t[]", lengths),
+                             *extra, max(1, int(qd)), ffi.from_buffer("double[]", out, require_writable=True))
+        if rc != 0:
+            self._rejected(rc, ops, offsets, lengths)
+        return out
+
+    def _submit_groups(self, ops, offsets, lengths, group_sizes, group_qds, handles=None) -> np.ndarray:
+        ops, offsets, lengths = self._arrays(ops, offsets, lengths)
+        gn, gq = self._groups(group_sizes, group_qds, offsets.size)
+        extra = self._extra(ops, handles)
+        out = np.empty(offsets.size, np.float64)
+        if offsets.size == 0:
+            return out
+        rc = self._submit_groups_fn(
+            self._h, gn.size, ffi.from_buffer("int64_t[]", gn), ffi.from_buffer("int64_t[]", gq),
+            ffi.from_buffer("uint8_t[]", ops), ffi.from_buffer("int64_t[]", offsets),
+            ffi.from_buffer("int64_t[]", lengths), *extra, ffi.from_buffer("double[]", out, require_writable=True))
         if rc != 0:
             self._rejected(rc, ops, offsets, lengths)
         return out
@@ -622,8 +632,18 @@ class OcssdSSD(_Model):
         and at least a sector, the sizes adding up to them). The same charges as ``submit_groups``;
         ValueError as it for a request the model refuses."""
         offsets, lengths = ppas * UNIT, nsectors * UNIT
+        ops = np.full(offsets.size, WRITE, np.uint8)
+        out = np.empty(offsets.size, np.float64)
+        if offsets.size == 0:
+            return out
         gs = np.ascontiguousarray(group_sizes, np.int64)
-        return self._call_groups(gs, gs, self._op_array(WRITE, offsets.size), offsets, lengths, ())
+        fb = ffi.from_buffer
+        g = fb("int64_t[]", gs)
+        rc = lib.ocssd_submit_groups(self._h, gs.size, g, g, fb("uint8_t[]", ops), fb("int64_t[]", offsets),
+                                     fb("int64_t[]", lengths), fb("double[]", out, require_writable=True))
+        if rc != 0:
+            self._rejected(rc, ops, offsets, lengths)
+        return out
 
     def submit_reads(self, ppas: np.ndarray, nsectors: np.ndarray, qd: int) -> np.ndarray:
         """``submit(READ, ppas, nsectors, qd)`` without ``submit``'s checks of the requests: for a
@@ -631,7 +651,20 @@ class OcssdSSD(_Model):
         at least a sector; ``qd`` >= 1). The same charges as ``submit``; ValueError as it for a
         request the model refuses."""
         offsets, lengths = ppas * UNIT, nsectors * UNIT
-        return self._call(self._op_array(READ, offsets.size), offsets, lengths, (), qd)
+        out = np.empty(offsets.size, np.float64)
+        if offsets.size == 0:
+            return out
+        ops = self._read_ops
+        if ops.size < offsets.size:             # READ is 0: one zeroed buffer, grown as needed
+            ops = self._read_ops = np.zeros(max(offsets.size, 2 * ops.size), np.uint8)
+        fb = ffi.from_buffer
+        rc = lib.ocssd_submit(self._h, offsets.size, fb("uint8_t[]", ops), fb("int64_t[]", offsets),
+                              fb("int64_t[]", lengths), int(qd), fb("double[]", out, require_writable=True))
+        if rc != 0:
+            self._rejected(rc, ops, offsets, lengths)
+        return out
+
+    _read_ops = np.zeros(0, np.uint8)    # READ (0) per request for submit_reads; never written
 
     @staticmethod
     def _bytes(sectors) -> np.ndarray:
