@@ -280,11 +280,13 @@ def format_devices(found: list) -> str:
 @click.option("--device", default=None, metavar="URL",
               help=f"Emulated conventional SSD to characterize [default: {DEFAULT_CHARACTERIZE_DEVICE}; "
                    f"with --quick {QUICK_CHARACTERIZE_DEVICE}].")
-@click.option("--study", type=click.Choice(["thesis", "zns"]), default="thesis", show_default=True,
+@click.option("--study", type=click.Choice(["thesis", "zns", "conv"]), default="thesis", show_default=True,
               help="thesis: the thesis's fio study on a conventional SSD; zns: Doekemeijer et al. 2023's ZN540 "
-                   "characterisation on the ZNS model, model next to paper per point.")
+                   "characterisation on the ZNS model, model next to paper per point; conv: the same paper's "
+                   "conventional drive (nvme-a) on the conventional model, accuracy on calibrate and held-out points.")
 @click.option("--preset", default=None, metavar="PRESET",
-              help="SSD preset [default: thesis-ssd for --study thesis (its --device), zn540 for --study zns].")
+              help="SSD preset [default: thesis-ssd for --study thesis (its --device), zn540 for --study zns, "
+                   "cluster23-nvme-a for --study conv].")
 @click.option("--quick", is_flag=True, help="Smaller device and shorter jobs (under a minute).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Write results as JSON here.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, writable=True),
@@ -299,8 +301,24 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
     (128 KiB vs small requests: 1.75x; sequential vs random writes in steady state: 4.37x) and the
     write bandwidth as written volume grows. --study zns runs the write/append, read, interference,
     reset and finish experiments of Doekemeijer et al. (2023) on the ZN540 and prints the model's value
-    next to the paper's for every point. All times are modeled device time.
+    next to the paper's for every point. --study conv runs the same paper's conventional-drive points
+    (nvme-a: sequential/random writes, random reads, reads under writes, GC steady state) on the
+    conventional model at the drive's size and reports the error on calibrate and held-out points
+    separately. All times are modeled device time.
     """
+    if study == "conv":
+        from .characterize_conv import DEFAULT_PRESET, format_table as conv_table, run as run_conv
+        from .ssdsim import get_preset
+
+        if device:
+            _fail("--device applies to --study thesis; --study conv builds the conventional model from --preset")
+        result = run_conv(get_preset(preset or DEFAULT_PRESET).name, quick=quick)
+        click.echo(conv_table(result))
+        if json_path:
+            with open(json_path, "w") as f:
+                json.dump(result, f, indent=2)
+            click.echo(f"wrote {json_path}")
+        return
     if study == "zns":
         from .characterize_zns import format_table as zns_table, run as run_zns
         from .ssdsim import get_preset

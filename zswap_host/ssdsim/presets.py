@@ -110,6 +110,19 @@ PRESETS: dict[str, NandPreset] = {
         zone_capacity=96 * MiB, zone_size=128 * MiB, max_open=14, max_active=14,
         max_append=512 * KiB,
     ),
+    "cluster23-nvme-a": NandPreset(
+        name="cluster23-nvme-a",
+        source="(placeholder: fitted in experiments/calibrate_conv.py)",
+        channels=8, dies_per_channel=4,
+        page_size=32 * KiB, oneshot_pages=3,
+        pages_per_block=576,
+        t_read_us=54.0, t_prog_us=561.0, t_erase_us=3000.0,
+        channel_mb_s=450.0, host_link_mb_s=1300.0, cmd_overhead_us=6.6,
+        conv_op=0.07,
+        zone_capacity=1152 * MiB, zone_size=2 * GiB, max_open=14, max_active=14,   # unused (conventional)
+        max_append=256 * KiB,
+        min_blocks_per_die=1,
+    ),
 }
 
 
