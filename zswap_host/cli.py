@@ -659,6 +659,11 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
 @click.option("--utilisation", type=float, default=None, metavar="FRACTION",
               help="Tables / the conventional SSD's usable bytes (0.05..0.99) [default: the bench's, 1/1.3]; every "
               "run's SSD is built from that SSD's raw flash.")
+@click.option("--op", type=float, default=None, metavar="FRACTION",
+              help="The conventional SSD's over-provisioning (0..0.5) [default: the bench's, 15%].")
+@click.option("--erase-block", default=None, metavar="SIZE",
+              help="The conventional SSD's erase block (a multiple of its 48 KiB program unit, e.g. 6MiB, the "
+              "drive's real block) [default: scaled down so every die keeps 256 blocks].")
 @click.option("--preset", "trace_preset", default=None, metavar="PRESET",
               help="The bench preset whose tables the trace pages, only if its meta does not say.")
 @click.option("--budget", default=None, metavar="BUDGET", help="The DRAM budget (25%, 0.25, 64MiB): with --generate, the trace's; "
@@ -678,8 +683,8 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True),
               help="Write the summary (trace, sizing, every run's row) as JSON.")
 @friendly_errors
-def replay(trace_path, runs_csv, utilisation, trace_preset, budget, gen_preset, iterations, compute_us_per_sample,
-           seed, out_dir, restart, json_path) -> None:
+def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, budget, gen_preset, iterations,
+           compute_us_per_sample, seed, out_dir, restart, json_path) -> None:
     """Replay a page trace through named swap runs, each on fresh payload-free emulated SSDs (no page
     bytes kept: a trace of tables far beyond RAM replays in a few GB) sized as the bench sizes them,
     all from the same raw flash, every swap-in verified against its fingerprint. Per run: modeled
@@ -710,6 +715,15 @@ def replay(trace_path, runs_csv, utilisation, trace_preset, budget, gen_preset, 
         _fail("--restart applies to --out DIR (the runs it keeps)")
     if utilisation is not None and not 0.05 <= utilisation <= 0.99:
         _fail(f"utilisation must be within 0.05..0.99 of the usable capacity, not {utilisation}")
+    if op is not None and not 0.0 <= op <= 0.5:
+        _fail(f"--op must be within 0..0.5, not {op}")
+    erase_bytes = None
+    if erase_block is not None:
+        from .units import parse_size
+        try:
+            erase_bytes = parse_size(erase_block)
+        except ValueError as e:
+            _fail(f"bad --erase-block {erase_block!r}: {e}")
     runs = check_runs(runs_csv.split(",")) if runs_csv is not None else DEFAULT_RUNS
     bars: dict = {}
     if gen_preset is not None:
@@ -746,8 +760,8 @@ def replay(trace_path, runs_csv, utilisation, trace_preset, budget, gen_preset, 
 
     journal = os.path.join(out_dir, "replay.jsonl") if out_dir else None
     spec = ReplaySpec(trace=trace_path, runs=runs, preset=trace_preset,
-                      budget=None if gen_preset else budget, utilisation=utilisation, journal=journal,
-                      restart=restart)
+                      budget=None if gen_preset else budget, utilisation=utilisation, op=op,
+                      erase_block=erase_bytes, journal=journal, restart=restart)
     try:
         summary = run_replay(spec, progress, on_row)
     finally:
@@ -759,6 +773,8 @@ def replay(trace_path, runs_csv, utilisation, trace_preset, budget, gen_preset, 
            + (f" --seed {seed}" if seed is not None else "")) if gen_preset else ""
     summary = {"command": f"zswap-host replay{gen} --trace {trace_path} --runs {','.join(runs)}"
                + (f" --utilisation {utilisation:g}" if utilisation is not None else "")
+               + (f" --op {op:g}" if op is not None else "")
+               + (f" --erase-block {erase_block}" if erase_block is not None else "")
                + (f" --preset {trace_preset}" if trace_preset else "")
                + (f" --budget {budget}" if budget and not gen_preset else "")
                + (f" --out {out_dir}" if out_dir else "") + (" --restart" if restart else "")
@@ -775,6 +791,12 @@ def _format_replay(summary: dict) -> str:
     t = summary["trace"]
     head = (f"{t['preset']} trace: {t['swap_in_pages']:,} pages in, {t['swap_out_pages']:,} out, "
             f"{t['idle_s']:.2f} s of compute windows; DRAM budget {t['budget_pages']:,} pages")
+    d = summary.get("devices") or {}
+    if "conventional_erase_block_bytes" in d:
+        head += (f"\nconventional SSD: {d['conventional_usable_bytes'] / (1 << 20):,.0f} MiB usable, OP "
+                 f"{d['conventional_op'] * 100:.1f}% (effective), erase block "
+                 f"{d['conventional_erase_block_bytes'] / 1024:,.0f} KiB; tables "
+                 f"{d['tables_over_conventional_usable'] * 100:.0f}% of its usable bytes")
     cols = ("run", "stall s", "WAF", "store GC MiB", "device GC MiB", "swap-in p99 ms", "wall s", "pages/s",
             "CPU s", "peak RSS MiB")
     rows = [(r["run"], f"{r['stall_s']:.4f}", f"{r['write_amplification']:.4f}", f"{r['store_gc_mib']:.1f}",
