@@ -444,10 +444,19 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
           lookahead, sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
           jobs, model_twin, twin_preset, data_path, data_format, max_ind_range, cat_mapping, skip_bad_lines,
           json_path, plot_dir, trace_out, force=False, yes=False, ranks=None) -> None:
-    """Train DLRM in DRAM only and over four swap configurations, side by side: Linux swap (one fault at
-    a time, as the kernel does), Linux swap with each step's pages announced (MADV_WILLNEED: one deep
-    read queue), the host-managed store on the conventional SSD (zoned view), and the store on a ZNS
-    device. Prints the attribution chain: what batching, aggregation and ZNS each buy.
+    """Train DLRM in DRAM only and over five swap configurations, side by side, each changing one thing
+    from the one before; prints the attribution chain (what batching, lookahead, aggregation and ZNS
+    each buy), and last a summary line: zns-host-gc against the best Linux run (the fastest Linux run
+    that ran) and against linux-swap, each stall ratio beside both runs' seconds.
+
+    \b
+    The six runs (--runs picks the swap runs; dram-only always runs):
+      dram-only              the tables fit in DRAM: the reference losses and compute
+      linux-swap             Linux swap on the conventional SSD, page faults one at a time (queue depth 1)
+      linux-swap-batched     + each step's pages announced (MADV_WILLNEED): one read queue of depth 32
+      linux-swap-lookahead   + the next K batches' pages announced while a step computes (--lookahead K)
+      store-on-conventional  the host-managed store (512 KiB appends, its own GC) on the same SSD
+      zns-host-gc            the same store on a ZNS device: no FTL, zone resets instead of device GC
 
     Training time = charged compute (the same for every run: deterministic unless --compute measured)
     + I/O stall (modeled device time on emulated devices, wall time on real ones). The runs train the
