@@ -40,7 +40,8 @@ def friendly_errors(fn):
 
 
 _FORCE_HELP = ("Use a real block device even if it is mounted, in use, or holds a partition table, "
-               "file system or swap signature (its data will be destroyed).")
+               "file system or swap signature, or a regular file that holds data zswap-host did not create "
+               "(no PATH.json beside it): its data will be destroyed.")
 
 
 _IO_ENGINE_HELP = ("How a real block device's I/O reaches the kernel: uring (io_uring, whole batches at queue "
@@ -289,10 +290,12 @@ def format_devices(found: list) -> str:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Write results as JSON here.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, writable=True),
               help="PNG of bandwidth against written volume (zns: model vs paper) [default: next to --json, else none].")
+@click.option("--force", is_flag=True, help="Use --device's PATH even if it is a file that holds data zswap-host "
+              "did not create (no PATH.json beside it): its data will be destroyed.")
 @io_engine_option
 @friendly_errors
 def characterize(device: str | None, study: str, preset: str | None, quick: bool, json_path: str | None,
-                 plot_path: str | None) -> None:
+                 plot_path: str | None, force: bool = False) -> None:
     """Reproduce the thesis's fio study on an emulated SSD, or (--study zns) a published ZNS study.
 
     Runs fio-equivalent jobs on the SSD timing model and reports the two ratios the thesis measured
@@ -330,7 +333,7 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
     from .devices import EmulatedBlockDevice
 
     url = device or (QUICK_CHARACTERIZE_DEVICE if quick else DEFAULT_CHARACTERIZE_DEVICE)
-    dev = _open(url, zoned=False)
+    dev = _open(url, zoned=False, force=force or None)
     try:
         if not isinstance(dev, EmulatedBlockDevice) or dev.model is None:
             _fail(f"{url}: characterize needs an emulated conventional SSD with a timing model "
@@ -362,9 +365,12 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 @main.command()
 @click.option("--device", metavar="URL|PATH", help="ZNS device for the host-managed store, or an FDP or "
               "Open-Channel one (fdp://…, ocssd://…: seen as zones) [default: emulated, built from the same "
-              "thesis-ssd flash as the baseline].")
+              "thesis-ssd flash as the baseline]. An emulated device's PATH that exists must be one zswap-host "
+              "created (PATH.json beside it), hold no data, or come with --force.")
 @click.option("--baseline-device", metavar="URL|PATH", help="Conventional device for the Linux-swap runs and "
-              "the store-on-conventional run [default: emulated thesis-ssd sized for the run].")
+              "the store-on-conventional run [default: emulated thesis-ssd sized for the run]. A regular "
+              "file that holds data is used only if zswap-host created it (PATH.json beside it) or with "
+              "--force; an empty or all-zero file (truncate -s 64M FILE) is taken and marked.")
 @click.option("--model", "preset", default=None, metavar="PRESET",
               help="Training preset: tiny, quick, default, kaggle, mlperf [default: default; --quick: quick].")
 @click.option("--budget", default=None, help="DRAM for the embedding tables: a fraction (0.25), a percentage "
@@ -444,10 +450,19 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
           lookahead, sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
           jobs, model_twin, twin_preset, data_path, data_format, max_ind_range, cat_mapping, skip_bad_lines,
           json_path, plot_dir, trace_out, force=False, yes=False, ranks=None) -> None:
-    """Train DLRM in DRAM only and over four swap configurations, side by side: Linux swap (one fault at
-    a time, as the kernel does), Linux swap with each step's pages announced (MADV_WILLNEED: one deep
-    read queue), the host-managed store on the conventional SSD (zoned view), and the store on a ZNS
-    device. Prints the attribution chain: what batching, aggregation and ZNS each buy.
+    """Train DLRM in DRAM only and over five swap configurations, side by side, each changing one thing
+    from the one before; prints the attribution chain (what batching, lookahead, aggregation and ZNS
+    each buy), and last a summary line: zns-host-gc against the best Linux run (the fastest Linux run
+    that ran) and against linux-swap, each stall ratio beside both runs' seconds.
+
+    \b
+    The six runs (--runs picks the swap runs; dram-only always runs):
+      dram-only              the tables fit in DRAM: the reference losses and compute
+      linux-swap             Linux swap on the conventional SSD, page faults one at a time (queue depth 1)
+      linux-swap-batched     + each step's pages announced (MADV_WILLNEED): one read queue of depth 32
+      linux-swap-lookahead   + the next K batches' pages announced while a step computes (--lookahead K)
+      store-on-conventional  the host-managed store (512 KiB appends, its own GC) on the same SSD
+      zns-host-gc            the same store on a ZNS device: no FTL, zone resets instead of device GC
 
     Training time = charged compute (the same for every run: deterministic unless --compute measured)
     + I/O stall (modeled device time on emulated devices, wall time on real ones). The runs train the

@@ -30,7 +30,7 @@ class EmuScheme(DeviceScheme):
 
     def open(self, url: str, *, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
         path, p = self.parse(url)
-        saved = _saved(path, readonly)
+        saved = _saved(path, readonly, force)
         if saved is not None:
             _reopen_zns(path, saved, p)
         preset_name = p.get("preset", DEFAULT_PRESET)
@@ -82,7 +82,7 @@ class EmuConvScheme(DeviceScheme):
 
     def open(self, url: str, *, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
         path, p = self.parse(url)
-        saved = _saved(path, readonly)
+        saved = _saved(path, readonly, force)
         if saved is not None:
             if saved.get("kind") != self.kind:
                 raise DeviceSpecError(f"{path} holds an emulated {saved.get('kind')!r} device, not a {self.kind} one")
@@ -142,12 +142,17 @@ def preset_by_name(name: str | None):
         raise DeviceSpecError(str(e)) from e
 
 
-def _saved(path: str | None, readonly: bool) -> dict | None:
-    """The sidecar of an existing file-backed device (None: in memory or new)."""
+def _saved(path: str | None, readonly: bool, force: bool | None = None) -> dict | None:
+    """The sidecar of an existing file-backed device (None: in memory or new). A new device's PATH
+    that exists already must not hold someone's data (``safety.check_unowned``, unless forced)."""
     saved = load_sidecar(path) if path else None
     if saved is None and readonly and path:
         raise DeviceSpecError(f"{path}: no such emulated device ({path}.json is missing; a read-only open "
                               f"creates nothing)")
+    if saved is None and path and not readonly:
+        from .. import safety
+
+        safety.check_unowned(path, force)
     return saved
 
 
