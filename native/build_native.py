@@ -134,7 +134,7 @@ MODULES = {
                           (URING_STORE_SOURCES, URING_STORE_CDEFS, URING_STORE_HEADERS)],
     "zswap_host._pager": [(PAGER_SOURCES, PAGER_CDEFS, PAGER_HEADERS)],
 }
-LIBRARIES = {"zswap_host._uring": ["uring"]}
+LIBRARIES = {"zswap_host._uring": ["uring"], "zswap_host._native": ["m"]}
 # liburing's inline functions need GNU C; the timing model stays strict C99 (no FP contraction)
 STD = {"zswap_host._uring": "-std=gnu99", "zswap_host._pager": "-std=gnu11"}
 

@@ -390,8 +390,13 @@ CONV_HOT int64_t conv_req_h(conv_ftl *F, int32_t h, int op, int64_t off, int64_t
                 return -1;
             select_ruh(F, h);
         }
+        int64_t c = ssd_ctrl(T, op, t), w = ssd_write_path(T, t_issue, len);
         t = ssd_wb_reserve(T, t, n);
         int64_t done = ssd_link_in(T, t, len);
+        if (c > done)
+            done = c;
+        if (w > done)
+            done = w;
         for (int64_t i = 0; i < n; i++) {
             uint32_t lpn = (uint32_t)(lpn0 + i);
             if (F->l2p[lpn] != SSD_NONE)
@@ -420,6 +425,7 @@ CONV_HOT int64_t conv_req_h(conv_ftl *F, int32_t h, int op, int64_t off, int64_t
     }
     if (op != SSD_OP_READ)
         return -1;
+    t = ssd_ctrl(T, op, t);
     int64_t end = t;
     int64_t i = 0;
     while (i < n) {

@@ -15,7 +15,14 @@
  *                so erasing costs the same per byte whatever the block size.
  *  host link:    one timeline per direction, bytes / host_link bandwidth.
  *  command:      a fixed controller latency t_cmd before any work starts (not a shared
- *                resource: controllers process commands on several cores).
+ *                resource: controllers process commands on several cores), and optionally
+ *                a serial controller time per command and op (ctrl_*_us: one timeline, it
+ *                bounds the device's command rate; a write's overlaps its data transfer).
+ *  write path:   optionally, all data written to flash passes a serial write path at
+ *                write_path_mb_s (host writes from their arrival, a zoned finish's padding):
+ *                a write-bandwidth ceiling below the dies' that leaves the dies idle, as
+ *                drives show.  (Not on the program itself: the dies are reserved greedily in
+ *                issue order, so a program held back there would block earlier reads.)
  *
  * Write buffer: a write is acknowledged once its data is in a bounded DRAM buffer.  Space is
  * held from acceptance until the NAND program carrying the data completes.  When the buffer is
@@ -32,6 +39,7 @@
 #include "ssd.h"
 
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 static int64_t ns_of_us(double us) { return (int64_t)(us * 1000.0 + 0.5); }
@@ -180,6 +188,18 @@ int ssd_timing_init(ssd_timing *T, const ssd_params *p)
     T->die_channel = (int32_t *)calloc((size_t)T->n_dies, sizeof(int32_t));
     T->channel_ns_per_byte = 1000.0 / p->channel_mb_s; /* MB/s = 1e6 B/s -> ns per byte */
     T->link_ns_per_byte = 1000.0 / p->host_link_mb_s;
+    T->link_in_ns_per_byte = 1000.0 / (p->write_link_mb_s > 0 ? p->write_link_mb_s : p->host_link_mb_s);
+    T->write_path_ns_per_byte = p->write_path_mb_s > 0 ? 1000.0 / p->write_path_mb_s : 0.0;
+    T->t_reset_ns = ns_of_us(p->t_reset_us);
+    T->t_reset_written_ns = ns_of_us(p->t_reset_written_us);
+    T->reset_ns_per_mib = p->reset_us_per_mib * 1000.0;
+    T->reset_exponent = p->reset_exponent > 0 ? p->reset_exponent : 1.0;
+    T->t_append_ns = ns_of_us(p->t_append_us);
+    T->finish_pads_zone = p->finish_pads_zone != 0;
+    T->t_finish_ns = ns_of_us(p->t_finish_us);
+    T->t_ctrl_ns[SSD_OP_READ] = ns_of_us(p->ctrl_read_us);
+    T->t_ctrl_ns[SSD_OP_WRITE] = ns_of_us(p->ctrl_write_us);
+    T->t_ctrl_ns[SSD_OP_APPEND] = ns_of_us(p->ctrl_append_us > 0 ? p->ctrl_append_us : p->ctrl_write_us);
     T->t_read_ns = ns_of_us(p->t_read_us);
     T->t_prog_ns = ns_of_us(p->t_prog_us);
     T->t_erase_ns = ns_of_us(p->t_erase_us);
@@ -210,6 +230,8 @@ void ssd_timing_free(ssd_timing *T)
             tl_free(&T->channel[c]);
     tl_free(&T->link_in);
     tl_free(&T->link_out);
+    tl_free(&T->ctrl);
+    tl_free(&T->engine);
     free(T->channel);
     free(T->die_free_ns);
     free(T->die_channel);
@@ -320,9 +342,25 @@ int64_t ssd_nand_erase_pages(ssd_timing *T, int die, int64_t t, int64_t pages)
     return erase_for(T, die, t, dur, pages);
 }
 
+/* The write path's time for `bytes` arriving at t: when they have passed it (t if none). */
+int64_t ssd_write_path(ssd_timing *T, int64_t t, int64_t bytes)
+{
+    if (T->write_path_ns_per_byte <= 0)
+        return t;
+    int64_t e = xfer(T->write_path_ns_per_byte, bytes);
+    return tl_reserve(&T->engine, t, e, T->floor_ns) + e;
+}
+
+/* The controller's serial time of an op's command arriving at t: when it is done (t if none). */
+int64_t ssd_ctrl(ssd_timing *T, int op, int64_t t)
+{
+    int64_t c = T->t_ctrl_ns[op & 3];
+    return c > 0 ? tl_reserve(&T->ctrl, t, c, T->floor_ns) + c : t;
+}
+
 int64_t ssd_link_in(ssd_timing *T, int64_t t, int64_t bytes)
 {
-    int64_t x = xfer(T->link_ns_per_byte, bytes);
+    int64_t x = xfer(T->link_in_ns_per_byte, bytes);
     return tl_reserve(&T->link_in, t, x, T->floor_ns) + x;
 }
 

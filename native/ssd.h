@@ -33,6 +33,7 @@
 #define SSD_OP_READ 0
 #define SSD_OP_WRITE 1
 #define SSD_OP_TRIM 2
+#define SSD_OP_APPEND 3         /* zoned model only: a write at the zone's write pointer (zone append) */
 
 /* Binary min-heap entry: key (a completion time, ns) and what completes then. */
 typedef struct {
@@ -123,6 +124,20 @@ typedef struct {
     int64_t write_buffer_bytes; /* DRAM write buffer */
     double t_suspend_us;        /* program/erase suspend latency (a read waits at most this) */
     int32_t suspend;            /* 1 = host reads suspend programs/erases on their die */
+    /* Controller mechanisms (0 = absent; a preset without them times as before, bit for bit). */
+    double ctrl_read_us;        /* serial controller time per read command (bounds read IOPS) */
+    double ctrl_write_us;       /* ... per write command, overlapping its data transfer */
+    double ctrl_append_us;      /* ... per zone append command (0: as a write) */
+    double t_append_us;         /* zoned: latency a zone append adds to a write's (not serial) */
+    double write_link_mb_s;     /* host -> device data rate of writes (0: host_link_mb_s) */
+    double write_path_mb_s;     /* write path all flash writes pass (host data on arrival, padding) */
+    double t_reset_us;          /* zoned: latency of any zone reset (the erases run on in the background) */
+    double t_reset_written_us;  /* zoned: more when the zone holds data */
+    double reset_us_per_mib;    /* zoned: more per MiB^reset_exponent the zone holds */
+    double reset_exponent;      /* zoned: of the MiB held (0: 1, linear) */
+    int32_t finish_pads_zone;   /* zoned: finish programs the rest of a non-empty zone (pad) */
+    double t_finish_us;         /* zoned: latency of a finish beyond its padding */
+    int32_t zone_die_stagger;   /* zoned: zone z starts on die z (not z * dies_per_zone) mod n_dies */
 } ssd_params;
 
 typedef struct {
@@ -138,7 +153,17 @@ typedef struct {
     int64_t *read_end_ns;       /* per die: end of the last host-read sense (suspend: FIFO reads) */
     int64_t floor_ns;           /* no reservation starts before this (the current issue time) */
     double channel_ns_per_byte; /* channel transfer time */
-    double link_ns_per_byte;    /* host link transfer time */
+    double link_ns_per_byte;    /* host link transfer time (device -> host) */
+    double link_in_ns_per_byte; /* host -> device transfer time of write data */
+    double write_path_ns_per_byte; /* write path time per byte; 0: none */
+    ssd_tl ctrl;                /* controller: serial command processing */
+    ssd_tl engine;              /* write path */
+    int64_t t_ctrl_ns[4];       /* per op (read, write, trim, append): controller time */
+    int64_t t_reset_ns, t_reset_written_ns; /* zoned reset cost (ssd_params) */
+    double reset_ns_per_mib, reset_exponent;
+    int64_t t_append_ns;
+    int32_t finish_pads_zone;
+    int64_t t_finish_ns;
     int64_t t_read_ns;          /* page sense */
     int64_t t_prog_ns;          /* program of one program unit */
     int64_t t_erase_ns;         /* erase of one block of pages_per_block pages */
@@ -189,11 +214,15 @@ void conv_idle(conv_ftl *F, int64_t until);
 /* ---- zoned FTL (zns_ftl.c) ---- */
 typedef struct zns_ftl zns_ftl;
 zns_ftl *zns_new(const ssd_params *p, int64_t nr_zones, int64_t zone_size, int64_t zone_capacity);
+/* Requests: op 0 read, 1 write, 3 zone append (a write at the write pointer, the append's
+   controller cost); no trim. */
 void zns_free(zns_ftl *Z);
 int zns_submit(zns_ftl *Z, int64_t n, const uint8_t *ops, const int64_t *offs,
                const int64_t *lens, int64_t qd, double *out);
 int64_t zns_reset(zns_ftl *Z, int64_t zone);
-void zns_finish(zns_ftl *Z, int64_t zone);
+/* Finish: pads the zone's partial program unit (finish_pads_zone: programs the rest of a
+   non-empty zone); returns the completion time (ns) and advances now; -1: no such zone. */
+int64_t zns_finish(zns_ftl *Z, int64_t zone);
 ssd_timing *zns_timing(zns_ftl *Z);
 int32_t zns_dies_per_zone(zns_ftl *Z);
 int64_t zns_zone_wp(zns_ftl *Z, int64_t zone);
@@ -238,6 +267,8 @@ SSD_INTERNAL int64_t ssd_nand_erase_pages(ssd_timing *T, int die, int64_t t, int
 SSD_INTERNAL int64_t ssd_host_read(ssd_timing *T, int die, int64_t t, int64_t bytes);
 SSD_INTERNAL int64_t ssd_link_in(ssd_timing *T, int64_t t, int64_t bytes);
 SSD_INTERNAL int64_t ssd_link_out(ssd_timing *T, int64_t t, int64_t bytes);
+SSD_INTERNAL int64_t ssd_ctrl(ssd_timing *T, int op, int64_t t);
+SSD_INTERNAL int64_t ssd_write_path(ssd_timing *T, int64_t t, int64_t bytes);
 SSD_INTERNAL int64_t ssd_wb_reserve(ssd_timing *T, int64_t t, int64_t units);
 SSD_INTERNAL void ssd_wb_program(ssd_timing *T, int die, int64_t done, int64_t units);
 SSD_INTERNAL void ssd_wb_drop(ssd_timing *T, int64_t units);

@@ -4,7 +4,9 @@
  * A zone's capacity is cut into program units (one-shot units of oneshot_pages flash pages);
  * program unit p of zone z lives on die (base(z) + p % dies_per_zone) % n_dies, where
  *   dies_per_zone = min(n_dies, program units per zone)  (a small zone uses fewer dies), and
- *   base(z) = (z * dies_per_zone) % n_dies                (small zones are spread over the dies).
+ *   base(z) = (z * dies_per_zone) % n_dies                (small zones are spread over the dies),
+ *   or with zone_die_stagger base(z) = z % n_dies (zones written at once start on different dies:
+ *   otherwise zones of a whole stripe all start on die 0 and writers in step queue on one die).
  * Each die's share of a zone (its "slice") is a whole number of erase blocks: the slice is
  * ceil(units / dies_per_zone) program units; if that is larger than one preset erase block it
  * takes several blocks (erased one after another on that die), otherwise the zone geometry
@@ -26,6 +28,7 @@
  */
 #include "ssd.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +45,7 @@ struct zns_ftl {
     int64_t zone_units;         /* zone capacity in 4 KiB units */
     int64_t progs_per_zone;     /* program units per zone capacity (the last may be short) */
     int32_t dies_per_zone;      /* dies a zone is striped over */
+    int32_t stagger;            /* base(z) = z mod n_dies: zones written together use different dies */
     int64_t *wp_units;          /* per zone: units written (data accepted) */
     int64_t *prog_units;        /* per zone: units handed to NAND programs (incl. padded ones) */
     int64_t *ready_ns;          /* per zone: time the zone's pending data last arrived */
@@ -58,7 +62,7 @@ static inline int64_t slice_pages(const zns_ftl *Z, int64_t s)
 
 static inline int zdie(const zns_ftl *Z, int64_t z, int64_t pu)
 {
-    int64_t base = (z * Z->dies_per_zone) % Z->n_dies;
+    int64_t base = ((Z->stagger ? z : z * Z->dies_per_zone)) % Z->n_dies;
     return (int)((base + pu % Z->dies_per_zone) % Z->n_dies);
 }
 
@@ -83,9 +87,18 @@ static int64_t zns_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_is
         return -1;
     int64_t t = t_issue + T->t_cmd_ns;
     int64_t n = len / SSD_UNIT;
-    if (op == SSD_OP_WRITE) {
+    if (op == SSD_OP_WRITE || op == SSD_OP_APPEND) {
+        /* the controller's time for the command overlaps the data's transfer */
+        int64_t c = ssd_ctrl(T, op, t);
+        int64_t w = ssd_write_path(T, t_issue, len);
         t = ssd_wb_reserve(T, t, n);
         int64_t done = ssd_link_in(T, t, len);
+        if (c > done)
+            done = c;
+        if (w > done)
+            done = w;
+        if (op == SSD_OP_APPEND)
+            done += T->t_append_ns;
         /* a write lies inside one zone's capacity (the device layer enforces it) */
         int64_t z = off / Z->zone_bytes;
         int64_t u0 = (off % Z->zone_bytes) / SSD_UNIT;
@@ -112,6 +125,7 @@ static int64_t zns_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_is
     }
     if (op != SSD_OP_READ)
         return -1;
+    t = ssd_ctrl(T, op, t);
     int64_t end = t;
     int64_t pos = off;
     while (pos < off + len) {
@@ -174,6 +188,7 @@ zns_ftl *zns_new(const ssd_params *p, int64_t nr_zones, int64_t zone_size, int64
     Z->zone_units = zone_capacity / SSD_UNIT;
     Z->progs_per_zone = (Z->zone_units + Z->units_per_prog - 1) / Z->units_per_prog;
     Z->dies_per_zone = (int32_t)(Z->progs_per_zone < Z->n_dies ? Z->progs_per_zone : Z->n_dies);
+    Z->stagger = p->zone_die_stagger != 0;
     Z->wp_units = (int64_t *)calloc((size_t)nr_zones, sizeof(int64_t));
     Z->prog_units = (int64_t *)calloc((size_t)nr_zones, sizeof(int64_t));
     Z->ready_ns = (int64_t *)calloc((size_t)nr_zones, sizeof(int64_t));
@@ -241,25 +256,69 @@ int64_t zns_reset(zns_ftl *Z, int64_t z)
             }
         }
     }
+    /* a drive's own reset cost (t_reset_*): the reset completes then, its erases run on */
+    if (T->t_reset_ns > 0 || T->t_reset_written_ns > 0 || T->reset_ns_per_mib > 0) {
+        int64_t lat = T->t_reset_ns;
+        if (Z->wp_units[z] > 0) {
+            double mib = (double)Z->wp_units[z] * SSD_UNIT / (1024.0 * 1024.0);
+            lat += T->t_reset_written_ns + (int64_t)(pow(mib, T->reset_exponent) * T->reset_ns_per_mib + 0.5);
+        }
+        end = t + lat;
+    }
     Z->wp_units[z] = Z->prog_units[z] = 0;
     if (end > T->now)
         T->now = end;
     return end;
 }
 
-/* Pad and program the zone's partially filled program unit, if any (at the current time). */
-void zns_finish(zns_ftl *Z, int64_t z)
+/* Finish.  By default the zone's partial program unit is padded and programmed in the
+   background (now does not move).  With finish_pads_zone, as drives do, the whole rest of a
+   non-empty zone is programmed (padding, through the program path) and the finish completes
+   when the last pad program does, plus t_finish; now advances to it.  Returns the completion. */
+int64_t zns_finish(zns_ftl *Z, int64_t z)
 {
+    ssd_timing *T = &Z->T;
     if (z < 0 || z >= Z->nr_zones)
-        return;
-    if (Z->wp_units[z] > Z->prog_units[z]) {
-        int64_t units = Z->wp_units[z] - Z->prog_units[z];
-        int64_t t = Z->T.now > Z->ready_ns[z] ? Z->T.now : Z->ready_ns[z];
-        zns_program_pu(Z, z, Z->prog_units[z] / Z->units_per_prog, units, t);
-        int64_t end = (Z->wp_units[z] + Z->units_per_prog - 1) / Z->units_per_prog * Z->units_per_prog;
-        Z->prog_units[z] = end < Z->zone_units ? end : Z->zone_units;
-        /* the padding of a final short unit at zone capacity is not padding beyond capacity */
+        return -1;
+    if (!T->finish_pads_zone) {
+        if (Z->wp_units[z] > Z->prog_units[z]) {
+            int64_t units = Z->wp_units[z] - Z->prog_units[z];
+            int64_t t = T->now > Z->ready_ns[z] ? T->now : Z->ready_ns[z];
+            zns_program_pu(Z, z, Z->prog_units[z] / Z->units_per_prog, units, t);
+            int64_t end = (Z->wp_units[z] + Z->units_per_prog - 1) / Z->units_per_prog * Z->units_per_prog;
+            Z->prog_units[z] = end < Z->zone_units ? end : Z->zone_units;
+        }
+        return T->now;
     }
+    int64_t t = T->now + T->t_cmd_ns, end = t;
+    if (Z->wp_units[z] > 0) {
+        int64_t u = Z->prog_units[z];
+        if (Z->wp_units[z] > u) { /* the partial unit: the data held in the buffer, padded */
+            int64_t units = Z->wp_units[z] - u;
+            int64_t k = Z->zone_units - u < Z->units_per_prog ? Z->zone_units - u : Z->units_per_prog;
+            int64_t t0 = t > Z->ready_ns[z] ? t : Z->ready_ns[z];
+            int die = zdie(Z, z, u / Z->units_per_prog);
+            end = ssd_nand_prog(T, die, ssd_write_path(T, t0, (k - units) * SSD_UNIT), k * SSD_UNIT);
+            ssd_wb_program(T, die, end, units);
+            T->cnt.pad_bytes += (k - units) * SSD_UNIT;
+            T->cnt.media_write_bytes += (k - units) * SSD_UNIT;
+            u += k;
+        }
+        for (; u < Z->zone_units; u += Z->units_per_prog) {
+            int64_t k = Z->zone_units - u < Z->units_per_prog ? Z->zone_units - u : Z->units_per_prog;
+            int64_t done = ssd_nand_prog(T, zdie(Z, z, u / Z->units_per_prog),
+                                         ssd_write_path(T, t, k * SSD_UNIT), k * SSD_UNIT);
+            T->cnt.pad_bytes += k * SSD_UNIT;
+            T->cnt.media_write_bytes += k * SSD_UNIT;
+            if (done > end)
+                end = done;
+        }
+        Z->prog_units[z] = Z->zone_units;
+        end += T->t_finish_ns;
+    }
+    if (end > T->now)
+        T->now = end;
+    return end;
 }
 
 ssd_timing *zns_timing(zns_ftl *Z) { return &Z->T; }

@@ -108,6 +108,76 @@ def test_chain_and_equal_losses(report):
     assert q["speedup_zns_host_gc_vs_linux_swap"] == pytest.approx(
         (compute + lin["io_stall_time_s"]) / (compute + zns["io_stall_time_s"]))
     assert q["stall_ratio_linux_swap_vs_zns_host_gc"] == pytest.approx(lin["io_stall_time_s"] / zns["io_stall_time_s"])
+    # the summary: zns-host-gc against the fastest Linux run that ran (no lookahead here: the batched
+    # one, whose deep queue beat linux-swap above) and against linux-swap, stall seconds beside ratios
+    head = report["summary"]
+    assert head["best_linux_run"] == "linux-swap-batched" == head["vs_best_linux"]["run"]
+    assert head["vs_best_linux"]["io_stall_time_s"] == [bt["io_stall_time_s"], zns["io_stall_time_s"]]
+    assert head["vs_best_linux"]["speedup"] == pytest.approx(bt["train_time_s"] / zns["train_time_s"])
+    assert head["vs_linux_swap"]["speedup"] == q["speedup_zns_host_gc_vs_linux_swap"]
+    assert head["vs_linux_swap"]["stall_ratio"] == q["stall_ratio_linux_swap_vs_zns_host_gc"]
+
+
+def _record(name: str, train: float, stall: float) -> dict:
+    """The fields of a run record that the chain and the summary read."""
+    return {"name": name, "train_time_s": train, "io_stall_time_s": stall, "write_amplification": 1.0,
+            "loss": [0.5, 0.4]}
+
+
+LINUX = ("linux-swap", "linux-swap-batched", "linux-swap-lookahead")
+
+
+@pytest.mark.parametrize("winner", LINUX)
+def test_summary_compares_with_the_best_linux_run(winner):
+    """Whichever Linux run trains fastest is the summary's reference, named in the JSON and the line."""
+    from zswap_host.bench import best_linux_run, chain
+    from zswap_host.bench.table import summary_line
+
+    runs = [_record("dram-only", 1.0, 0.0)]
+    runs += [_record(n, 2.0 if n == winner else 3.0 + i, 1.0 if n == winner else 2.0 + i)
+             for i, n in enumerate(LINUX)]
+    runs += [_record("store-on-conventional", 1.6, 0.6), _record("zns-host-gc", 1.25, 0.25)]
+    assert best_linux_run(runs) == winner
+    head = chain(runs)["summary"]
+    assert head["run"] == "zns-host-gc" and head["best_linux_run"] == winner
+    best = head["vs_best_linux"]
+    assert best == {"run": winner, "speedup": 2.0 / 1.25, "train_time_s": [2.0, 1.25], "stall_ratio": 4.0,
+                    "io_stall_time_s": [1.0, 0.25]}
+    lin = head["vs_linux_swap"]
+    assert lin["run"] == "linux-swap" and lin["io_stall_time_s"] == [runs[1]["io_stall_time_s"], 0.25]
+    line = summary_line(head)
+    assert line.startswith(f"summary: zns-host-gc trains 1.60x faster than the best Linux run, {winner} "
+                           f"(stall 1 s -> 0.25 s (4.00x))")
+    # then linux-swap, unless it is the best run
+    if winner == "linux-swap":
+        assert "; " not in line
+    else:
+        assert line.endswith("; 2.40x faster than linux-swap (stall 2 s -> 0.25 s (8.00x))")
+
+
+def test_best_linux_run_ties_go_to_the_lower_stall_then_the_earlier_run():
+    from zswap_host.bench import best_linux_run
+
+    tie = [_record("linux-swap", 2.0, 1.0), _record("linux-swap-batched", 2.0, 0.5),
+           _record("linux-swap-lookahead", 2.0, 0.5)]
+    assert best_linux_run(tie) == "linux-swap-batched"
+    assert best_linux_run(tie[::-1]) == "linux-swap-batched"       # by LINUX_RUNS order, not the list's
+    assert best_linux_run([_record("dram-only", 1.0, 0.0), _record("zns-host-gc", 1.0, 0.1)]) is None
+
+
+def test_no_summary_without_zns_or_a_linux_run():
+    from zswap_host.bench import chain
+
+    dram = _record("dram-only", 1.0, 0.0)
+    assert "summary" not in chain([dram, _record("linux-swap", 2.0, 1.0)])
+    assert "summary" not in chain([dram, _record("store-on-conventional", 1.5, 0.5), _record("zns-host-gc", 1.2, 0.2)])
+    # only linux-swap ran: it is the best Linux run, named once; a hidden stall has no finite ratio
+    head = chain([dram, _record("linux-swap", 2.0, 1.0), _record("zns-host-gc", 1.0, 0.0)])["summary"]
+    assert head["best_linux_run"] == "linux-swap" and head["vs_best_linux"]["stall_ratio"] is None
+    from zswap_host.bench.table import summary_line
+
+    assert summary_line(head) == ("summary: zns-host-gc trains 2.00x faster than the best Linux run, linux-swap "
+                                  "(stall 1 s -> 0 s)")
 
 
 def test_pinned_compute_makes_the_report_deterministic(report, monkeypatch):
@@ -236,6 +306,11 @@ def test_cli_json_and_plots(tmp_path):
         assert run["verify"]["pages_checked"] == run["paging"]["faults"] > 0
     assert "pages verified bit-exact" in r.output and "pinned at 40 us/sample" in r.output
     assert set(d["ratios"]) >= {"slowdown_linux-swap", "slowdown_zns-host-gc", "losses_match"}
+    # the report's last line is the summary against the best (here: the only) Linux run
+    assert d["summary"]["best_linux_run"] == "linux-swap"
+    report_lines = r.output.split("\nwrote ")[0].splitlines()
+    assert report_lines[-1].startswith("summary: zns-host-gc trains ") and "the best Linux run, linux-swap" in \
+        report_lines[-1]
     assert len(list((tmp_path / "plots").glob("*.png"))) == 4
     from zswap_host.workloads import SwapTrace
 
@@ -256,3 +331,11 @@ def test_cli_json_and_plots(tmp_path):
 def test_cli_bad_input_is_one_line_exit_2(args, words):
     bad = CliRunner().invoke(main, ["bench", "--model", "tiny", *args])
     assert bad.exit_code == 2 and words in bad.output and "Traceback" not in bad.output
+
+
+def test_help_lists_the_six_runs_one_line_each():
+    out = CliRunner().invoke(main, ["bench", "--help"]).output
+    assert "best Linux run" in out
+    listing = out.split("The six runs", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    assert [line.split()[0] for line in listing] == list(RUNS)
+    assert all(len(line.split()) > 3 for line in listing)            # each says what changes

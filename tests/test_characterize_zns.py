@@ -35,9 +35,8 @@ def test_every_point_has_paper_and_model_values(quick_result):
     for p, r in zip(pts, rows):             # each published point, in order, beside its modeled value
         assert (p["experiment"], p["op"], p["metric"], p["source"], p["paper"]) == \
             (r["experiment"], r["op"], r["metric"], r["source"], r["value"])
-        # every experiment ran and gave a throughput, a rate or a latency; a finish alone costs the
-        # host nothing on the model (it pads in the background: README, docs/zns-characterization.md)
-        assert p["model"] == 0 if p["experiment"] == "finish" else p["model"] > 0, p
+        # every experiment ran and gave a throughput, a rate or a latency (a finish pads the zone)
+        assert p["model"] > 0 and p["role"] == r["role"], p
     assert quick_result["clock"] == "modeled"
     assert quick_result["within_tolerance"] == sum(p["within_tolerance"] for p in pts)
     table = format_table(quick_result)
@@ -65,28 +64,66 @@ def test_error_is_relative_to_the_paper_and_judged_at_15_percent(tmp_path):
 
 
 def test_modeled_values_follow_the_model(quick_result):
-    """Deterministic modeled-clock facts, from the preset's parameters."""
+    """Deterministic modeled-clock facts, from the preset's parameters (docs/ssd-model.md)."""
     p = get_preset("zn540")
+    c = p.controller
     by = {(q["experiment"], q["op"], q["bs_kib"], q["qd"], q["zones"], q["write_rate_mib_s"], q["occupancy_pct"]): q
           for q in quick_result["points"]}
-    # one 4 KiB write at QD 1 is acknowledged after the command overhead and the link transfer
+    # one 4 KiB write at QD 1: the command latency, then the controller's time or the data's transfer,
+    # whichever is longer; the write path's share bounds it from below
+    w_us = max(p.cmd_overhead_us + max(c.ctrl_write_us, 4096 / c.write_link_mb_s), 4096 / c.write_path_mb_s)
     w4 = by[("size_sweep", "write", 4, 1, 1, 0, None)]["model"]
-    ack = p.cmd_overhead_us * 1e-6 + 4096 / (p.host_link_mb_s * 1e6)
-    assert w4 == pytest.approx(4096 / ack / (1 << 20), rel=0.02)
-    # an append is the same model request as a write
-    assert by[("size_sweep", "append", 4, 1, 1, 0, None)]["model"] == w4
-    # an idle 4 KiB random read: command + tR + channel + link
+    assert w4 == pytest.approx(4096 / (w_us * 1e-6) / (1 << 20), rel=0.02)
+    # an append: its own controller time, and its latency over a write's
+    a_us = p.cmd_overhead_us + max(c.ctrl_append_us, 4096 / c.write_link_mb_s) + c.t_append_us
+    assert by[("size_sweep", "append", 4, 1, 1, 0, None)]["model"] == \
+        pytest.approx(4096 / (a_us * 1e-6) / (1 << 20), rel=0.02)
+    # deep queues of 4 KiB appends reach the append command ceiling, no more
+    assert by[("qd_sweep", "append", 4, 64, 1, 0, None)]["model"] == pytest.approx(1e3 / c.ctrl_append_us, rel=0.01)
+    # large writes reach the write path's ceiling, on one zone or eight
+    for zones in (1, 8):
+        assert by[("zone_sweep_bw", "write", 128, 1, zones, 0, None)]["model"] == \
+            pytest.approx(c.write_path_mb_s * 1e6 / (1 << 20), rel=0.02)
+    # an idle 4 KiB random read: command + controller + tR + channel + link
     lat = by[("read_under_writes", "randread", 4, 1, 1, 0, None)]["model"]
-    expect = p.cmd_overhead_us + p.t_read_us + 4096 / p.channel_mb_s + 4096 / p.host_link_mb_s
+    expect = p.cmd_overhead_us + c.ctrl_read_us + p.t_read_us + 4096 / p.channel_mb_s + 4096 / p.host_link_mb_s
     assert lat == pytest.approx(expect, rel=0.05)
     # concurrent writes make reads wait behind programs
     assert by[("read_under_writes", "randread", 4, 1, 1, 1000, None)]["model"] > lat
-    # reset of a full zone erases the zone's blocks on all its dies in parallel: the command and one
-    # erase time, not one per die
-    assert by[("reset", "reset", None, None, None, None, 100.0)]["model"] == \
-        pytest.approx((p.cmd_overhead_us + p.t_erase_us) / 1e3, rel=0.01)
+    # a written zone's reset: the drive's cost by the MiB it holds (the erases run on behind it)
+    mib = 1077
+    assert by[("reset", "reset", None, None, None, None, 100.0)]["model"] == pytest.approx(
+        (p.cmd_overhead_us + c.t_reset_written_us + c.reset_us_per_mib * mib ** c.reset_exponent) / 1e3, rel=0.01)
     # resetting an empty zone costs only the command
     assert by[("reset", "reset", None, None, None, None, 0.0)]["model"] == pytest.approx(p.cmd_overhead_us / 1e3)
+    # a finish pads the rest of the zone through the write path: half a zone at its rate
+    half = p.zone_capacity / 2
+    assert by[("finish", "finish", None, None, None, None, 50.0)]["model"] == \
+        pytest.approx(half / (c.write_path_mb_s * 1e6) * 1e3, rel=0.05)
+
+
+def test_roles_are_declared_and_the_fit_sees_calibrate_points_only():
+    rows = load_published()
+    held = [r for r in rows if r["role"] == "held_out"]
+    assert 2 * len(held) >= len(rows)                          # at least half held out
+    assert {r["experiment"] for r in held} == EXPERIMENTS      # in every experiment
+    cal = run("zn540", quick=True, roles=("calibrate",))
+    assert {p["role"] for p in cal["points"]} == {"calibrate"}
+    assert cal["n_points"] == len(rows) - len(held)
+    # the same measurement (one source file and field) has one role
+    role: dict = {}
+    for r in rows:
+        assert role.setdefault((r["source"], r["field"], r["metric"]), r["role"]) == r["role"]
+
+
+def test_accuracy_is_reported_per_role(quick_result):
+    by_role = quick_result["by_role"]
+    assert set(by_role) == {"calibrate", "held_out"}
+    assert sum(a["n_points"] for a in by_role.values()) == quick_result["n_points"]
+    for role, a in by_role.items():
+        pts = [p for p in quick_result["points"] if p["role"] == role]
+        assert a["within_tolerance"] == sum(p["within_tolerance"] for p in pts)
+    assert "held out points:" in format_table(quick_result)
 
 
 def test_run_is_deterministic():

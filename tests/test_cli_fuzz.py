@@ -22,6 +22,7 @@ from zswap_host.errors import DeviceSpecError
 
 GEOM = "zones=4&zone_size=1MiB&zone_capacity=768KiB&max_open=2&max_active=3&preset=none"
 CAP = 768 << 10
+MiB = 1 << 20
 
 # -- malformed URLs and sizes (in-memory devices: nothing on disk to write) -------------------------
 BAD_SIZES = ["99999999999999999999999", "1.5KiB", "0", "-4096", "4097", "1e6", "0x1000", "MiB", "",
@@ -285,3 +286,22 @@ def test_a_real_drive_geometry_opens_without_allocating_it():
     dev.reset_zone(903)
     assert not dev.read(last, 4096).any() and dev.report_zones()[903].wp == last
     dev.close()
+
+
+# -- a user's data file as a device (issue 34, item 1): refused, one line, nothing written -------------
+DATA_FILE_CASES = [
+    ["bench", "--quick", "--baseline-device", "{p}"],
+    ["bench", "--model", "tiny", "--baseline-device", "emu-conv://{p}?size=1MiB"],
+    ["bench", "--model", "tiny", "--device", "emu://{p}?zones=4&zone_size=256KiB"],
+    ["reset", "emu://{p}?zones=4&zone_size=256KiB&preset=none", "--all", "--yes"],
+    ["characterize", "--device", "emu-conv://{p}?size=1MiB"],
+]
+
+
+@pytest.mark.parametrize("args", DATA_FILE_CASES, ids=lambda a: " ".join(a)[:60])
+def test_a_data_file_as_a_device_is_refused_and_unchanged(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    p = tmp_path / "notes.txt"
+    p.write_bytes(b"my notes, not a device\n" * (MiB // 23) + b"\n" * (MiB % 23))    # 1 MiB of text
+    out = run_hostile([a.format(p=p) for a in args], str(tmp_path))
+    assert str(p) in out and "--force" in out

@@ -167,6 +167,9 @@ def test_generate_then_reuse(tmp_path):
     (["--utilisation", "1.5"], "utilisation must be within 0.05..0.99"),
     (["--iterations", "3"], "--iterations applies to --generate PRESET"),
     (["--restart"], "--restart applies to --out DIR"),
+    (["--op", "0.9"], "--op must be within 0..0.5"),
+    (["--erase-block", "lots"], "bad --erase-block 'lots'"),
+    (["--erase-block", "100KiB"], "is not a positive multiple of the 49152-byte program unit"),
 ])
 def test_bad_input_is_one_line_exit_2_nothing_written(trace, tmp_path, args, message):
     out = tmp_path / "out"
@@ -209,3 +212,28 @@ def test_a_missing_trace_on_the_real_command_line(tmp_path):
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.strip().splitlines() == [f"zswap-host: error: {tmp_path / 'none'}: no such trace (a bench "
                                              f"--trace-out .npz or a chunked trace directory)"]
+
+
+def test_the_conventional_ssd_takes_the_given_op_and_erase_block(trace, tmp_path):
+    """--op and --erase-block build every run's conventional SSD so (and its FDP twin's raw flash from
+    it); the JSON records the sizing, a journal keys its rows on them."""
+    from zswap_host.replay.runs import run_url
+
+    s = ReplayTrace(trace).sizing(op=0.28, erase_block=6 << 20)
+    assert "op=0.28" in s.baseline_url and f"erase_block={6 << 20}" in s.baseline_url
+    assert s.devices["conventional_erase_block_bytes"] == 6 << 20
+    assert s.devices["conventional_op"] >= 0.28            # GC's blocks per die may raise it, never lower it
+    base = ReplayTrace(trace).sizing()
+    assert base.devices["conventional_erase_block_bytes"] < 6 << 20   # the bench's: scaled down
+    assert "erase_block=" not in run_url("linux-swap-batched", base)
+    out = str(tmp_path / "out")
+    r = cli("--trace", trace, "--runs", "linux-swap-batched", "--erase-block", "6MiB", "--op", "0.28", "--out", out,
+            "--json", str(tmp_path / "r.json"))
+    assert r.exit_code == 0, r.output
+    got = json.loads((tmp_path / "r.json").read_text())
+    assert got["erase_block"] == 6 << 20 and got["op"] == 0.28
+    assert "--erase-block 6MiB" in got["command"] and "--op 0.28" in got["command"]
+    assert "erase block 6,144 KiB" in r.output
+    assert got["runs"][0]["key"]["erase_block"] == 6 << 20
+    again = cli("--trace", trace, "--runs", "linux-swap-batched", "--out", out)      # another sizing: runs again
+    assert again.exit_code == 0 and "not run again" not in again.output

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from golden import check_golden, regen_main
-from zswap_host.ssdsim import PRESETS, READ, TRIM, WRITE, ConvSSD, ZNSSSD, get_preset
+from zswap_host.ssdsim import APPEND, PRESETS, READ, TRIM, WRITE, ControllerModel, ConvSSD, ZNSSSD, get_preset
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 THESIS = get_preset("thesis-ssd")
@@ -53,7 +53,8 @@ def test_presets_and_lookup():
         get_preset("nope")
     z = ZN540
     assert (z.channels, z.dies_per_channel, z.page_size) == (8, 4, 32 * KiB)
-    assert (z.t_read_us, z.t_prog_us, z.channel_mb_s) == (50.0, 561.0, 450.0)
+    assert (z.t_prog_us, z.channel_mb_s) == (561.0, 450.0)           # NVMeVirt's; tR is fitted
+    assert z.controller.write_path_mb_s > 0 and THESIS.controller == ControllerModel()
     assert z.zone_size == 2 * GiB and z.max_open == z.max_active == 14
     for p in PRESETS.values():
         assert p.source
@@ -61,6 +62,84 @@ def test_presets_and_lookup():
         assert p.zone_size >= p.zone_capacity and p.zone_size & (p.zone_size - 1) == 0
         assert p.pages_per_block % p.oneshot_pages == 0
     assert 0.07 <= THESIS.conv_op <= 0.15
+
+
+# ---------------------------------------------------------------- the controller (ControllerModel)
+
+def _with(preset, **ctrl):
+    return dataclasses.replace(preset, controller=ControllerModel(**ctrl))
+
+
+def test_controller_read_time_bounds_deep_reads():
+    m = ZNSSSD(_with(THESIS, ctrl_read_us=10.0), 4, THESIS.zone_size, THESIS.zone_capacity)
+    wr(m, np.arange(0, 8 * MiB, 128 * KiB), 128 * KiB, qd=4)
+    m.advance(1.0)
+    t0 = m.now
+    n = 2000
+    rd(m, (np.arange(n) * 7919 % 2048) * 4096, qd=64)
+    assert n / (m.now - t0) == pytest.approx(1e5, rel=0.02)         # one read per 10 us, however deep
+
+
+def test_append_costs_its_controller_time_and_latency_and_only_zoned_models_take_it():
+    p = _with(THESIS, ctrl_write_us=3.0, ctrl_append_us=4.0, t_append_us=2.0)
+    m = ZNSSSD(p, 4, THESIS.zone_size, THESIS.zone_capacity)
+    w = m.submit([WRITE], [0], [4096])[0] - 0.0
+    t = m.now
+    a = m.submit([APPEND], [4096], [4096])[0] - t
+    link = 4096 / (p.host_link_mb_s * 1e6)
+    assert w == pytest.approx((p.cmd_overhead_us + max(3.0, link * 1e6)) * 1e-6, rel=1e-6)
+    assert a == pytest.approx((p.cmd_overhead_us + max(4.0, link * 1e6) + 2.0) * 1e-6, rel=1e-6)
+    with pytest.raises(ValueError):
+        ConvSSD(THESIS, 64 * MiB).submit([APPEND], [0], [4096])
+
+
+def test_write_path_is_the_write_ceiling():
+    p = _with(THESIS, write_path_mb_s=400.0)
+    m = ZNSSSD(p, 8, THESIS.zone_size, THESIS.zone_capacity)
+    offs = np.arange(0, 64 * MiB, 128 * KiB)
+    c = wr(m, offs, 128 * KiB, qd=8)
+    assert offs.size * 128 * KiB / c[-1] == pytest.approx(400e6, rel=0.02)
+
+
+def test_finish_pads_the_zone_only_where_the_drive_does():
+    cap = THESIS.zone_capacity
+    for pads in (False, True):
+        m = ZNSSSD(_with(THESIS, finish_pads_zone=pads, write_path_mb_s=1000.0), 4, THESIS.zone_size, cap)
+        wr(m, [0], 4096)
+        m.advance(1.0)
+        t0, pad0 = m.now, m.counters()["pad_bytes"]
+        end = m.finish(0)
+        pad = m.counters()["pad_bytes"] - pad0
+        if pads:        # the rest of the zone, through the 1 GB/s write path, and the clock moves
+            assert pad == cap - 4096 and m.now == end
+            assert end - t0 == pytest.approx(cap / 1e9, rel=0.05)
+        else:           # the partial program unit, in the background
+            assert pad == THESIS.program_unit_bytes - 4096 and m.now == t0
+        e0 = m.now
+        assert m.finish(1) == pytest.approx(e0 + (THESIS.cmd_overhead_us * 1e-6 if pads else 0))  # empty zone
+
+
+def test_reset_cost_by_occupancy():
+    p = _with(THESIS, t_reset_us=100.0, t_reset_written_us=1000.0, reset_us_per_mib=50.0, reset_exponent=0.5)
+    m = ZNSSSD(p, 4, THESIS.zone_size, THESIS.zone_capacity)
+    wr(m, np.arange(0, 16 * MiB, 128 * KiB), 128 * KiB, qd=4)
+    m.advance(1.0)
+    t0 = m.now
+    assert m.reset(0) - t0 == pytest.approx((p.cmd_overhead_us + 100 + 1000 + 50 * 16 ** 0.5) * 1e-6, rel=1e-6)
+    t0 = m.now
+    assert m.reset(1) - t0 == pytest.approx((p.cmd_overhead_us + 100) * 1e-6, rel=1e-6)   # empty
+
+
+def test_conventional_erase_block_given_or_scaled():
+    scaled = ConvSSD(THESIS, 64 * MiB)
+    assert scaled.pages_per_block < THESIS.pages_per_block           # small device: scaled down
+    real = ConvSSD(THESIS, 64 * MiB, erase_block=THESIS.block_bytes)
+    assert real.pages_per_block == THESIS.pages_per_block
+    # GC's blocks per die: a 6 MiB block on a 64 MiB device needs far more raw flash than 15% OP
+    assert real.effective_op > 0.5 > THESIS.conv_op
+    for bad in (100 * KiB, 0, -THESIS.program_unit_bytes):
+        with pytest.raises(ValueError, match="program unit"):
+            ConvSSD(THESIS, 64 * MiB, erase_block=bad)
 
 
 # ---------------------------------------------------------------- timing model
@@ -320,7 +399,7 @@ def test_zns_reset_erases_and_counts():
 
 
 def test_zns_finish_pads_partial_program_unit():
-    p = ZN540
+    p = THESIS                  # a preset whose finish pads only the unit (zn540's pads the zone)
     z = ZNSSSD(p, 2, 16 * MiB, 12 * MiB)
     z.submit(np.array([WRITE], np.uint8), np.array([0], np.int64), np.array([4096], np.int64))
     assert z.media_write_bytes == 4096 and z.pad_bytes == 0
@@ -380,9 +459,12 @@ def test_erase_costs_the_same_per_byte_on_both_ftls():
         assert z.dies_per_zone == p.n_dies and slice_bytes <= p.block_bytes / 8
         assert z.erase_bytes == 4 * cap
         assert _erase_ns_per_byte(z) == pytest.approx(real, rel=1e-4)
-        # one reset: the slices erase in parallel, each for its share of t_erase
+        # one reset: the slices erase in parallel, each for its share of t_erase; a preset with the
+        # drive's own reset cost completes then instead (the erases run on behind it)
         erase_s = p.t_erase_us * 1e-6 * slice_bytes / p.block_bytes
-        assert t[0] - t0 == pytest.approx(p.cmd_overhead_us * 1e-6 + erase_s, abs=2e-9)
+        c = p.controller
+        own_s = (c.t_reset_us + c.t_reset_written_us + c.reset_us_per_mib * 12 ** c.reset_exponent) * 1e-6
+        assert t[0] - t0 == pytest.approx(p.cmd_overhead_us * 1e-6 + (own_s if own_s else erase_s), abs=2e-9)
 
 
 def test_zns_reset_of_a_full_preset_zone_is_unchanged():

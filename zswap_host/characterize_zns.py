@@ -32,13 +32,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .ssdsim import ZNSSSD, get_preset
-from .ssdsim.model import READ, WRITE
+from .ssdsim import ZNSSSD, NandPreset, get_preset
+from .ssdsim.model import APPEND, READ, WRITE
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
 PUBLISHED_CSV = Path(__file__).resolve().parent.parent / "experiments" / "data" / "zn540_published.csv"
 TOLERANCE = 0.15
+# Each published point's role, declared in the CSV before the preset was fitted: ``calibrate``
+# points may set the preset's parameters, ``held_out`` points only judge them.
+ROLES = ("calibrate", "held_out")
 
 # The characterised drive: 904 zones of 2 GiB (524288 blocks of 4 KiB) with 1077 MiB capacity
 # (275712 blocks), as printed by the artefact's partial_zone_reset runs.
@@ -58,6 +61,9 @@ def load_published(path: str | Path | None = None) -> list[dict]:
                 r[k] = int(r[k]) if r[k] not in ("", None) else None
             r["occupancy_pct"] = float(r["occupancy_pct"]) if r["occupancy_pct"] not in ("", None) else None
             r["value"] = float(r["value"])
+            r["role"] = r.get("role") or "held_out"
+            if r["role"] not in ROLES:
+                raise ValueError(f"{path}: role {r['role']!r} is not one of {', '.join(ROLES)}")
             rows.append(r)
     if not rows:
         raise ValueError(f"{path} holds no published points")
@@ -67,8 +73,8 @@ def load_published(path: str | Path | None = None) -> list[dict]:
 class _Study:
     """Runs the experiments on one ZNS model, handing out fresh zones as it goes."""
 
-    def __init__(self, preset_name: str, quick: bool, suspend: bool = False):
-        self.preset = get_preset(preset_name)
+    def __init__(self, preset: str | NandPreset, quick: bool, suspend: bool = False):
+        self.preset = preset if isinstance(preset, NandPreset) else get_preset(preset)
         p = self.preset
         self.zone_size, self.cap = p.zone_size, p.zone_capacity
         self.model = ZNSSSD(p, DRIVE_ZONES, p.zone_size, p.zone_capacity, suspend=suspend)
@@ -99,15 +105,16 @@ class _Study:
         offs = (np.asarray(zones, np.int64)[None, :] * self.zone_size + (k * bs)[:, None]).reshape(-1)
         return offs
 
-    def write_throughput(self, bs: int, qd: int, nzones: int) -> tuple[float, float]:
-        """(MiB/s, KIOPS) of sequential writes of ``bs`` to ``nzones`` zones, ``qd`` in flight overall;
-        the first third of the requests is warm-up (fills the write buffer), the rest is measured."""
+    def write_throughput(self, bs: int, qd: int, nzones: int, op: int = WRITE) -> tuple[float, float]:
+        """(MiB/s, KIOPS) of sequential writes (or zone appends: ``op``) of ``bs`` to ``nzones``
+        zones, ``qd`` in flight overall; the first third of the requests is warm-up (fills the
+        write buffer), the rest is measured."""
         self.idle()
         offs = self._seq_writes(self.zones(nzones), bs, self.volume)
         n = offs.size
         warm = n // 3
         m = self.model
-        c = m.submit(np.full(n, WRITE, np.uint8), offs, np.full(n, bs, np.int64), qd=qd)
+        c = m.submit(np.full(n, op, np.uint8), offs, np.full(n, bs, np.int64), qd=qd)
         t0 = c[warm - 1] if warm else 0.0
         dt = float(c[-1] - t0)
         nreq = n - warm
@@ -147,7 +154,8 @@ class _Study:
 
     def _qd1_reads_under_writes(self, zs, rate_mib_s, rng) -> dict:
         """One read at a time; a write is issued together with the next read whenever the writer is
-        due (several if it fell behind), so both streams are in flight at once as on the drive."""
+        due (several if it fell behind), so both streams are in flight at once as on the drive.
+        The read's latency is its own completion; the next read starts when all of them are done."""
         wbs, rbs = 128 * KiB, 4 * KiB
         n_reads = max(2000, self.reads // 4)
         m = self.model
@@ -166,16 +174,18 @@ class _Study:
             if t >= t_next and nw < woffs.size:
                 k = min(8, int((t - t_next) / period) + 1, woffs.size - nw)
                 t_next += k * period
+            # the read first: it reaches its die before the writes' data has crossed the link,
+            # and the model reserves dies in issue order
             ops = np.full(k + 1, WRITE, np.uint8)
-            ops[-1] = READ
+            ops[0] = READ
             offs = np.empty(k + 1, np.int64)
-            offs[:k] = woffs[nw:nw + k]
-            offs[-1] = roffs[i]
+            offs[1:] = woffs[nw:nw + k]
+            offs[0] = roffs[i]
             lens = np.full(k + 1, wbs, np.int64)
-            lens[-1] = rbs
+            lens[0] = rbs
             c = m.submit(ops, offs, lens, qd=k + 1)
             nw += k
-            lat[i] = c[-1] - t
+            lat[i] = c[0] - t
         dt = m.now - t_start
         return {"read_kiops": n_reads / dt / 1e3, "write_mib_s": nw * wbs / dt / MiB,
                 "read_mean_latency_us": float(lat.mean() * 1e6)}
@@ -225,8 +235,8 @@ class _Study:
         return (self.model.reset(z) - t0) * 1e3
 
     def finish_latency(self, occupancy_pct: float) -> float:
-        """Modeled clock advance of a finish (the model charges the host nothing for it: the pad
-        program runs in the background)."""
+        """Latency of a finish (ms): to its completion, the padding programmed where the preset's
+        controller pads the zone (``finish_pads_zone``), else the clock's advance (none)."""
         z = self.zones(1)[0]
         nbytes = self._occupied_bytes(occupancy_pct, finish=True)
         if nbytes:
@@ -235,8 +245,7 @@ class _Study:
             self.model.submit(np.full(offs.size, WRITE, np.uint8), z * self.zone_size + offs, lens, qd=4)
         self.idle()
         t0 = self.model.now
-        self.model.finish(z)
-        return (self.model.now - t0) * 1e3
+        return (max(self.model.finish(z), t0) - t0) * 1e3
 
     def _occupied_bytes(self, occupancy_pct: float, finish: bool = False) -> int:
         """The artefact writes whole 4 KiB blocks of the 275712-block capacity (finish: one block
@@ -249,14 +258,17 @@ class _Study:
         return min(blocks * 4096, self.cap)
 
 
-def run(preset: str = "zn540", quick: bool = False, published: str | Path | None = None,
-        plot_path: str | None = None, seed: int = 42) -> dict:
+def run(preset: str | NandPreset = "zn540", quick: bool = False, published: str | Path | None = None,
+        plot_path: str | None = None, seed: int = 42, roles: tuple[str, ...] = ROLES) -> dict:
     """Run every published point on the model; returns {"points": [...], summary...}.
 
     The points use the model as the emulated devices do by default (no program/erase suspend);
     the read-under-writes points are also run with suspend on (``model_with_suspend``), which the
     model offers as an option."""
-    rows = load_published(published)
+    rows = [r for r in load_published(published) if r["role"] in roles]
+    if not rows:
+        raise ValueError(f"no published points with the roles {', '.join(roles)}")
+    preset_name = preset.name if isinstance(preset, NandPreset) else preset
     st = _Study(preset, quick)
     st_susp = None
     rng = np.random.default_rng(seed)
@@ -266,10 +278,11 @@ def run(preset: str = "zn540", quick: bool = False, published: str | Path | None
     for r in rows:
         exp, bs = r["experiment"], (r["bs_kib"] or 0) * KiB
         if exp in ("size_sweep", "qd_sweep", "zone_sweep", "zone_sweep_bw"):
-            # QD per zone x zones in flight; an append is the same model request as a write
-            key = ("w", bs, r["qd"] * r["zones"], r["zones"])
+            # QD per zone x zones in flight; appends as the model's zone append op
+            op = APPEND if r["op"] == "append" else WRITE
+            key = ("w", op, bs, r["qd"] * r["zones"], r["zones"])
             if key not in cache:
-                cache[key] = st.write_throughput(bs, r["qd"] * r["zones"], r["zones"])
+                cache[key] = st.write_throughput(bs, r["qd"] * r["zones"], r["zones"], op)
             mib_s, kiops = cache[key]
             model = mib_s if r["unit"] == "MiB/s" else kiops
         elif exp == "read_qd":
@@ -300,23 +313,31 @@ def run(preset: str = "zn540", quick: bool = False, published: str | Path | None
         paper = r["value"]
         err = (model / paper - 1.0) if paper else math.inf
         points.append({**{k: r[k] for k in ("experiment", "op", "bs_kib", "qd", "zones", "write_rate_mib_s",
-                                            "occupancy_pct", "metric", "unit", "source", "field")},
+                                            "occupancy_pct", "metric", "unit", "source", "field", "role")},
                        "paper": paper, "model": float(model), "error": err,
                        "within_tolerance": bool(abs(err) <= TOLERANCE),
                        **{k: r[k] for k in ("model_write_mib_s", "model_with_suspend") if k in r}})
     within = sum(p["within_tolerance"] for p in points)
     result = {
-        "study": "zns", "preset": preset, "clock": "modeled", "quick": quick,
+        "study": "zns", "preset": preset_name, "clock": "modeled", "quick": quick,
         "reference": rows[0]["paper"], "tolerance": TOLERANCE,
         "geometry": {"zones": st.model.nr_zones, "zone_size": st.zone_size, "zone_capacity": st.cap,
                      "dies_per_zone": st.model.dies_per_zone},
         "points": points, "within_tolerance": within, "n_points": len(points),
         "median_abs_error": float(np.median([abs(p["error"]) for p in points])),
+        "by_role": {role: _accuracy([p for p in points if p["role"] == role]) for role in ROLES},
         "plot": None,
     }
     if plot_path:
         result["plot"] = _plot(result, plot_path)
     return result
+
+
+def _accuracy(points: list[dict]) -> dict:
+    """Points within the tolerance and the median |error| of a set of points."""
+    errs = [abs(p["error"]) for p in points]
+    return {"n_points": len(points), "within_tolerance": sum(p["within_tolerance"] for p in points),
+            "median_abs_error": float(np.median(errs)) if errs else None}
 
 
 def _label(p: dict) -> str:
@@ -337,11 +358,13 @@ def _label(p: dict) -> str:
 def format_table(result: dict) -> str:
     lines = [f"ZNS characterisation on preset {result['preset']} (clock: {result['clock']}) against "
              f"{result['reference']}", ""]
-    hdr = f"{'experiment':<18} {'point':<36} {'metric':<13} {'paper':>10} {'model':>10} {'unit':<6} {'error':>7}"
+    hdr = (f"{'experiment':<18} {'point':<36} {'role':<9} {'metric':<13} {'paper':>10} {'model':>10} "
+           f"{'unit':<6} {'error':>7}")
     lines += [hdr, "-" * len(hdr)]
     for p in result["points"]:
         mark = "" if p["within_tolerance"] else "  *"
-        lines.append(f"{p['experiment']:<18} {_label(p):<36} {p['metric']:<13} {p['paper']:>10.3f} "
+        role = "held out" if p["role"] == "held_out" else "calib"
+        lines.append(f"{p['experiment']:<18} {_label(p):<36} {role:<9} {p['metric']:<13} {p['paper']:>10.3f} "
                      f"{p['model']:>10.3f} {p['unit']:<6} {p['error'] * 100:>+6.0f}%{mark}")
     susp = [p for p in result["points"] if "model_with_suspend" in p]
     if susp:
@@ -353,6 +376,10 @@ def format_table(result: dict) -> str:
     lines += ["", f"{result['within_tolerance']} of {result['n_points']} points within "
               f"±{result['tolerance'] * 100:.0f}% (* = outside); median |error| "
               f"{result['median_abs_error'] * 100:.0f}%"]
+    for role, acc in result.get("by_role", {}).items():
+        if acc["n_points"]:
+            lines.append(f"  {role.replace('_', ' ') + ' points:':<18} {acc['within_tolerance']} of {acc['n_points']} "
+                         f"within ±{result['tolerance'] * 100:.0f}%, median |error| {acc['median_abs_error'] * 100:.1f}%")
     if result.get("plot"):
         lines.append(f"plot: {result['plot']}")
     return "\n".join(lines)

@@ -40,7 +40,8 @@ def friendly_errors(fn):
 
 
 _FORCE_HELP = ("Use a real block device even if it is mounted, in use, or holds a partition table, "
-               "file system or swap signature (its data will be destroyed).")
+               "file system or swap signature, or a regular file that holds data zswap-host did not create "
+               "(no PATH.json beside it): its data will be destroyed.")
 
 
 _IO_ENGINE_HELP = ("How a real block device's I/O reaches the kernel: uring (io_uring, whole batches at queue "
@@ -291,10 +292,12 @@ def format_devices(found: list) -> str:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Write results as JSON here.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, writable=True),
               help="PNG of bandwidth against written volume (zns: model vs paper) [default: next to --json, else none].")
+@click.option("--force", is_flag=True, help="Use --device's PATH even if it is a file that holds data zswap-host "
+              "did not create (no PATH.json beside it): its data will be destroyed.")
 @io_engine_option
 @friendly_errors
 def characterize(device: str | None, study: str, preset: str | None, quick: bool, json_path: str | None,
-                 plot_path: str | None) -> None:
+                 plot_path: str | None, force: bool = False) -> None:
     """Reproduce the thesis's fio study on an emulated SSD, or (--study zns) a published ZNS study.
 
     Runs fio-equivalent jobs on the SSD timing model and reports the two ratios the thesis measured
@@ -348,7 +351,7 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
     from .devices import EmulatedBlockDevice
 
     url = device or (QUICK_CHARACTERIZE_DEVICE if quick else DEFAULT_CHARACTERIZE_DEVICE)
-    dev = _open(url, zoned=False)
+    dev = _open(url, zoned=False, force=force or None)
     try:
         if not isinstance(dev, EmulatedBlockDevice) or dev.model is None:
             _fail(f"{url}: characterize needs an emulated conventional SSD with a timing model "
@@ -380,9 +383,12 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 @main.command()
 @click.option("--device", metavar="URL|PATH", help="ZNS device for the host-managed store, or an FDP or "
               "Open-Channel one (fdp://…, ocssd://…: seen as zones) [default: emulated, built from the same "
-              "thesis-ssd flash as the baseline].")
+              "thesis-ssd flash as the baseline]. An emulated device's PATH that exists must be one zswap-host "
+              "created (PATH.json beside it), hold no data, or come with --force.")
 @click.option("--baseline-device", metavar="URL|PATH", help="Conventional device for the Linux-swap runs and "
-              "the store-on-conventional run [default: emulated thesis-ssd sized for the run].")
+              "the store-on-conventional run [default: emulated thesis-ssd sized for the run]. A regular "
+              "file that holds data is used only if zswap-host created it (PATH.json beside it) or with "
+              "--force; an empty or all-zero file (truncate -s 64M FILE) is taken and marked.")
 @click.option("--model", "preset", default=None, metavar="PRESET",
               help="Training preset: tiny, quick, default, kaggle, mlperf [default: default; --quick: quick].")
 @click.option("--budget", default=None, help="DRAM for the embedding tables: a fraction (0.25), a percentage "
@@ -462,10 +468,19 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
           lookahead, sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
           jobs, model_twin, twin_preset, data_path, data_format, max_ind_range, cat_mapping, skip_bad_lines,
           json_path, plot_dir, trace_out, force=False, yes=False, ranks=None) -> None:
-    """Train DLRM in DRAM only and over four swap configurations, side by side: Linux swap (one fault at
-    a time, as the kernel does), Linux swap with each step's pages announced (MADV_WILLNEED: one deep
-    read queue), the host-managed store on the conventional SSD (zoned view), and the store on a ZNS
-    device. Prints the attribution chain: what batching, aggregation and ZNS each buy.
+    """Train DLRM in DRAM only and over five swap configurations, side by side, each changing one thing
+    from the one before; prints the attribution chain (what batching, lookahead, aggregation and ZNS
+    each buy), and last a summary line: zns-host-gc against the best Linux run (the fastest Linux run
+    that ran) and against linux-swap, each stall ratio beside both runs' seconds.
+
+    \b
+    The six runs (--runs picks the swap runs; dram-only always runs):
+      dram-only              the tables fit in DRAM: the reference losses and compute
+      linux-swap             Linux swap on the conventional SSD, page faults one at a time (queue depth 1)
+      linux-swap-batched     + each step's pages announced (MADV_WILLNEED): one read queue of depth 32
+      linux-swap-lookahead   + the next K batches' pages announced while a step computes (--lookahead K)
+      store-on-conventional  the host-managed store (512 KiB appends, its own GC) on the same SSD
+      zns-host-gc            the same store on a ZNS device: no FTL, zone resets instead of device GC
 
     Training time = charged compute (the same for every run: deterministic unless --compute measured)
     + I/O stall (modeled device time on emulated devices, wall time on real ones). The runs train the
@@ -677,6 +692,11 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
 @click.option("--utilisation", type=float, default=None, metavar="FRACTION",
               help="Tables / the conventional SSD's usable bytes (0.05..0.99) [default: the bench's, 1/1.3]; every "
               "run's SSD is built from that SSD's raw flash.")
+@click.option("--op", type=float, default=None, metavar="FRACTION",
+              help="The conventional SSD's over-provisioning (0..0.5) [default: the bench's, 15%].")
+@click.option("--erase-block", default=None, metavar="SIZE",
+              help="The conventional SSD's erase block (a multiple of its 48 KiB program unit, e.g. 6MiB, the "
+              "drive's real block) [default: scaled down so every die keeps 256 blocks].")
 @click.option("--preset", "trace_preset", default=None, metavar="PRESET",
               help="The bench preset whose tables the trace pages, only if its meta does not say.")
 @click.option("--budget", default=None, metavar="BUDGET", help="The DRAM budget (25%, 0.25, 64MiB): with --generate, the trace's; "
@@ -696,8 +716,8 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True),
               help="Write the summary (trace, sizing, every run's row) as JSON.")
 @friendly_errors
-def replay(trace_path, runs_csv, utilisation, trace_preset, budget, gen_preset, iterations, compute_us_per_sample,
-           seed, out_dir, restart, json_path) -> None:
+def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, budget, gen_preset, iterations,
+           compute_us_per_sample, seed, out_dir, restart, json_path) -> None:
     """Replay a page trace through named swap runs, each on fresh payload-free emulated SSDs (no page
     bytes kept: a trace of tables far beyond RAM replays in a few GB) sized as the bench sizes them,
     all from the same raw flash, every swap-in verified against its fingerprint. Per run: modeled
@@ -728,6 +748,15 @@ def replay(trace_path, runs_csv, utilisation, trace_preset, budget, gen_preset, 
         _fail("--restart applies to --out DIR (the runs it keeps)")
     if utilisation is not None and not 0.05 <= utilisation <= 0.99:
         _fail(f"utilisation must be within 0.05..0.99 of the usable capacity, not {utilisation}")
+    if op is not None and not 0.0 <= op <= 0.5:
+        _fail(f"--op must be within 0..0.5, not {op}")
+    erase_bytes = None
+    if erase_block is not None:
+        from .units import parse_size
+        try:
+            erase_bytes = parse_size(erase_block)
+        except ValueError as e:
+            _fail(f"bad --erase-block {erase_block!r}: {e}")
     runs = check_runs(runs_csv.split(",")) if runs_csv is not None else DEFAULT_RUNS
     bars: dict = {}
     if gen_preset is not None:
@@ -764,8 +793,8 @@ def replay(trace_path, runs_csv, utilisation, trace_preset, budget, gen_preset, 
 
     journal = os.path.join(out_dir, "replay.jsonl") if out_dir else None
     spec = ReplaySpec(trace=trace_path, runs=runs, preset=trace_preset,
-                      budget=None if gen_preset else budget, utilisation=utilisation, journal=journal,
-                      restart=restart)
+                      budget=None if gen_preset else budget, utilisation=utilisation, op=op,
+                      erase_block=erase_bytes, journal=journal, restart=restart)
     try:
         summary = run_replay(spec, progress, on_row)
     finally:
@@ -777,6 +806,8 @@ def replay(trace_path, runs_csv, utilisation, trace_preset, budget, gen_preset, 
            + (f" --seed {seed}" if seed is not None else "")) if gen_preset else ""
     summary = {"command": f"zswap-host replay{gen} --trace {trace_path} --runs {','.join(runs)}"
                + (f" --utilisation {utilisation:g}" if utilisation is not None else "")
+               + (f" --op {op:g}" if op is not None else "")
+               + (f" --erase-block {erase_block}" if erase_block is not None else "")
                + (f" --preset {trace_preset}" if trace_preset else "")
                + (f" --budget {budget}" if budget and not gen_preset else "")
                + (f" --out {out_dir}" if out_dir else "") + (" --restart" if restart else "")
@@ -793,6 +824,12 @@ def _format_replay(summary: dict) -> str:
     t = summary["trace"]
     head = (f"{t['preset']} trace: {t['swap_in_pages']:,} pages in, {t['swap_out_pages']:,} out, "
             f"{t['idle_s']:.2f} s of compute windows; DRAM budget {t['budget_pages']:,} pages")
+    d = summary.get("devices") or {}
+    if "conventional_erase_block_bytes" in d:
+        head += (f"\nconventional SSD: {d['conventional_usable_bytes'] / (1 << 20):,.0f} MiB usable, OP "
+                 f"{d['conventional_op'] * 100:.1f}% (effective), erase block "
+                 f"{d['conventional_erase_block_bytes'] / 1024:,.0f} KiB; tables "
+                 f"{d['tables_over_conventional_usable'] * 100:.0f}% of its usable bytes")
     cols = ("run", "stall s", "WAF", "store GC MiB", "device GC MiB", "swap-in p99 ms", "wall s", "pages/s",
             "CPU s", "peak RSS MiB")
     rows = [(r["run"], f"{r['stall_s']:.4f}", f"{r['write_amplification']:.4f}", f"{r['store_gc_mib']:.1f}",

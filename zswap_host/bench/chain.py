@@ -7,6 +7,9 @@ a step computes), aggregation and host placement (-> ``store-on-conventional``: 
 store's slot map and GC, on the same SSD, with the same lookahead), ZNS (-> ``zns-host-gc``: the same
 store on a zoned device, no FTL). Each step is a ratio of modeled I/O stall and of training time
 (before / after: > 1 means the step helped).
+
+The summary compares the ZNS store with the best Linux run (the fastest of the Linux runs that ran,
+today ``linux-swap-lookahead``) and with ``linux-swap``, each stall ratio beside both runs' seconds.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ STEPS = (("batching", "linux-swap", "linux-swap-batched"),
          ("aggregation", "linux-swap-lookahead", "store-on-conventional"),
          ("aggregation", "linux-swap-batched", "store-on-conventional"),
          ("zns", "store-on-conventional", "zns-host-gc"))
+
+# the runs that model Linux swap: the candidates for the summary's best Linux run
+LINUX_RUNS = ("linux-swap", "linux-swap-batched", "linux-swap-lookahead")
 
 
 def share_under(hist: dict, limit: int = 32 << 10) -> float:
@@ -51,19 +57,55 @@ def _ratio(before: float, after: float) -> float | None:
 
 
 def stall_text(before: float, after: float, ratio: float | None) -> str:
-    """A stall ratio for people: "6.64x", or the two stalls ("0.58 s -> 0 s") when either is 0."""
+    """A stall ratio for people, beside its seconds: "99.2 s -> 14.9 s (6.64x)", or the two stalls
+    alone ("0.58 s -> 0 s") when either is 0 (no finite ratio)."""
+    pair = f"{before:.3g} s -> {after:.3g} s"
     if ratio is None or before == 0:
-        return f"{before:.2f} s -> {after:.2f} s"
-    return f"{ratio:.2f}x"
+        return pair
+    return f"{pair} ({ratio:.2f}x)"
 
 
 def _gc_bytes(r: dict) -> int:
     return int(r.get("gc_write_bytes", 0)) + int(r.get("device_gc_write_bytes", 0))
 
 
+def best_linux_run(runs: list[dict]) -> str | None:
+    """The name of the Linux run that trains fastest (lowest training time; a tie goes to the lower
+    I/O stall, then to the earlier run in ``LINUX_RUNS``), or None when no Linux run ran."""
+    linux = [r for name in LINUX_RUNS for r in runs if r["name"] == name]
+    if not linux:
+        return None
+    return min(linux, key=lambda r: (r["train_time_s"], r["io_stall_time_s"]))["name"]
+
+
+def _versus(linux: dict, zns: dict) -> dict:
+    """zns-host-gc against one Linux run: the speedup and the stall ratio (Linux / ZNS), each beside
+    both runs' seconds ([Linux, ZNS])."""
+    return {"run": linux["name"],
+            "speedup": linux["train_time_s"] / zns["train_time_s"],
+            "train_time_s": [linux["train_time_s"], zns["train_time_s"]],
+            "stall_ratio": _ratio(linux["io_stall_time_s"], zns["io_stall_time_s"]),
+            "io_stall_time_s": [linux["io_stall_time_s"], zns["io_stall_time_s"]]}
+
+
+def summary(runs: list[dict]) -> dict | None:
+    """The bench's headline: ``zns-host-gc`` against the best Linux run (``vs_best_linux``) and
+    against ``linux-swap`` (``vs_linux_swap``, when it ran); None without zns-host-gc or a Linux run."""
+    by = {r["name"]: r for r in runs}
+    best = best_linux_run(runs)
+    if best is None or "zns-host-gc" not in by:
+        return None
+    zns = by["zns-host-gc"]
+    out = {"run": "zns-host-gc", "best_linux_run": best, "vs_best_linux": _versus(by[best], zns)}
+    if "linux-swap" in by:
+        out["vs_linux_swap"] = _versus(by["linux-swap"], zns)
+    return out
+
+
 def chain(runs: list[dict]) -> dict:
     """``chain`` (one entry per step whose two runs ran), ``ratios`` (slowdowns vs DRAM-only, the
-    end-to-end speedup, losses)."""
+    end-to-end speedup, losses) and, when zns-host-gc and a Linux run ran, ``summary`` (see
+    :func:`summary`)."""
     by = {r["name"]: r for r in runs}
     dram = by["dram-only"]["train_time_s"]
     steps = []
@@ -90,4 +132,8 @@ def chain(runs: list[dict]) -> dict:
     diffs = [float(np.max(np.abs(np.array(r["loss"]) - base))) for r in runs]
     ratios["max_loss_difference"] = max(diffs)
     ratios["losses_match"] = bool(max(diffs) <= 1e-5 * max(1.0, float(np.abs(base).max())))
-    return {"chain": steps, "ratios": ratios}
+    out = {"chain": steps, "ratios": ratios}
+    head = summary(runs)
+    if head is not None:
+        out["summary"] = head
+    return out

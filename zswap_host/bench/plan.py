@@ -80,6 +80,8 @@ class BenchSpec:
     verify: bool = False                # fingerprint every swapped-out page, check it at swap-in (verify.py)
     idle_gc: bool = True
     suspend: bool = False               # program/erase suspend for reads on both emulated SSDs
+    op: float | None = None             # the emulated conventional SSD's over-provisioning (None: the preset's)
+    erase_block: int | None = None      # its erase block, bytes (None: scaled down on small devices)
     jobs: int | None = None             # runs at once (None: one per CPU on in-memory emulated devices)
     model_twin: bool = True             # real devices: the same runs on emulated devices of their geometry
     twin_preset: str = "thesis-ssd"     # the SSD model of those twins
@@ -184,7 +186,10 @@ def plan(spec: BenchSpec) -> Plan:
     slack = 8 << 20
     conv = math.ceil((pages * PAGE / u if u else pages * PAGE * HEADROOM + slack) / (1 << 20)) << 20
     nand = get_preset("thesis-ssd")
-    ssd = ConvSSD(nand, conv)
+    try:
+        ssd = ConvSSD(nand, conv, spec.op, erase_block=spec.erase_block)
+    except ValueError as e:
+        raise BenchError(f"the conventional SSD: {e}") from None
     raw = ssd.raw_bytes
     zone = ZONE
     while raw // zone < MIN_ZONES and zone > 1 << 20:     # small runs: smaller zones, enough of them
@@ -198,6 +203,8 @@ def plan(spec: BenchSpec) -> Plan:
     else:
         zones, view_cap = conv // zone, cap           # equal zones, equal capacity: equal usable bytes
     idle = "&idle_gc=1" if spec.idle_gc else ""
+    idle += f"&op={spec.op:g}" if spec.op is not None else ""
+    idle += f"&erase_block={spec.erase_block}" if spec.erase_block is not None else ""
     suspend = "&suspend=1" if spec.suspend else ""
     devices = {"sizing": spec.sizing, "conventional_usable_bytes": conv, "conventional_raw_bytes": raw,
                "conventional_op": ssd.effective_op, "conventional_erase_block_bytes": ssd.pages_per_block * nand.page_size,

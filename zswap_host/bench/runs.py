@@ -192,4 +192,5 @@ def _twin_runs(twin, spec: BenchSpec, basis, charged: np.ndarray, runs: list[dic
         by[t["name"]]["model_twin"] = summary(by[t["name"]], t)
     tchain = chain([runs[0], *trecs])          # against the same DRAM-only reference
     return {"preset": twin.preset, "clock": "modeled", "devices": twin.devices, "runs": trecs,
-            "chain": tchain["chain"], "ratios": tchain["ratios"], "confounds": list(CONFOUNDS)}
+            "chain": tchain["chain"], "ratios": tchain["ratios"],
+            **({"summary": tchain["summary"]} if "summary" in tchain else {}), "confounds": list(CONFOUNDS)}

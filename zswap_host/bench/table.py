@@ -91,9 +91,26 @@ def format_table(report: dict) -> str:
     if checked:
         lines.append("pages verified bit-exact at swap-in: " + ", ".join(checked))
     lines.append(LEGEND)
+    if "summary" in report:
+        lines.append(summary_line(report["summary"]))
     if "model_twin" in report:
         lines += ["", *format_twin(report)]
     return "\n".join(lines)
+
+
+def summary_line(s: dict) -> str:
+    """The report's last line: zns-host-gc against the best Linux run, and against linux-swap when
+    that is another run; each stall ratio beside both runs' seconds."""
+    def versus(v: dict, label: str = "") -> str:
+        stall = stall_text(*v["io_stall_time_s"], v["stall_ratio"])
+        return f"{v['speedup']:.2f}x faster than {label}{v['run']} (stall {stall})"
+
+    best = s["vs_best_linux"]
+    line = f"summary: {s['run']} trains {versus(best, 'the best Linux run, ')}"
+    other = s.get("vs_linux_swap")
+    if other is not None and other["run"] != best["run"]:
+        line += f"; {versus(other)}"
+    return line
 
 
 def _ms(a: float, b: float) -> str:

@@ -27,9 +27,11 @@ def _anonymous(size: int) -> np.ndarray:
 
 class Backing:
     """A flat byte array of ``size`` bytes. Untouched regions cost neither memory nor disk.
-    ``readonly`` (file-backed only): the file must exist with that size and is never written."""
+    ``readonly`` (file-backed only): the file must exist with that size and is never written.
+    ``new``: the caller is creating the device (no description of it exists), so an existing empty
+    file is grown like an absent one; otherwise an empty image is a truncated device."""
 
-    def __init__(self, size: int, path: str | None = None, readonly: bool = False) -> None:
+    def __init__(self, size: int, path: str | None = None, readonly: bool = False, new: bool = False) -> None:
         self.size = size
         self.path = path
         self._map = None
@@ -39,7 +41,8 @@ class Backing:
             p = Path(path)
             if p.exists() and not p.is_file():
                 raise DeviceSpecError(f"{path} is not a regular file")
-            if p.exists() and p.stat().st_size != size:
+            empty = new and not readonly and p.exists() and p.stat().st_size == 0
+            if p.exists() and p.stat().st_size != size and not empty:
                 raise DeviceSpecError(f"{path} holds {p.stat().st_size} bytes, expected {size} (truncated or "
                                       f"not this device's image)")
             if readonly:
@@ -47,7 +50,7 @@ class Backing:
                     raise DeviceSpecError(f"{path}: no such emulated device (a read-only open creates nothing)")
                 self.data = np.memmap(p, dtype=np.uint8, mode="r", shape=(size,))
                 return
-            if not p.exists():
+            if not p.exists() or empty:
                 if not p.parent.is_dir():
                     raise DeviceSpecError(f"cannot create {path}: {p.parent} is not a directory")
                 with open(p, "wb") as f:

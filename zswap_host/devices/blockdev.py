@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError
-from .backing import punch_hole, save_sidecar
+from .backing import punch_hole, save_sidecar, sidecar_path
 from .base import (Buffer, DeviceStats, IoCounters, ModelClock, SerialGroups, WallClock, as_bytes_view, check_aligned,
                    check_batch, check_groups, check_write_batch)
 from .fingerprint import make_backing
@@ -44,7 +44,8 @@ class EmulatedBlockDevice(ModelClock):
         self._fail_writes = 0
         self.payload = bool(payload)
         # read-only: the file is never written
-        self._backing = make_backing(size, path, readonly, payload, block_size)
+        new = path is not None and not os.path.exists(sidecar_path(path))      # no description yet
+        self._backing = make_backing(size, path, readonly, payload, block_size, new=new)
         if path is not None and not readonly:
             save_sidecar(path, self._sidecar())
 

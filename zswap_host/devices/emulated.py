@@ -94,7 +94,9 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
             import os
             zpath = path + ".zones"
             fresh = not os.path.exists(zpath)
-            if fresh == os.path.exists(path):
+            # a new device may take an existing empty file (the safety check let it through)
+            taken = os.path.exists(path) and not (fresh and os.path.isfile(path) and os.path.getsize(path) == 0)
+            if fresh == taken:
                 raise DeviceSpecError(f"{path}: incomplete emulated device ({zpath if fresh else path} is "
                                       f"missing); restore it or remove {path}*")
             if not fresh:
@@ -102,7 +104,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
             elif readonly:
                 raise DeviceSpecError(f"{path}: no such emulated device ({zpath} is missing; a read-only "
                                       f"open creates nothing)")
-        self._backing = make_backing(geometry.size, path, readonly, payload, geometry.block_size)
+        self._backing = make_backing(geometry.size, path, readonly, payload, geometry.block_size, new=fresh)
         if path is None:
             self._state = np.zeros((nz, 2), dtype=np.int64)
         elif readonly:

@@ -104,14 +104,15 @@ class FingerprintBacking:
         self.words = np.zeros(0, np.uint64)
 
 
-def make_backing(size: int, path: str | None, readonly: bool, payload: bool, block: int):
-    """The medium of an emulated device: its bytes (``Backing``), or fingerprints only
-    (``payload=False``; in memory only, ``DeviceSpecError`` with a path)."""
+def make_backing(size: int, path: str | None, readonly: bool, payload: bool, block: int, new: bool = False):
+    """The medium of an emulated device: its bytes (``Backing``; ``new``: the device is being
+    created, an existing empty file is taken), or fingerprints only (``payload=False``; in memory
+    only, ``DeviceSpecError`` with a path)."""
     from ..errors import DeviceSpecError
     from .backing import Backing
 
     if payload:
-        return Backing(size, path, readonly=readonly)
+        return Backing(size, path, readonly=readonly, new=new)
     if path is not None:
         raise DeviceSpecError(f"{path}: a payload-free device (payload=0) is kept in memory only; "
                               f"give no path")

@@ -119,7 +119,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
             raise DeviceSpecError(f"the timing model has {model.nr_chunks} chunks of {model.sectors} sectors, the "
                                   f"device {g.nr_chunks} of {g.sectors}")
         fresh = self._check_files(path, readonly)
-        self._backing = make_backing(g.size, path, readonly, payload, g.sector_size)
+        self._backing = make_backing(g.size, path, readonly, payload, g.sector_size, new=fresh)
         self._table = self._open_table(path, fresh, readonly)
         self._state = self._table[:, _STATE]
         self._wp = self._table[:, _WP]
@@ -137,7 +137,9 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
             return True
         cpath = path + ".chunks"
         fresh = not os.path.exists(cpath)
-        if fresh == os.path.exists(path):
+        # a new device may take an existing empty file (the safety check let it through)
+        taken = os.path.exists(path) and not (fresh and os.path.isfile(path) and os.path.getsize(path) == 0)
+        if fresh == taken:
             raise DeviceSpecError(f"{path}: incomplete emulated device ({cpath if fresh else path} is missing); "
                                   f"restore it or remove {path}*")
         if fresh and readonly:

@@ -6,6 +6,9 @@ swap signature, or is open exclusively by another program (an ``O_EXCL`` open fa
 ``force=True`` skips every check. The CLI's ``--force`` sets ``forced()`` around the command, so code
 that opens devices through ``open_device`` needs no extra argument.
 
+A regular file is refused too when it is active swap, holds such a signature, or holds data and
+does not carry the mark of a file this project created (``check_unowned``, ``ownership.py``).
+
 Signature probing uses ``blkid -p`` (util-linux) when it is installed, plus our own check of the
 common magic numbers (GPT, MBR partition table, Linux swap, ext2/3/4, XFS, btrfs, F2FS) so it also
 works without blkid.
@@ -234,8 +237,23 @@ def check_device(path: str, force: bool | None = None) -> None:
                                 f"or {_FORCE_HINT}")
 
 
+def check_unowned(path: str, force: bool | None = None) -> None:
+    """Refuse to write into an existing regular file that holds data (a byte that is not zero) and
+    that this project did not create (no mark beside it: ``ownership.is_ours``). An absent, empty,
+    sparse or all-zero file is fine: nothing of anyone's is in it."""
+    from .ownership import holds_data, is_ours
+
+    if force is None:
+        force = is_forced()
+    if force or not os.path.isfile(path) or is_ours(path) or not holds_data(path):
+        return
+    raise UnsafeDeviceError(f"{path} holds data and was not created by zswap-host (no {path}.json beside it); "
+                            f"{_FORCE_HINT}")
+
+
 def check_file(path: str, force: bool | None = None) -> None:
-    """For a regular file used as a device: refuse an active swap file or one with a signature."""
+    """For a regular file used as a device: refuse an active swap file, one with a signature, or one
+    that holds data this project did not write (``check_unowned``)."""
     if force is None:
         force = is_forced()
     if force:
@@ -249,3 +267,4 @@ def check_file(path: str, force: bool | None = None) -> None:
     if found:
         raise UnsafeDeviceError(f"{path} holds a {found}; delete or wipe it (wipefs -a {path}) if its data is "
                                 f"not needed, or {_FORCE_HINT}")
+    check_unowned(path, force)

@@ -18,7 +18,8 @@ from .trace_input import ReplayTrace
 class ReplaySpec:
     """What to replay. ``trace``: a ``.npz`` SwapTrace or a chunked trace directory. ``preset`` /
     ``budget``: for a trace whose meta lacks them. ``utilisation``: tables / the conventional SSD's
-    usable bytes (None: the bench's). ``journal``: the resumable jsonl (None: none); ``key``: what its
+    usable bytes (None: the bench's); ``op`` / ``erase_block``: that SSD's over-provisioning and
+    erase block in bytes (None: the bench's). ``journal``: the resumable jsonl (None: none); ``key``: what its
     rows are keyed on (None: the trace's digest, preset, budget and utilisation); ``restart``: forget
     the journal first. ``isolate``: each run in a spawned process (its peak RSS its own)."""
 
@@ -27,6 +28,8 @@ class ReplaySpec:
     preset: str | None = None
     budget: str | float | None = None
     utilisation: float | None = None
+    op: float | None = None
+    erase_block: int | None = None
     journal: str | None = None
     key: dict | None = None
     restart: bool = False
@@ -45,11 +48,13 @@ def run_replay(spec: ReplaySpec, progress: Progress | None = None,
     bad input (before any run) or a run that failed (named; the runs before it stay journalled)."""
     runs = check_runs(spec.runs)
     tr = ReplayTrace(spec.trace, spec.preset, spec.budget)
-    sizing = tr.sizing(spec.utilisation)
+    sizing = tr.sizing(spec.utilisation, spec.op, spec.erase_block)
     t0 = time.monotonic()
     digest = tr.identity()
     key = spec.key if spec.key is not None else {"trace_sha256": digest, "preset": tr.preset,
-                                                 "budget_pages": sizing.budget_pages, "utilisation": spec.utilisation}
+                                                 "budget_pages": sizing.budget_pages, "utilisation": spec.utilisation,
+                                                 **{k: v for k, v in (("op", spec.op), ("erase_block", spec.erase_block))
+                                                    if v is not None}}
     journal = Journal(spec.journal, key)
     if spec.restart:
         journal.restart()
@@ -74,7 +79,7 @@ def run_replay(spec: ReplaySpec, progress: Progress | None = None,
                       **tr.counts(),
                       **{k: m.get(k) for k in ("kind", "iterations", "batch_size", "seed", "us_per_sample")},
                       "budget_pages": sizing.budget_pages},
-            "utilisation": spec.utilisation, "devices": sizing.devices,
+            "utilisation": spec.utilisation, "op": spec.op, "erase_block": spec.erase_block, "devices": sizing.devices,
             "wall_s_this_invocation": round(time.monotonic() - t0, 1), "resumed": resumed,
             "runs": [done[r] for r in runs]}
 

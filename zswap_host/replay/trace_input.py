@@ -60,10 +60,12 @@ class ReplayTrace:
                               f"only to a trace that does not, or with --generate")
         self.budget = budget
 
-    def sizing(self, utilisation: float | None = None) -> Sizing:
+    def sizing(self, utilisation: float | None = None, op: float | None = None,
+               erase_block: int | None = None) -> Sizing:
         """The bench's devices for this trace's preset (same flash; the tables at ``utilisation`` of
-        the conventional SSD's usable bytes, default the bench's). ``ReplayError`` for a bad budget
-        or utilisation, or an unknown preset."""
+        the conventional SSD's usable bytes, default the bench's; its over-provisioning ``op`` and
+        erase block, default the bench's). ``ReplayError`` for a bad budget, utilisation, OP or
+        erase block, or an unknown preset."""
         from ..bench import BenchSpec, plan
         from ..bench.compute import ComputeBasis
         from ..errors import ZswapError
@@ -76,6 +78,7 @@ class ReplayTrace:
             raise ReplayError(f"{self.path}: the trace does not record its DRAM budget; give --budget")
         try:
             pl = plan(BenchSpec(preset=self.preset, budget=bench_budget(budget), lookahead=0, utilisation=utilisation,
+                                op=op, erase_block=erase_block,
                                 iterations=m.get("iterations"), batch_size=m.get("batch_size"),
                                 compute=ComputeBasis("pinned", float(m.get("us_per_sample") or 1.0), 1, "trace")))
         except ZswapError as e:

@@ -5,8 +5,8 @@ with over-provisioning, TRIM and device-side GC (optionally with NVMe Flexible D
 
 Hot loops are C (native/ssd.c, conv_ftl.c, zns_ftl.c, ocssd.c); see docs/ssd-model.md."""
 
-from .model import READ, RESET, TRIM, WRITE, ConvSSD, FdpSSD, OcssdSSD, ZNSSSD
-from .presets import PRESETS, NandPreset, get_preset
+from .model import APPEND, READ, RESET, TRIM, WRITE, ConvSSD, FdpSSD, OcssdSSD, ZNSSSD
+from .presets import PRESETS, ControllerModel, NandPreset, get_preset
 
-__all__ = ["READ", "WRITE", "TRIM", "RESET", "ConvSSD", "FdpSSD", "OcssdSSD", "ZNSSSD", "NandPreset", "PRESETS",
+__all__ = ["READ", "WRITE", "TRIM", "APPEND", "RESET", "ControllerModel", "ConvSSD", "FdpSSD", "OcssdSSD", "ZNSSSD", "NandPreset", "PRESETS",
            "get_preset"]

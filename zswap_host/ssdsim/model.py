@@ -21,7 +21,7 @@ except ImportError as e:  # pragma: no cover - only when the extension was not b
 
 ffi, lib = _native.ffi, _native.lib
 
-READ, WRITE, TRIM = 0, 1, 2
+READ, WRITE, TRIM, APPEND = 0, 1, 2, 3     # APPEND: zoned model only (a write at the write pointer)
 
 _COUNTERS = ("host_write_bytes", "host_read_bytes", "host_trim_bytes", "media_write_bytes",
              "media_read_bytes", "gc_write_bytes", "pad_bytes", "erase_count", "gc_runs",
@@ -48,11 +48,19 @@ def _params(preset: NandPreset, pages_per_block: int | None = None, suspend: boo
     p.write_buffer_bytes = preset.buffer_bytes
     p.t_suspend_us = preset.t_suspend_us
     p.suspend = int(bool(suspend))
+    c = preset.controller
+    p.ctrl_read_us, p.ctrl_write_us, p.ctrl_append_us = c.ctrl_read_us, c.ctrl_write_us, c.ctrl_append_us
+    p.write_link_mb_s, p.write_path_mb_s = c.write_link_mb_s, c.write_path_mb_s
+    p.t_reset_us, p.t_reset_written_us, p.reset_us_per_mib = c.t_reset_us, c.t_reset_written_us, c.reset_us_per_mib
+    p.finish_pads_zone, p.t_finish_us = int(bool(c.finish_pads_zone)), c.t_finish_us
+    p.zone_die_stagger = int(bool(c.zone_die_stagger))
+    p.t_append_us, p.reset_exponent = c.t_append_us, c.reset_exponent
     return p
 
 
 class _Model:
     _T = None
+    _max_op = TRIM               # the largest op code the model takes
     _submit_fn = None
     _submit_groups_fn = None
     capacity: int = 0
@@ -71,9 +79,9 @@ class _Model:
             # is negative.
             either = int(np.bitwise_or.reduce(offsets | lengths))
             if either % UNIT or either < 0 or int((offsets + lengths).max()) > self.capacity \
-                    or int(ops.max()) > TRIM:
+                    or int(ops.max()) > self._max_op:
                 bad = ((offsets % UNIT) != 0) | ((lengths % UNIT) != 0) | (offsets < 0) | (lengths < 0) \
-                    | (offsets + lengths > self.capacity) | (ops > TRIM)
+                    | (offsets + lengths > self.capacity) | (ops > self._max_op)
                 i = int(np.flatnonzero(bad)[0])
                 raise ValueError(
                     f"request {i}: op {int(ops[i])} offset {int(offsets[i])} length {int(lengths[i])} is not "
@@ -252,6 +260,18 @@ class _Model:
         return out
 
 
+def _block_pages(preset: NandPreset, erase_block: int | None) -> int | None:
+    """Pages of an erase block of ``erase_block`` bytes (None: None); ValueError unless it is a
+    positive multiple of the preset's program unit."""
+    if erase_block is None:
+        return None
+    eb, pu = int(erase_block), preset.program_unit_bytes
+    if eb <= 0 or eb % pu:
+        raise ValueError(f"erase block {eb} is not a positive multiple of the {pu}-byte program unit "
+                         f"({preset.oneshot_pages} pages of {preset.page_size})")
+    return eb // preset.page_size
+
+
 class ConvSSD(_Model):
     """Conventional SSD: page-mapped FTL (4 KiB mapping unit), hidden over-provisioning, TRIM,
     greedy device-side GC triggered by a free-block watermark, on the shared timing model.
@@ -266,12 +286,16 @@ class ConvSSD(_Model):
     the background, per die, until ``idle_gc_blocks`` blocks are free (``preset.idle_gc_spare_fraction``
     of the die's spare blocks), starting a victim only while the idle window lasts.
     ``suspend`` (default off): host reads suspend a die's program/erase work (at most
-    ``preset.t_suspend_us`` of waiting); see docs/ssd-model.md."""
+    ``preset.t_suspend_us`` of waiting); see docs/ssd-model.md.
+    ``erase_block`` (bytes, a multiple of the program unit): that erase block instead of the
+    scaling rule; the preset's ``block_bytes`` is the real drive's geometry.  Raw flash still rounds
+    up to what GC needs per die, so a large block on a small device raises the effective OP
+    (``effective_op``)."""
 
 
     def __init__(self, preset: NandPreset, logical_bytes: int, op: float | None = None,
-                 idle_gc: bool = False, suspend: bool = False):
-        self._build(preset, logical_bytes, op, idle_gc, suspend)
+                 idle_gc: bool = False, suspend: bool = False, erase_block: int | None = None):
+        self._build(preset, logical_bytes, op, idle_gc, suspend, block_pages=_block_pages(preset, erase_block))
 
     def _build(self, preset: NandPreset, logical_bytes: int, op: float | None, idle_gc: bool,
                suspend: bool, ruhs: int = 1, persistent: bool = True, block_pages: int | None = None):
@@ -512,6 +536,7 @@ class ZNSSSD(_Model):
         self._T = lib.zns_timing(self._h)
         self._submit_fn = lib.zns_submit
         self._submit_groups_fn = lib.zns_submit_groups
+        self._max_op = APPEND
         self.dies_per_zone = int(lib.zns_dies_per_zone(self._h))
         self.blocks_per_zone = int(lib.zns_blocks_per_zone(self._h))
 
@@ -537,9 +562,12 @@ class ZNSSSD(_Model):
         """Erase the zone's programmed blocks; returns the completion time and advances ``now``."""
         return int(lib.zns_reset(self._h, self._zone(zone))) * 1e-9
 
-    def finish(self, zone: int) -> None:
-        """Pad and program the zone's partially filled program unit, if any."""
-        lib.zns_finish(self._h, self._zone(zone))
+    def finish(self, zone: int) -> float:
+        """Finish the zone; returns the completion time.  By default the partial program unit is
+        padded and programmed in the background (``now`` stays); with the preset's
+        ``controller.finish_pads_zone`` the rest of a non-empty zone is programmed as padding and
+        ``now`` advances to the end (docs/ssd-model.md)."""
+        return int(lib.zns_finish(self._h, self._zone(zone))) * 1e-9
 
     def erase_counts(self) -> np.ndarray:
         """Wear: erases per physical erase block since the model was built (int64, one entry per

@@ -11,6 +11,27 @@ UNIT = 4096  # mapping unit / logical block of the model
 
 
 @dataclass(frozen=True)
+class ControllerModel:
+    """What a drive's controller adds to the flash (all 0 = absent, the model as before).
+
+    Each is a mechanism a published characterisation shows; a preset that sets one says where its
+    value comes from (docs/ssd-model.md, "The controller")."""
+    ctrl_read_us: float = 0.0        # serial controller time per read command (1 / the read IOPS ceiling)
+    ctrl_write_us: float = 0.0       # ... per write command; overlaps the command's data transfer
+    ctrl_append_us: float = 0.0      # ... per zone append command (0: as a write)
+    t_append_us: float = 0.0         # zoned: latency a zone append adds to a write's (not serial)
+    write_link_mb_s: float = 0.0     # host -> device rate of write data, MB/s (0: host_link_mb_s)
+    write_path_mb_s: float = 0.0     # write path all flash writes pass (host data, padding), MB/s
+    t_reset_us: float = 0.0          # zoned: latency of any zone reset (erases then run in the background)
+    t_reset_written_us: float = 0.0  # zoned: more when the zone holds data
+    reset_us_per_mib: float = 0.0    # zoned: more per (MiB the zone holds) ** reset_exponent
+    reset_exponent: float = 1.0      # zoned: see reset_us_per_mib
+    finish_pads_zone: bool = False   # zoned: a finish programs the rest of a non-empty zone
+    t_finish_us: float = 0.0         # zoned: latency of a finish beyond its padding
+    zone_die_stagger: bool = False   # zoned: zone z's stripe starts on die z (zones written together differ)
+
+
+@dataclass(frozen=True)
 class NandPreset:
     name: str
     source: str
@@ -42,6 +63,7 @@ class NandPreset:
     # the die's program or erase to suspend.  Flash datasheets give a maximum suspend latency of
     # 15-20 us (e.g. Spansion/AMD: program suspend <= 15 us, erase suspend <= 20 us).
     t_suspend_us: float = 20.0
+    controller: ControllerModel = ControllerModel()
 
     @property
     def n_dies(self) -> int:
@@ -84,15 +106,31 @@ PRESETS: dict[str, NandPreset] = {
         source=("NVMeVirt ssd_config.h WD_ZN540 preset (8 ch x 4 LUN, 32 KiB pages, TLC one-shot 3 pages, "
                 "4 KiB read 50 us, program 561 us, 450 MB/s channels, 3050 MB/s PCIe, firmware read 13 us, "
                 "2 GiB zones); zone capacity 1077 MiB and 14 open/active zones from the WD Ultrastar DC ZN540 "
-                "datasheet; erase 3 ms is a TLC datasheet value (NVMeVirt models erase as 0)"),
+                "datasheet; erase 3 ms is a TLC datasheet value (NVMeVirt models erase as 0); tR, the command "
+                "latency and the controller fitted to the published ZN540 points declared calibrate "
+                "(experiments/calibrate_zn540.py)"),
         channels=8, dies_per_channel=4,
         page_size=32 * KiB, oneshot_pages=3,
         pages_per_block=1077,            # 1077 MiB zone capacity = one such block on each of the 32 dies
-        t_read_us=50.0, t_prog_us=561.0, t_erase_us=3000.0,
-        channel_mb_s=450.0, host_link_mb_s=3050.0, cmd_overhead_us=13.0,
+        t_read_us=55.72, t_prog_us=561.0, t_erase_us=3000.0,
+        channel_mb_s=450.0, host_link_mb_s=3050.0, cmd_overhead_us=6.581,
         conv_op=0.07,
         zone_capacity=1077 * MiB, zone_size=2 * GiB, max_open=14, max_active=14,
         max_append=256 * KiB,            # NVMeVirt MDTS 6 -> 2^6 x 4 KiB
+        # Fitted on the calibrate points of experiments/data/zn540_published.csv (Doekemeijer et al.
+        # 2023's ZN540) by `experiments/calibrate_zn540.py --quick` (experiments/results/zn540_fit.json):
+        # tR (55.72 us, NVMeVirt: 50), the command latency (6.58 us, NVMeVirt's firmware 13 us) and:
+        controller=ControllerModel(
+            ctrl_read_us=2.382,          # 1 / the 4 KiB random-read ceiling (~420-437 KIOPS)
+            ctrl_write_us=5.381,          # 1 / the write command ceiling (~185 KIOPS over many zones)
+            ctrl_append_us=7.56,         # 1 / the append ceiling (~132 KIOPS at any queue depth)
+            t_append_us=0.341,           # an append's latency over a write's
+            write_link_mb_s=1577.0,      # write data rate: QD1 latency +5.1 us per 8 KiB from 8 KiB up
+            write_path_mb_s=1202.0,      # the write ceiling (~1.15 GiB/s; a finish pads at ~1.19 GiB/s)
+            t_reset_written_us=1674.4, reset_us_per_mib=312.66, reset_exponent=0.55,  # 1.7 -> 16 ms
+            finish_pads_zone=True,       # finish latency falls linearly with occupancy (907 ms empty)
+            zone_die_stagger=True,       # 8 zones written at once reach the 1-zone ceiling
+        ),
     ),
     "thesis-ssd": NandPreset(
         name="thesis-ssd",

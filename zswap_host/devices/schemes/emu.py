@@ -30,7 +30,7 @@ class EmuScheme(DeviceScheme):
 
     def open(self, url: str, *, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
         path, p = self.parse(url)
-        saved = _saved(path, readonly)
+        saved = _saved(path, readonly, force)
         if saved is not None:
             _reopen_zns(path, saved, p)
         preset_name = p.get("preset", DEFAULT_PRESET)
@@ -69,19 +69,20 @@ class EmuScheme(DeviceScheme):
 
 
 class EmuConvScheme(DeviceScheme):
-    """``emu-conv://PATH?size=…&op=0.07&block_size=…&preset=…&suspend=0|1&idle_gc=0|1``: an emulated
-    conventional SSD (page-mapped FTL, device-side GC)."""
+    """``emu-conv://PATH?size=…&op=0.07&block_size=…&preset=…&suspend=0|1&idle_gc=0|1&erase_block=…``:
+    an emulated conventional SSD (page-mapped FTL, device-side GC); ``erase_block`` sets the FTL's
+    erase block (default: scaled down on small devices, docs/ssd-model.md)."""
 
     name = "emu-conv"
     summary = "emulated conventional SSD (in memory, or a sparse file PATH): size, op, idle_gc, ..."
     params = {"size": "size", "op": "fraction", "preset": "name", "block_size": "size", "suspend": "flag",
-              "idle_gc": "flag", "payload": "flag"}
+              "idle_gc": "flag", "payload": "flag", "erase_block": "size"}
 
     kind = "conventional"           # the sidecar's kind
 
     def open(self, url: str, *, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
         path, p = self.parse(url)
-        saved = _saved(path, readonly)
+        saved = _saved(path, readonly, force)
         if saved is not None:
             if saved.get("kind") != self.kind:
                 raise DeviceSpecError(f"{path} holds an emulated {saved.get('kind')!r} device, not a {self.kind} one")
@@ -105,6 +106,12 @@ class EmuConvScheme(DeviceScheme):
         op = p.get("op")
         if preset is not None:
             op = preset.conv_op if op is None else op
+            if p.get("erase_block") is not None:
+                from ...ssdsim.model import _block_pages
+                try:
+                    _block_pages(preset, p["erase_block"])
+                except ValueError as e:
+                    raise DeviceSpecError(f"{url}: {e}") from None
             model = _model(lambda: self._build_model(preset, size, op, p), size, url)
         return self._device(size, path=path, model=model, preset=preset.name if preset else None,
                             op=op, block_size=block_size, url=url, readonly=readonly, p=p,
@@ -116,7 +123,8 @@ class EmuConvScheme(DeviceScheme):
     def _build_model(self, preset, size: int, op: float, p: dict):
         from ...ssdsim import ConvSSD
 
-        return ConvSSD(preset, size, op, idle_gc=p.get("idle_gc", False), suspend=p.get("suspend", False))
+        return ConvSSD(preset, size, op, idle_gc=p.get("idle_gc", False), suspend=p.get("suspend", False),
+                       erase_block=p.get("erase_block"))
 
     def _device(self, size: int, *, p: dict, **kw):
         return EmulatedBlockDevice(size, **kw)
@@ -134,12 +142,17 @@ def preset_by_name(name: str | None):
         raise DeviceSpecError(str(e)) from e
 
 
-def _saved(path: str | None, readonly: bool) -> dict | None:
-    """The sidecar of an existing file-backed device (None: in memory or new)."""
+def _saved(path: str | None, readonly: bool, force: bool | None = None) -> dict | None:
+    """The sidecar of an existing file-backed device (None: in memory or new). A new device's PATH
+    that exists already must not hold someone's data (``safety.check_unowned``, unless forced)."""
     saved = load_sidecar(path) if path else None
     if saved is None and readonly and path:
         raise DeviceSpecError(f"{path}: no such emulated device ({path}.json is missing; a read-only open "
                               f"creates nothing)")
+    if saved is None and path and not readonly:
+        from .. import safety
+
+        safety.check_unowned(path, force)
     return saved
 
 

@@ -22,7 +22,9 @@ class FdpScheme(EmuConvScheme):
     name = "fdp"
     kind = "fdp"
     summary = "emulated NVMe FDP SSD (conventional FTL + placement handles): size, op, ruhs, ru_size, isolation, ..."
-    params = {**EmuConvScheme.params, "ruhs": "count", "ru_size": "size", "isolation": "name"}
+    # an FDP SSD's erase block is its reclaim unit (ru_size)
+    params = {**{k: v for k, v in EmuConvScheme.params.items() if k != "erase_block"},
+              "ruhs": "count", "ru_size": "size", "isolation": "name"}
 
     def parse(self, url: str) -> tuple[str | None, dict]:
         path, p = super().parse(url)

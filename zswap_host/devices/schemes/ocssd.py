@@ -31,7 +31,7 @@ class OcssdScheme(DeviceScheme):
 
     def open(self, url: str, *, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
         path, p = self.parse(url)
-        saved = _saved(path, readonly)
+        saved = _saved(path, readonly, force)
         if saved is not None:
             _reopen(path, saved, p)
         preset = preset_by_name(p.get("preset", DEFAULT_PRESET))
