@@ -4,7 +4,10 @@ The held-out points are never read here: the published rows are filtered to ``ro
 before the study runs (``run(..., published=<calibrate-only CSV>)``).
 
 Fitted parameters (everything else is fixed geometry, see the preset's ``source``):
-  host_link_mb_s  MB/s   host transfer rate per direction (stands in for the write-ingest ceiling)
+  host_link_mb_s  MB/s   host link rate per direction (reads; writes unless write_link_mb_s)
+  write_link_mb_s MB/s   host -> device rate of write data (the controller's write-ingest ceiling)
+  ctrl_read_us    us     serial controller time per read command (bounds read IOPS)
+  ctrl_write_us   us     serial controller time per write command (overlaps its data transfer)
   cmd_overhead_us us     controller latency per command
   t_read_us       us     array read of one page
   t_prog_us       us     one-shot program of a program unit (3 pages) on one die
@@ -46,8 +49,20 @@ from zswap_host.ssdsim import get_preset  # noqa: E402
 # Starting values: the NVMeVirt WD ZN540 NAND timings (the ZN540 shares the artefact's testbed and its
 # ~1.19 GiB/s write ceiling), the raw-minus-exported OP of the geometry (1.92 TB on 2 TiB raw: 0.127), and
 # a host rate / command cost read off the 4 KiB QD 1 write (9.75 us per request).
-START = dict(host_link_mb_s=1300.0, cmd_overhead_us=6.6, t_read_us=54.0, t_prog_us=561.0, channel_mb_s=450.0,
-             conv_op=0.127)
+# The controller terms (write_link, ctrl_read, ctrl_write: ControllerModel, merged from main at 96e6e65)
+# start at PCIe 3.0 x4 for the link (NVMeVirt's 3050 MB/s), the first fit's 1235 MB/s for the write data,
+# and 1 us per command.
+START = dict(host_link_mb_s=3050.0, write_link_mb_s=1235.0, ctrl_read_us=1.0, ctrl_write_us=1.0,
+             cmd_overhead_us=6.6, t_read_us=54.0, t_prog_us=561.0, channel_mb_s=450.0, conv_op=0.127)
+CONTROLLER = ("write_link_mb_s", "ctrl_read_us", "ctrl_write_us")
+
+
+def preset_with(params: dict):
+    """The preset with these parameter values (controller terms into its ControllerModel)."""
+    base = get_preset("cluster23-nvme-a")
+    ctrl = {k: v for k, v in params.items() if k in CONTROLLER}
+    rest = {k: v for k, v in params.items() if k not in CONTROLLER}
+    return replace(base, controller=replace(base.controller, **ctrl), **rest)
 STEPS = (0.8, 0.9, 0.95, 1.05, 1.1, 1.25)
 OUT = ROOT / "experiments" / "results" / "calibrate_conv.json"
 _CAL = None
@@ -74,7 +89,7 @@ def evaluate(params: dict) -> tuple:
     global _CAL
     if _CAL is None:
         _CAL = _calibrate_csv()
-    r = run(replace(get_preset("cluster23-nvme-a"), **params), quick=True, published=_CAL, gc=False)
+    r = run(preset_with(params), quick=True, published=_CAL, gc=False)
     assert all(q["role"] == "calibrate" for q in r["points"])
     return _objective(r["points"]), params
 
@@ -82,7 +97,7 @@ def evaluate(params: dict) -> tuple:
 def evaluate_gc(params: dict) -> tuple:
     """Stage 2: the gc_steady calibrate points at full size."""
     rows = [r for r in load_published() if r["role"] == "calibrate" and r["experiment"] == "gc_steady"]
-    res = gc_steady_state(replace(get_preset("cluster23-nvme-a"), **params), False, np.random.default_rng(42))
+    res = gc_steady_state(preset_with(params), False, np.random.default_rng(42))
     pts = []
     for r in rows:
         model = res["read_mean_latency_us"] if r["metric"] == "mean_latency" else res["write_mib_s"]
@@ -111,10 +126,10 @@ def main() -> None:
                 break
         stage1 = best
         gc_best, gc_res = None, None
-        for grid in ([0.03, 0.05, 0.07, 0.09, 0.11, 0.127], None):
+        for grid in ([0.02, 0.03, 0.04, 0.05, 0.07, 0.127], None):
             if grid is None:
                 c = cur["conv_op"]
-                grid = [round(c + d, 4) for d in (-0.015, -0.01, -0.005, 0.005, 0.01, 0.015) if c + d > 0.01]
+                grid = [round(c + d, 4) for d in (-0.0075, -0.005, -0.0025, 0.0025, 0.005, 0.0075) if c + d > 0.01]
             for obj, params, res in pool.map(evaluate_gc, [dict(cur, conv_op=o) for o in grid]):
                 history.append({"stage": 2, "params": params, "objective": obj,
                                 "gc_write_mib_s": res["write_mib_s"], "gc_read_us": res["read_mean_latency_us"],

@@ -153,24 +153,27 @@ PRESETS: dict[str, NandPreset] = {
         source=("the conventional NVMe drive 'nvme-a' of Doekemeijer et al., IEEE CLUSTER 2023 (arXiv 2310.19094; "
                 "artefact github.com/stonet-research/NVMeBenchmarks@01f40f1c9228; the artefact does not name the "
                 "model), calibrated on the calibrate rows of experiments/data/nvme_a_published.csv by "
-                "experiments/calibrate_conv.py (results/calibrate_conv.json).  Geometry, assumed (not published for "
-                "the drive): the ZN540 platform of the same testbed as NVMeVirt models it (8 ch x 4 dies, 32 KiB "
-                "pages, TLC one-shot 3 pages), 96-layer TLC erase block 576 x 32 KiB = 18 MiB (96 layers x 4 strings "
-                "x 3 bits x 16 KiB x 2 planes), 1.92 TB exported (characterize_conv.DRIVE_BYTES), erase 3 ms "
-                "(TLC datasheet class).  Fitted: host_link_mb_s 1235 MB/s (host rate per direction; stands in for "
-                "the drive's ~1.19 GiB/s write-ingest ceiling, which the model cannot apply to writes alone), "
-                "cmd_overhead_us 5.808 us, t_read_us 54 us (unchanged from the start), t_prog_us 493.68 us, "
-                "channel_mb_s 562.5 MB/s, conv_op 0.035 (effective OP: fitted to the GC steady state; it absorbs "
-                "GC costs the model does not have; the geometry's raw-minus-exported share is 0.127)"),
+                "experiments/calibrate_conv.py (results/calibrate_conv.json); docs/conv-characterization.md.  "
+                "Geometry, assumed (not published for the drive): the ZN540 platform of the same testbed as "
+                "NVMeVirt models it (8 ch x 4 dies, 32 KiB pages, TLC one-shot 3 pages), 96-layer TLC erase block "
+                "576 x 32 KiB = 18 MiB (96 layers x 4 strings x 3 bits x 16 KiB x 2 planes), 1.92 TB exported "
+                "(characterize_conv.DRIVE_BYTES), erase 3 ms (TLC datasheet class).  Fitted: host_link_mb_s "
+                "1952 MB/s (reads: the drive's 1.8 GiB/s random-read peak), controller.write_link_mb_s 1235 MB/s "
+                "(write-ingest ceiling, ~1.19 GiB/s), controller.ctrl_read_us 1.045 us and ctrl_write_us 0.4666 us "
+                "(serial per command), cmd_overhead_us 5.346 us, t_read_us 59.535 us, t_prog_us 403.92 us, "
+                "channel_mb_s 496.125 MB/s, conv_op 0.04 (effective OP, fitted to the GC steady state at full "
+                "size: it absorbs GC costs the model does not have; the geometry's raw-minus-exported share is "
+                "0.127)"),
         channels=8, dies_per_channel=4,
         page_size=32 * KiB, oneshot_pages=3,
         pages_per_block=576,             # 18 MiB erase block, unscaled at every device size (min_blocks_per_die=1)
-        t_read_us=54.0, t_prog_us=493.68, t_erase_us=3000.0,
-        channel_mb_s=562.5, host_link_mb_s=1235.0, cmd_overhead_us=5.808,
-        conv_op=0.035,
+        t_read_us=59.535, t_prog_us=403.92, t_erase_us=3000.0,
+        channel_mb_s=496.125, host_link_mb_s=1952.0, cmd_overhead_us=5.346,
+        conv_op=0.04,
         zone_capacity=1152 * MiB, zone_size=2 * GiB, max_open=14, max_active=14,   # unused (conventional)
         max_append=256 * KiB,
         min_blocks_per_die=1,
+        controller=ControllerModel(write_link_mb_s=1235.0, ctrl_read_us=1.045, ctrl_write_us=0.4666),
     ),
 }
 
