@@ -63,7 +63,10 @@ def issue_times(completions: np.ndarray, qd: int, t0: float) -> np.ndarray:
 def qd1_reads_under_writes(model, roffs: np.ndarray, woffs: np.ndarray, rate_mib_s: float, wbs: int,
                            rbs: int) -> dict:
     """One read at a time; the writes due by then (fio ``rate``: one every ``wbs / rate`` seconds, at
-    most 8 at once if it fell behind) are issued together with the next read, so both are in flight."""
+    most 8 at once if it fell behind) are issued together with the next read, so both are in flight.
+    The read is issued first: it reaches its die before the writes' data has crossed the link, and
+    the model reserves dies in issue order.  Its latency is its own completion; the next read starts
+    when all of them are done."""
     period = wbs / (rate_mib_s * MiB) if rate_mib_s > 0 else math.inf
     t_start = t_next = model.now
     nw = 0
@@ -75,13 +78,13 @@ def qd1_reads_under_writes(model, roffs: np.ndarray, woffs: np.ndarray, rate_mib
             k = min(8, int((t - t_next) / period) + 1, woffs.size - nw)
             t_next += k * period
         ops = np.full(k + 1, WRITE, np.uint8)
-        ops[-1] = READ
-        offs = np.append(woffs[nw:nw + k], roffs[i]).astype(np.int64)
+        ops[0] = READ
+        offs = np.append(roffs[i], woffs[nw:nw + k]).astype(np.int64)
         lens = np.full(k + 1, wbs, np.int64)
-        lens[-1] = rbs
+        lens[0] = rbs
         c = model.submit(ops, offs, lens, qd=k + 1)
         nw += k
-        lat[i] = c[-1] - t
+        lat[i] = c[0] - t
     dt = model.now - t_start
     return {"read_kiops": roffs.size / dt / 1e3, "write_mib_s": nw * wbs / dt / MiB,
             "read_mean_latency_us": float(lat.mean() * 1e6)}

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .characterize_common import qd1_reads_under_writes
 from .ssdsim import ZNSSSD, NandPreset, get_preset
 from .ssdsim.model import APPEND, READ, WRITE
 
@@ -153,42 +154,15 @@ class _Study:
         return wzs[k // per_zone] * self.zone_size + (k % per_zone) * wbs
 
     def _qd1_reads_under_writes(self, zs, rate_mib_s, rng) -> dict:
-        """One read at a time; a write is issued together with the next read whenever the writer is
-        due (several if it fell behind), so both streams are in flight at once as on the drive.
-        The read's latency is its own completion; the next read starts when all of them are done."""
+        """One read at a time, the writer's due writes issued with it (``characterize_common``)."""
         wbs, rbs = 128 * KiB, 4 * KiB
         n_reads = max(2000, self.reads // 4)
-        m = self.model
         self.idle()
         roffs = self._random_reads(zs, rbs, n_reads, rng)
         period = wbs / (rate_mib_s * MiB) if rate_mib_s > 0 else math.inf
         est = int(n_reads * 400e-6 / period) + 16 if rate_mib_s > 0 else 0   # ample: reads take < 400 us
         woffs = self._write_offsets(est, wbs) if est else np.zeros(0, np.int64)
-        t_start = m.now
-        t_next = t_start
-        nw = 0
-        lat = np.empty(n_reads)
-        for i in range(n_reads):
-            t = m.now
-            k = 0
-            if t >= t_next and nw < woffs.size:
-                k = min(8, int((t - t_next) / period) + 1, woffs.size - nw)
-                t_next += k * period
-            # the read first: it reaches its die before the writes' data has crossed the link,
-            # and the model reserves dies in issue order
-            ops = np.full(k + 1, WRITE, np.uint8)
-            ops[0] = READ
-            offs = np.empty(k + 1, np.int64)
-            offs[1:] = woffs[nw:nw + k]
-            offs[0] = roffs[i]
-            lens = np.full(k + 1, wbs, np.int64)
-            lens[0] = rbs
-            c = m.submit(ops, offs, lens, qd=k + 1)
-            nw += k
-            lat[i] = c[0] - t
-        dt = m.now - t_start
-        return {"read_kiops": n_reads / dt / 1e3, "write_mib_s": nw * wbs / dt / MiB,
-                "read_mean_latency_us": float(lat.mean() * 1e6)}
+        return qd1_reads_under_writes(self.model, roffs, woffs, rate_mib_s, wbs, rbs)
 
     def _deep_reads_under_writes(self, zs, read_qd, rate_mib_s, rng) -> dict:
         """The writes are spread evenly through the read stream (one more request in flight), at a
