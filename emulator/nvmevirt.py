@@ -238,7 +238,7 @@ def guest_script(ko: str, cfg: NvmevirtConfig, command: str) -> str:
     lines = []
     if cfg.perf_debug:
         lines += ["mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing",
-                  "echo 65536 > /sys/kernel/tracing/buffer_size_kb",
+                  "echo 16384 > /sys/kernel/tracing/buffer_size_kb",
                   "export NVMEVIRT_TRACE=/sys/kernel/tracing/trace"]
     lines += [f"insmod {shlex.quote(ko)} {' '.join(cfg.insmod_args())} || {{ echo 'nvmevirt: insmod failed'; "
               "dmesg | tail -40; exit 3; }",
@@ -264,18 +264,22 @@ def run(command: str, cfg: NvmevirtConfig | None = None, src: str | None = None,
                         fresh_images=False, cwd=cwd, echo=echo)
 
 
-def parse_trace(text: str) -> list[tuple[int, int, int]]:
-    """Per completed command, from NVMeVirt's ``PERF_DEBUG`` trace lines (``trace_printk`` in its I/O
-    worker): (start, modeled latency, completion-queue fill latency) in guest nanoseconds.
+def parse_trace(text: str, internal: bool = False) -> list[tuple[int, int, int]]:
+    """Per completed host command, from NVMeVirt's ``PERF_DEBUG`` trace lines (``trace_printk`` in its
+    I/O worker): (start, modeled latency, completion-queue fill latency) in guest nanoseconds.
 
     The line carries ``nsecs_start`` (the guest clock when the dispatcher fetched the command) and,
     relative to it: enqueue, copy start, copy done, CQ filled, and ``nsecs_target`` (the modeled
     completion). The modeled latency is ``nsecs_target - nsecs_start``; the CQ-fill latency is when
-    the worker really posted the completion (never before the target; later when TCG is late)."""
+    the worker really posted the completion (never before the target; later when TCG is late).
+    The worker also traces its internal operations (a write buffer's release when the NAND program
+    behind an early-completed write ends): their enqueue offset is exactly 0 (start and enqueue are
+    one clock read); they are left out unless ``internal``."""
     out = []
     for m in re.finditer(r"nvmev_io_worker.*?:\s+(\d+) (\d+) (\d+) (\d+) (\d+) (\d+)\s*$", text, re.M):
-        start, _enq, _cs, _cd, filled, target = (int(g) for g in m.groups())
-        out.append((start, target, filled))
+        start, enq, _cs, _cd, filled, target = (int(g) for g in m.groups())
+        if (enq == 0) == internal:
+            out.append((start, target, filled))
     return out
 
 

@@ -1,0 +1,270 @@
+"""Issue 29 part 3: the fio jobs of ``zswap-host characterize`` (and of the published ZN540
+characterisation) on NVMeVirt's devices in the TCG guest, side by side with our ``zn540`` model and
+the published numbers::
+
+    NVMEVIRT_SRC=/path/to/nvmevirt .venv/bin/python experiments/nvmevirt_guest.py \
+        [--device zns,ssd] [--suite] [--out experiments/results/nvmevirt]
+
+One guest session per device (``emulator.nvmevirt``: NVMeVirt built for the guest kernel, 1 GiB
+namespace in reserved memory, ZN540 zones of 64 MiB). Per job the guest leaves fio's JSON and
+NVMeVirt's per-command timing trace (its ``PERF_DEBUG`` ``trace_printk``); this script reads both:
+
+* ``wall``: what fio measured in the guest. Under TCG this is the guest CPU's speed, not the device's.
+* ``modeled``: from the trace, the latency NVMeVirt's model assigned to each command
+  (``nsecs_target - nsecs_start``), turned into throughput as ``zones x bs / mean latency`` (QD 1 per
+  zone) or ``QD / mean latency`` (Little's law; an upper bound: see ``docs/nvmevirt.md``).
+
+``--suite`` also runs, on the ZNS namespace, the conformance suite and the store's swap-out/in tests
+(``tests/qemu/guest_conformance.py``, ``tests/qemu/guest_store.py``) with the sync engine.
+
+Writes ``OUT/<device>/`` (guest log, fio JSON, traces), ``OUT/nvmevirt_<device>.json`` and
+``OUT/README.md`` (the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import statistics
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from emulator.nvmevirt import NvmevirtConfig, NvmevirtError, parse_trace, run  # noqa: E402
+
+KiB, MiB = 1 << 10, 1 << 20
+ZONE_MIB = 64
+PUBLISHED = os.path.join(REPO, "experiments", "data", "zn540_published.csv")
+RUNTIME_S = 6            # per fio job (wall, in the guest); each job also stops at its size
+
+
+def jobs(zoned: bool) -> list[dict]:
+    """The jobs, in run order. ``zones`` writers at QD 1 each (one zone each) or one reader at ``qd``.
+    Fields match the published CSV's (experiment, op, bs_kib, qd, zones, occupancy_pct)."""
+    out = []
+    for bs in (4, 8, 16, 32, 64, 128):
+        out.append(dict(name=f"write_{bs}k_qd1_1z", experiment="size_sweep", op="write", bs_kib=bs, qd=1, zones=1))
+    for n in (2, 4, 8, 14):
+        out.append(dict(name=f"write_4k_qd1_{n}z", experiment="zone_sweep", op="write", bs_kib=4, qd=1, zones=n))
+    for bs, n in ((16, 2), (16, 8), (128, 8)):
+        out.append(dict(name=f"write_{bs}k_qd1_{n}z", experiment="zone_sweep_bw", op="write", bs_kib=bs, qd=1, zones=n))
+    for bs, qd in ((4, 1), (4, 8), (4, 32), (4, 128), (4, 256), (16, 32)):
+        out.append(dict(name=f"randread_{bs}k_qd{qd}", experiment="read_qd", op="randread", bs_kib=bs, qd=qd, zones=1))
+    if zoned:
+        for op in ("reset", "finish"):
+            for occ in (0.0, 6.25, 12.5, 25.0, 50.0, 100.0):
+                out.append(dict(name=f"{op}_{occ:g}pct", experiment=op, op=op, occupancy_pct=occ))
+    return out
+
+
+def _fio(common: str, j: dict, first_zone: int) -> str:
+    """fio command line for job ``j``; writer k works in zone ``first_zone + k``."""
+    bs = j["bs_kib"]
+    if j["op"] == "write":
+        parts = [f"fio {common} --rw=write --bs={bs}k --iodepth=1 --ioengine=psync --runtime={RUNTIME_S}"]
+        for k in range(j["zones"]):
+            parts.append(f"--name=w{k} --offset={(first_zone + k) * ZONE_MIB}M --size={ZONE_MIB}M")
+        return " ".join(parts)
+    # random reads of the two filled zones 0-1
+    return (f"fio {common} --rw=randread --bs={bs}k --iodepth={j['qd']} --ioengine=io_uring --runtime={RUNTIME_S} "
+            f"--time_based --name=r --offset=0 --size={2 * ZONE_MIB}M")
+
+
+def guest_command(out: str, zoned: bool, suite: bool, python: str) -> str:
+    """The guest shell script: device facts, fill zones 0-1, every job (fio JSON + trace per job),
+    optionally the conformance and store suites."""
+    zmode = "--zonemode=zbd" if zoned else ""
+    common = f"--direct=1 {zmode} --group_reporting --output-format=json"
+    zone_sectors = ZONE_MIB * MiB // 512
+    L = ["set -u", f"OUT={out}", "mkdir -p $OUT", "D=$NVMEVIRT_DEV", "N=$(basename $D)",
+         "cd $OUT",
+         "dmesg | grep NVMeVirt > $OUT/dmesg_load.txt",
+         "for f in zoned chunk_sectors nr_zones max_open_zones max_active_zones logical_block_size "
+         "max_hw_sectors_kb max_segments zone_append_max_bytes scheduler; do "
+         "echo \"$f $(cat /sys/block/$N/queue/$f 2>/dev/null)\"; done > $OUT/queue.txt",
+         "nvme id-ctrl $D > $OUT/id-ctrl.txt 2>&1; nvme id-ns $D > $OUT/id-ns.txt 2>&1"]
+    if zoned:
+        L += ["echo mq-deadline > /sys/block/$N/queue/scheduler",
+              "blkzone report $D > $OUT/blkzone-report.txt 2>&1; echo STEP blkzone rc=$?",
+              "nvme zns id-ns $D > $OUT/zns-id-ns.txt 2>&1; echo STEP zns-id-ns rc=$?",
+              "nvme zns id-ctrl $D > $OUT/zns-id-ctrl.txt 2>&1; echo STEP zns-id-ctrl rc=$?",
+              "resetz() { blkzone reset -o $(( $1 * %d )) -c $2 $D; }" % zone_sectors]
+    else:
+        L += ["resetz() { :; }"]
+    L += ["job() { local name=$1; shift; echo > $NVMEVIRT_TRACE; local t0=$(date +%s%N); \"$@\" > $OUT/$name.json 2> $OUT/$name.err; "
+          "local rc=$?; local t1=$(date +%s%N); cp $NVMEVIRT_TRACE $OUT/$name.trace; "
+          "echo \"STEP $name rc=$rc ms=$(( (t1 - t0) / 1000000 ))\"; }",
+          # fill zones 0-1 for the reads (128 KiB writes)
+          f"job fill fio {common} --rw=write --bs=128k --iodepth=1 --ioengine=psync --name=f --offset=0 "
+          f"--size={2 * ZONE_MIB}M"]
+    for j in jobs(zoned):
+        if j["op"] == "write":
+            L.append(f"resetz 2 14; job {j['name']} " + _fio(common, j, 2))
+        elif j["op"] == "randread":
+            L.append(f"job {j['name']} " + _fio(common, j, 0))
+        else:
+            occ_bytes = int(round(j["occupancy_pct"] / 100 * ZONE_MIB * MiB / 4096)) * 4096
+            if j["op"] == "finish" and occ_bytes >= ZONE_MIB * MiB:
+                occ_bytes = ZONE_MIB * MiB - 4096           # the artefact: one block short of full
+            fill = (f"fio --direct=1 --zonemode=zbd --rw=write --bs=128k --ioengine=psync --name=o --offset={2 * ZONE_MIB}M "
+                    f"--size={ZONE_MIB}M --io_size={occ_bytes} > /dev/null 2>&1; " if occ_bytes else "")
+            L.append(f"resetz 2 1; {fill}job {j['name']} blkzone {j['op']} -o {2 * zone_sectors} -c 1 $D")
+    if suite and zoned:
+        pyt = (f"cd {REPO} && PYTHONDONTWRITEBYTECODE=1 HOME=$OUT ZSWAP_ZNS_DEVICE=$D ZSWAP_IO_ENGINES=sync "
+               f"{python} -m pytest -q -p no:cacheprovider --rootdir {REPO} -c {REPO}/pyproject.toml")
+        L += ["resetz 0 16",
+              f"( {pyt} --junitxml $OUT/conformance.xml tests/qemu/guest_conformance.py > $OUT/conformance.log 2>&1 ); "
+              "echo STEP conformance rc=$?; tail -15 $OUT/conformance.log",
+              "resetz 0 16",
+              f"( {pyt} --junitxml $OUT/store.xml tests/qemu/guest_store.py > $OUT/store.log 2>&1 ); "
+              "echo STEP store rc=$?; tail -15 $OUT/store.log"]
+    L.append("echo GUEST done")
+    return "\n".join(L)
+
+
+def _fio_summary(path: str) -> dict | None:
+    try:
+        with open(path) as f:
+            text = f.read()
+        data = json.loads(text[text.index("{"):])
+    except (OSError, ValueError):
+        return None
+    bw = iops = 0.0
+    lat = []
+    for jb in data["jobs"]:
+        for d in ("read", "write"):
+            r = jb[d]
+            if r["total_ios"]:
+                bw += r["bw"] / 1024
+                iops += r["iops"]
+                lat.append(r["clat_ns"]["mean"] / 1e3)
+    return {"wall_mib_s": bw, "wall_kiops": iops / 1e3, "wall_clat_us": statistics.mean(lat) if lat else None}
+
+
+def summarize_job(j: dict, fio: dict | None, trace: list[tuple[int, int, int]]) -> dict:
+    """One job's row: wall (fio) and modeled (trace) numbers."""
+    row = dict(j)
+    if fio:
+        row.update(fio)
+    if j["op"] in ("reset", "finish"):
+        # the trace of a reset/finish job holds the zone management command(s) only
+        lats = [t for _s, t, _f in trace]
+        row["modeled_ms"] = statistics.mean(lats) / 1e6 if lats else None
+        row["commands_traced"] = len(lats)
+        return row
+    lats = [t for _s, t, _f in trace if t > 0]     # zone report/management commands model no delay
+    late = [f - t for _s, t, f in trace if t > 0]
+    row["commands_traced"] = len(lats)
+    if not lats:
+        return row
+    mean_ns = statistics.mean(lats)
+    row["modeled_lat_us"] = mean_ns / 1e3
+    row["modeled_lat_p50_us"] = statistics.median(lats) / 1e3
+    row["completion_late_us"] = statistics.mean(late) / 1e3      # CQ posted this long after its target
+    inflight = j["zones"] if j["op"] == "write" else j["qd"]
+    row["modeled_kiops"] = inflight / mean_ns * 1e6
+    row["modeled_mib_s"] = row["modeled_kiops"] * 1e3 * j["bs_kib"] * KiB / MiB
+    return row
+
+
+def _key(r: dict) -> tuple:
+    def f(x):
+        return None if x in (None, "") else float(x)
+    return (r["experiment"], r["op"] if r["op"] != "append" else "write", f(r.get("bs_kib")), f(r.get("qd")),
+            f(r.get("zones")), f(r.get("occupancy_pct")))
+
+
+def reference_points() -> tuple[dict, dict]:
+    """(published value, our zn540 model value) per published point key (writes only, no appends)."""
+    from zswap_host.characterize_zns import run as run_zns
+    model = run_zns("zn540", quick=True)
+    pub, ours = {}, {}
+    for p in model["points"]:
+        if p["op"] == "append" or p["experiment"] == "read_under_writes":
+            continue
+        k = _key(p)
+        pub[k], ours[k] = p["paper"], p["model"]
+    return pub, ours
+
+
+def table(rows: list[dict], device: str) -> str:
+    out = [f"### NVMeVirt {device}", "",
+           "| job | unit | NVMeVirt wall (TCG) | NVMeVirt modeled | our zn540 model | published ZN540 |",
+           "|---|---|---:|---:|---:|---:|"]
+
+    def n(x, d=1):
+        return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{d}f}"
+    for r in rows:
+        if r["op"] in ("reset", "finish"):
+            out.append(f"| {r['name']} | ms | – | {n(r.get('modeled_ms'), 3)} | {n(r.get('model'), 3)} | "
+                       f"{n(r.get('published'), 3)} |")
+        elif r["unit"] == "MiB/s":
+            out.append(f"| {r['name']} | MiB/s | {n(r.get('wall_mib_s'))} | {n(r.get('modeled_mib_s'))} | "
+                       f"{n(r.get('model'))} | {n(r.get('published'))} |")
+        else:
+            out.append(f"| {r['name']} | KIOPS | {n(r.get('wall_kiops'), 2)} | {n(r.get('modeled_kiops'), 1)} | "
+                       f"{n(r.get('model'), 1)} | {n(r.get('published'), 1)} |")
+    return "\n".join(out)
+
+
+def analyse(device: str, outdir: str, pub: dict, ours: dict) -> list[dict]:
+    rows = []
+    for j in jobs(device == "zns"):
+        fio = _fio_summary(os.path.join(outdir, j["name"] + ".json")) if j["op"] not in ("reset", "finish") else None
+        tpath = os.path.join(outdir, j["name"] + ".trace")
+        trace = parse_trace(open(tpath).read()) if os.path.exists(tpath) else []
+        r = summarize_job(j, fio, trace)
+        r["unit"] = ("ms" if j["op"] in ("reset", "finish") else
+                     "MiB/s" if j["experiment"] in ("size_sweep", "zone_sweep_bw") else "KIOPS")
+        if device == "zns":
+            k = _key({**j, "bs_kib": j.get("bs_kib"), "qd": j.get("qd"), "zones": j.get("zones")})
+            r["published"], r["model"] = pub.get(k), ours.get(k)
+        rows.append(r)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="zns,ssd", help="comma list of zns, ssd")
+    ap.add_argument("--suite", action="store_true", help="also the conformance and store suites on the ZNS namespace")
+    ap.add_argument("--out", default=os.path.join(REPO, "experiments", "results", "nvmevirt"))
+    ap.add_argument("--analyse-only", action="store_true", help="re-read OUT/<device>/ without booting")
+    ap.add_argument("--timeout", type=float, default=3600)
+    a = ap.parse_args(argv)
+    out = os.path.abspath(a.out)
+    pub, ours = reference_points()
+    md = ["# NVMeVirt in the TCG guest (issue 29 part 3)", "",
+          "Command: `NVMEVIRT_SRC=… .venv/bin/python experiments/nvmevirt_guest.py " + " ".join(argv or sys.argv[1:]) + "`",
+          "", "wall = fio in the guest (TCG: the guest CPU's speed); modeled = NVMeVirt's own per-command "
+          "completion target from its trace (QD/latency; see docs/nvmevirt.md). Occupancy is of NVMeVirt's "
+          "64 MiB zone (published: of the ZN540's 1077 MiB capacity).", ""]
+    for device in a.device.split(","):
+        ddir = os.path.join(out, device)
+        os.makedirs(ddir, exist_ok=True)
+        if not a.analyse_only:
+            cfg = NvmevirtConfig(device=device, zone_size_mib=ZONE_MIB)
+            cmd = guest_command(ddir, device == "zns", a.suite, sys.executable)
+            try:
+                res = run(cmd, cfg, workdir=ddir, timeout=a.timeout, echo=True, cwd=REPO)
+            except NvmevirtError as e:
+                print(f"nvmevirt: {e}", file=sys.stderr)
+                return 2
+            with open(os.path.join(ddir, "guest.log"), "w") as f:
+                f.write(res.output)
+            print(f"[{device}] guest exit {res.returncode} after {res.boot_and_run_s:.0f} s", file=sys.stderr)
+        rows = analyse(device, ddir, pub, ours)
+        with open(os.path.join(out, f"nvmevirt_{device}.json"), "w") as f:
+            json.dump({"device": device, "zone_size_mib": ZONE_MIB, "runtime_s": RUNTIME_S, "jobs": rows}, f, indent=1)
+        md += [table(rows, device), ""]
+    with open(os.path.join(out, "README.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    print("\n".join(md))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
