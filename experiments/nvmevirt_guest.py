@@ -28,6 +28,7 @@ import csv
 import json
 import math
 import os
+import re
 import statistics
 import sys
 
@@ -78,10 +79,13 @@ def guest_command(out: str, zoned: bool, suite: bool, python: str) -> str:
     """The guest shell script: device facts, fill zones 0-1, every job (fio JSON + trace per job),
     optionally the conformance and store suites."""
     zmode = "--zonemode=zbd" if zoned else ""
-    common = f"--direct=1 {zmode} --group_reporting --output-format=json"
+    common = f"--filename=$D --direct=1 {zmode} --group_reporting --output-format=json"
     zone_sectors = ZONE_MIB * MiB // 512
     L = ["set -u", f"OUT={out}", "mkdir -p $OUT", "D=$NVMEVIRT_DEV", "N=$(basename $D)",
          "cd $OUT",
+         # udev re-reads the namespace after every close of a written device node (blkid probe): its
+         # reads would land in the jobs' traces
+         "udevadm control --exit 2>/dev/null; echo \"udevd running: $(pgrep -c udevd)\"",
          "dmesg | grep NVMeVirt > $OUT/dmesg_load.txt",
          "for f in zoned chunk_sectors nr_zones max_open_zones max_active_zones logical_block_size "
          "max_hw_sectors_kb max_segments zone_append_max_bytes scheduler; do "
@@ -95,8 +99,11 @@ def guest_command(out: str, zoned: bool, suite: bool, python: str) -> str:
               "resetz() { blkzone reset -o $(( $1 * %d )) -c $2 $D; }" % zone_sectors]
     else:
         L += ["resetz() { :; }"]
-    L += ["job() { local name=$1; shift; echo > $NVMEVIRT_TRACE; local t0=$(date +%s%N); \"$@\" > $OUT/$name.json 2> $OUT/$name.err; "
-          "local rc=$?; local t1=$(date +%s%N); cp $NVMEVIRT_TRACE $OUT/$name.trace; "
+    # the trace marker: commands that start before it (udev probing the namespace after the previous
+    # job's writes) are not this job's
+    L += ["job() { local name=$1; shift; echo > $NVMEVIRT_TRACE; echo JOBSTART > /sys/kernel/tracing/trace_marker; "
+          "local t0=$(date +%s%N); \"$@\" > $OUT/$name.json 2> $OUT/$name.err; "
+          "local rc=$?; local t1=$(date +%s%N); echo JOBEND > /sys/kernel/tracing/trace_marker; cp $NVMEVIRT_TRACE $OUT/$name.trace; "
           "echo \"STEP $name rc=$rc ms=$(( (t1 - t0) / 1000000 ))\"; }",
           # fill zones 0-1 for the reads (128 KiB writes)
           f"job fill fio {common} --rw=write --bs=128k --iodepth=1 --ioengine=psync --name=f --offset=0 "
@@ -110,7 +117,7 @@ def guest_command(out: str, zoned: bool, suite: bool, python: str) -> str:
             occ_bytes = int(round(j["occupancy_pct"] / 100 * ZONE_MIB * MiB / 4096)) * 4096
             if j["op"] == "finish" and occ_bytes >= ZONE_MIB * MiB:
                 occ_bytes = ZONE_MIB * MiB - 4096           # the artefact: one block short of full
-            fill = (f"fio --direct=1 --zonemode=zbd --rw=write --bs=128k --ioengine=psync --name=o --offset={2 * ZONE_MIB}M "
+            fill = (f"fio --filename=$D --direct=1 --zonemode=zbd --rw=write --bs=128k --ioengine=psync --name=o --offset={2 * ZONE_MIB}M "
                     f"--size={ZONE_MIB}M --io_size={occ_bytes} > /dev/null 2>&1; " if occ_bytes else "")
             L.append(f"resetz 2 1; {fill}job {j['name']} blkzone {j['op']} -o {2 * zone_sectors} -c 1 $D")
     if suite and zoned:
@@ -143,6 +150,24 @@ def _fio_summary(path: str) -> dict | None:
                 iops += r["iops"]
                 lat.append(r["clat_ns"]["mean"] / 1e3)
     return {"wall_mib_s": bw, "wall_kiops": iops / 1e3, "wall_clat_us": statistics.mean(lat) if lat else None}
+
+
+def job_commands(text: str, zoned: bool) -> list[tuple[int, int, int]]:
+    """The host commands of one job's trace: those that start between the job's ``JOBSTART`` and
+    ``JOBEND`` trace markers or, in a trace without one, from the first zero-latency command on (fio's zone report at
+    its start-up; earlier commands are udev's probe reads after the previous job)."""
+    cmds = parse_trace(text)
+    m = re.search(r"\s(\d+\.\d+): tracing_mark_write: JOBSTART", text)
+    if m:
+        t0 = float(m.group(1)) * 1e9
+        e = re.search(r"\s(\d+\.\d+): tracing_mark_write: JOBEND", text)
+        t1 = float(e.group(1)) * 1e9 if e else math.inf
+        return [c for c in cmds if t0 <= c[0] <= t1]
+    if zoned:
+        first = next((i for i, c in enumerate(cmds) if c[1] == 0), None)
+        if first is not None:
+            return cmds[first:]
+    return cmds
 
 
 def summarize_job(j: dict, fio: dict | None, trace: list[tuple[int, int, int]]) -> dict:
@@ -216,7 +241,7 @@ def analyse(device: str, outdir: str, pub: dict, ours: dict) -> list[dict]:
     for j in jobs(device == "zns"):
         fio = _fio_summary(os.path.join(outdir, j["name"] + ".json")) if j["op"] not in ("reset", "finish") else None
         tpath = os.path.join(outdir, j["name"] + ".trace")
-        trace = parse_trace(open(tpath).read()) if os.path.exists(tpath) else []
+        trace = job_commands(open(tpath).read(), device == "zns") if os.path.exists(tpath) else []
         r = summarize_job(j, fio, trace)
         r["unit"] = ("ms" if j["op"] in ("reset", "finish") else
                      "MiB/s" if j["experiment"] in ("size_sweep", "zone_sweep_bw") else "KIOPS")
