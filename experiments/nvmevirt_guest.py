@@ -40,6 +40,8 @@ from emulator.nvmevirt import NvmevirtConfig, NvmevirtError, parse_trace, run  #
 KiB, MiB = 1 << 10, 1 << 20
 ZONE_MIB = 64
 PUBLISHED = os.path.join(REPO, "experiments", "data", "zn540_published.csv")
+# PCIE_BANDWIDTH (MB/s) of NVMeVirt's presets in its ssd_config.h (WD_ZN540, SAMSUNG_970PRO)
+PCIE_MB_S = {"zns": 3050, "ssd": 3360}
 RUNTIME_S = 6            # per fio job (wall, in the guest); each job also stops at its size
 
 
@@ -170,7 +172,7 @@ def job_commands(text: str, zoned: bool) -> list[tuple[int, int, int]]:
     return cmds
 
 
-def summarize_job(j: dict, fio: dict | None, trace: list[tuple[int, int, int]]) -> dict:
+def summarize_job(j: dict, fio: dict | None, trace: list[tuple[int, int, int]], pcie_mib_s: float = math.inf) -> dict:
     """One job's row: wall (fio) and modeled (trace) numbers."""
     row = dict(j)
     if fio:
@@ -191,8 +193,12 @@ def summarize_job(j: dict, fio: dict | None, trace: list[tuple[int, int, int]]) 
     row["modeled_lat_p50_us"] = statistics.median(lats) / 1e3
     row["completion_late_us"] = statistics.mean(late) / 1e3      # CQ posted this long after its target
     inflight = j["zones"] if j["op"] == "write" else j["qd"]
-    row["modeled_kiops"] = inflight / mean_ns * 1e6
-    row["modeled_mib_s"] = row["modeled_kiops"] * 1e3 * j["bs_kib"] * KiB / MiB
+    # Little's law with every writer / queue slot busy at the device, capped by the one resource all
+    # commands share in NVMeVirt's model: PCIe (its per-command firmware latencies are not shared)
+    little_mib_s = inflight / mean_ns * 1e9 * j["bs_kib"] * KiB / MiB
+    row["modeled_mib_s"] = min(little_mib_s, pcie_mib_s)
+    row["modeled_kiops"] = row["modeled_mib_s"] * MiB / (j["bs_kib"] * KiB) / 1e3
+    row["modeled_capped_by_pcie"] = little_mib_s > pcie_mib_s
     return row
 
 
@@ -218,20 +224,24 @@ def reference_points() -> tuple[dict, dict]:
 
 def table(rows: list[dict], device: str) -> str:
     out = [f"### NVMeVirt {device}", "",
-           "| job | unit | NVMeVirt wall (TCG) | NVMeVirt modeled | our zn540 model | published ZN540 |",
-           "|---|---|---:|---:|---:|---:|"]
+           "| job | unit | NVMeVirt wall (TCG) | NVMeVirt modeled latency p50 / mean (µs) | NVMeVirt modeled | "
+           "our zn540 model | published ZN540 |",
+           "|---|---|---:|---:|---:|---:|---:|"]
 
     def n(x, d=1):
         return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{d}f}"
     for r in rows:
         if r["op"] in ("reset", "finish"):
-            out.append(f"| {r['name']} | ms | – | {n(r.get('modeled_ms'), 3)} | {n(r.get('model'), 3)} | "
+            out.append(f"| {r['name']} | ms | – | – | {n(r.get('modeled_ms'), 3)} | {n(r.get('model'), 3)} | "
                        f"{n(r.get('published'), 3)} |")
-        elif r["unit"] == "MiB/s":
-            out.append(f"| {r['name']} | MiB/s | {n(r.get('wall_mib_s'))} | {n(r.get('modeled_mib_s'))} | "
+            continue
+        lat = f"{n(r.get('modeled_lat_p50_us'), 1)} / {n(r.get('modeled_lat_us'), 1)}"
+        cap = "ᵖ" if r.get("modeled_capped_by_pcie") else ""
+        if r["unit"] == "MiB/s":
+            out.append(f"| {r['name']} | MiB/s | {n(r.get('wall_mib_s'))} | {lat} | {n(r.get('modeled_mib_s'))}{cap} | "
                        f"{n(r.get('model'))} | {n(r.get('published'))} |")
         else:
-            out.append(f"| {r['name']} | KIOPS | {n(r.get('wall_kiops'), 2)} | {n(r.get('modeled_kiops'), 1)} | "
+            out.append(f"| {r['name']} | KIOPS | {n(r.get('wall_kiops'), 2)} | {lat} | {n(r.get('modeled_kiops'), 1)}{cap} | "
                        f"{n(r.get('model'), 1)} | {n(r.get('published'), 1)} |")
     return "\n".join(out)
 
@@ -242,7 +252,7 @@ def analyse(device: str, outdir: str, pub: dict, ours: dict) -> list[dict]:
         fio = _fio_summary(os.path.join(outdir, j["name"] + ".json")) if j["op"] not in ("reset", "finish") else None
         tpath = os.path.join(outdir, j["name"] + ".trace")
         trace = job_commands(open(tpath).read(), device == "zns") if os.path.exists(tpath) else []
-        r = summarize_job(j, fio, trace)
+        r = summarize_job(j, fio, trace, PCIE_MB_S[device] * 1e6 / MiB)
         r["unit"] = ("ms" if j["op"] in ("reset", "finish") else
                      "MiB/s" if j["experiment"] in ("size_sweep", "zone_sweep_bw") else "KIOPS")
         if device == "zns":
