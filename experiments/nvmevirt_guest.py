@@ -77,7 +77,7 @@ def _fio(common: str, j: dict, first_zone: int) -> str:
             f"--time_based --name=r --offset=0 --size={2 * ZONE_MIB}M")
 
 
-def guest_command(out: str, zoned: bool, suite: bool, python: str) -> str:
+def guest_command(out: str, zoned: bool, suite: bool, python: str, fio: bool = True, bench: bool = False) -> str:
     """The guest shell script: device facts, fill zones 0-1, every job (fio JSON + trace per job),
     optionally the conformance and store suites."""
     zmode = "--zonemode=zbd" if zoned else ""
@@ -110,7 +110,9 @@ def guest_command(out: str, zoned: bool, suite: bool, python: str) -> str:
           # fill zones 0-1 for the reads (128 KiB writes)
           f"job fill fio {common} --rw=write --bs=128k --iodepth=1 --ioengine=psync --name=f --offset=0 "
           f"--size={2 * ZONE_MIB}M"]
-    for j in jobs(zoned):
+    if not fio:
+        L.pop()
+    for j in (jobs(zoned) if fio else []):
         if j["op"] == "write":
             L.append(f"resetz 2 14; job {j['name']} " + _fio(common, j, 2))
         elif j["op"] == "randread":
@@ -131,6 +133,13 @@ def guest_command(out: str, zoned: bool, suite: bool, python: str) -> str:
               "resetz 0 16",
               f"( {pyt} --junitxml $OUT/store.xml tests/qemu/guest_store.py > $OUT/store.log 2>&1 ); "
               "echo STEP store rc=$?; tail -15 $OUT/store.log"]
+    if bench and zoned:
+        # the bench's store on the NVMeVirt ZNS namespace (its Linux-swap runs on the emulated default
+        # baseline: NVMeVirt has one device type per build), every swapped-in page checked
+        L += ["resetz 0 16",
+              f"( cd $OUT && PYTHONDONTWRITEBYTECODE=1 HOME=$OUT {python} -m zswap_host.cli bench --device $D --quick "
+              "--iterations 20 --jobs 1 --verify --json $OUT/bench.json > $OUT/bench.log 2>&1 ); "
+              "echo STEP bench rc=$?; tail -25 $OUT/bench.log"]
     L.append("echo GUEST done")
     return "\n".join(L)
 
@@ -267,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="zns,ssd", help="comma list of zns, ssd")
     ap.add_argument("--suite", action="store_true", help="also the conformance and store suites on the ZNS namespace")
     ap.add_argument("--out", default=os.path.join(REPO, "experiments", "results", "nvmevirt"))
+    ap.add_argument("--no-fio", action="store_true", help="leave the fio jobs out (their earlier results are re-read)")
+    ap.add_argument("--bench", action="store_true",
+                    help="also zswap-host bench --device <the ZNS namespace> --quick --iterations 20 --verify")
     ap.add_argument("--analyse-only", action="store_true", help="re-read OUT/<device>/ without booting")
     ap.add_argument("--timeout", type=float, default=3600)
     a = ap.parse_args(argv)
@@ -282,13 +294,14 @@ def main(argv: list[str] | None = None) -> int:
         os.makedirs(ddir, exist_ok=True)
         if not a.analyse_only:
             cfg = NvmevirtConfig(device=device, zone_size_mib=ZONE_MIB)
-            cmd = guest_command(ddir, device == "zns", a.suite, sys.executable)
+            cmd = guest_command(ddir, device == "zns", a.suite, sys.executable, fio=not a.no_fio, bench=a.bench)
             try:
                 res = run(cmd, cfg, workdir=ddir, timeout=a.timeout, echo=True, cwd=REPO)
             except NvmevirtError as e:
                 print(f"nvmevirt: {e}", file=sys.stderr)
                 return 2
-            with open(os.path.join(ddir, "guest.log"), "w") as f:
+            log = "guest.log" if not a.no_fio else "guest-nofio.log"
+            with open(os.path.join(ddir, log), "w") as f:
                 f.write(res.output)
             print(f"[{device}] guest exit {res.returncode} after {res.boot_and_run_s:.0f} s", file=sys.stderr)
         rows = analyse(device, ddir, pub, ours)
