@@ -20,6 +20,9 @@ Two choices are not reachable by a make variable; for them one line of the *copy
   rewritten. Its timing model does not depend on the zone size (every zone is striped over all 32
   dies), only the number of zones does.
 
+One opt-in edit fixes a bug instead (``--fix-zone-buffer-leak``, off by default): the zone reset
+also refills the zone's write buffer (``refill_zone_buffer_on_reset``).
+
 By hand (from the repository root)::
 
     NVMEVIRT_SRC=/path/to/nvmevirt python -m emulator.nvmevirt --check
@@ -84,6 +87,7 @@ class NvmevirtConfig:
     nvmev_cpus: tuple[int, ...] = (1, 2)
     zone_size_mib: int | None = 64       # ZNS only; None: upstream's 2 GiB
     perf_debug: bool = True
+    fix_zone_buffer_leak: bool = False   # ZNS only: see refill_zone_buffer_on_reset
     cpu_model: str = "Nehalem"
     kernel: str | None = None
     extra: dict = field(default_factory=dict)
@@ -184,6 +188,23 @@ def set_zone_size(config_h: str, zone_size_mib: int) -> str:
     return config_h[:m.start(1)] + block + config_h[m.end(1):]
 
 
+ZRWA_REFILL = "\tif (zns_ftl->zp.zrwa_buffer_size)\n\t\tbuffer_refill(&zns_ftl->zrwa_buffer[zid]);\n"
+ZONE_WB_REFILL = "\tif (zns_ftl->zp.zone_wb_size)\n\t\tbuffer_refill(&zns_ftl->zone_write_buffer[zid]);\n"
+
+
+def refill_zone_buffer_on_reset(mgmt_send_c: str) -> str:
+    """zns_mgmt_send.c whose zone reset also refills the zone's write buffer (opt-in work-around).
+
+    Upstream's reset refills only the ZRWA buffer. A zone's write buffer (ZN540: 10 one-shot pages of
+    96 KiB) gets its bytes back only when a whole one-shot page (or the zone's end) is programmed, so
+    every reset of a zone written to a length that is not a multiple of 96 KiB loses the remainder for
+    good; once less than a write is left, that zone's writes are retried forever by the dispatcher and
+    the host's NVMe driver times out (docs/nvmevirt.md)."""
+    if mgmt_send_c.count(ZRWA_REFILL) != 1:
+        raise NvmevirtError("zns_mgmt_send.c: no single ZRWA buffer refill in the zone reset: version not supported")
+    return mgmt_send_c.replace(ZRWA_REFILL, ZRWA_REFILL + ZONE_WB_REFILL)
+
+
 def _src_rev(src: str) -> str:
     try:
         return subprocess.run(["git", "-C", src, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
@@ -194,7 +215,8 @@ def _src_rev(src: str) -> str:
 
 def build_key(cfg: NvmevirtConfig, release: str, rev: str) -> str:
     zone = f"-z{cfg.zone_size_mib}M" if DEVICES[cfg.device].zoned and cfg.zone_size_mib else ""
-    return f"{rev}-{release}-{cfg.device}{zone}{'-perf' if cfg.perf_debug else ''}"
+    fix = "-wbfix" if DEVICES[cfg.device].zoned and cfg.fix_zone_buffer_leak else ""
+    return f"{rev}-{release}-{cfg.device}{zone}{'-perf' if cfg.perf_debug else ''}{fix}"
 
 
 def build(cfg: NvmevirtConfig, src: str | None = None, out: str | None = None, quiet: bool = True) -> str:
@@ -217,6 +239,8 @@ def build(cfg: NvmevirtConfig, src: str | None = None, out: str | None = None, q
         edits.append(("ssd_config.h", lambda t: set_zone_size(t, cfg.zone_size_mib)))
     if cfg.perf_debug:
         edits.append(("io.c", enable_perf_debug))
+    if DEVICES[cfg.device].zoned and cfg.fix_zone_buffer_leak:
+        edits.append(("zns_mgmt_send.c", refill_zone_buffer_on_reset))
     for name, edit in edits:
         path = os.path.join(dest, name)
         with open(path) as f:
@@ -315,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nvmev-cpus", default=",".join(map(str, d.nvmev_cpus)),
                     help="guest CPUs of NVMeVirt's dispatcher and I/O workers [default: %(default)s]")
     ap.add_argument("--no-perf-debug", action="store_true", help="build without PERF_DEBUG (no per-command timing trace)")
+    ap.add_argument("--fix-zone-buffer-leak", action="store_true",
+                    help="ZNS: the copy's zone reset also refills the zone's write buffer (upstream leaks it)")
     ap.add_argument("--kernel", default=None)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--timeout", type=float, default=1800)
@@ -330,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = NvmevirtConfig(device=a.device, storage_mib=a.storage // MiB, memmap_start_mib=a.memmap_start // MiB,
                          memory_mib=a.memory // MiB, cpus=a.cpus,
                          nvmev_cpus=tuple(int(c) for c in a.nvmev_cpus.split(",")),
-                         zone_size_mib=(a.zone_size // MiB) or None, perf_debug=not a.no_perf_debug, kernel=a.kernel)
+                         zone_size_mib=(a.zone_size // MiB) or None, perf_debug=not a.no_perf_debug, kernel=a.kernel,
+                         fix_zone_buffer_leak=a.fix_zone_buffer_leak)
     try:
         if a.build_only:
             print(build(cfg, a.src, quiet=False))

@@ -123,7 +123,8 @@ def guest_command(out: str, zoned: bool, suite: bool, python: str, fio: bool = T
                 occ_bytes = ZONE_MIB * MiB - 4096           # the artefact: one block short of full
             fill = (f"fio --filename=$D --direct=1 --zonemode=zbd --rw=write --bs=128k --ioengine=psync --name=o --offset={2 * ZONE_MIB}M "
                     f"--size={ZONE_MIB}M --io_size={occ_bytes} > /dev/null 2>&1; " if occ_bytes else "")
-            L.append(f"resetz 2 1; {fill}job {j['name']} blkzone {j['op']} -o {2 * zone_sectors} -c 1 $D")
+            L.append(f"resetz 2 1; {fill}job {j['name']} blkzone {j['op']} -o {2 * zone_sectors} -c 1 $D; "
+                     f"(echo '== {j['name']}'; dmesg | tail -8) >> $OUT/dmesg_zone_mgmt.txt")
     if suite and zoned:
         pyt = (f"cd {REPO} && PYTHONDONTWRITEBYTECODE=1 HOME=$OUT ZSWAP_ZNS_DEVICE=$D ZSWAP_IO_ENGINES=sync "
                f"{python} -m pytest -q -p no:cacheprovider --rootdir {REPO} -c {REPO}/pyproject.toml")
@@ -140,7 +141,7 @@ def guest_command(out: str, zoned: bool, suite: bool, python: str, fio: bool = T
               f"( cd $OUT && PYTHONDONTWRITEBYTECODE=1 HOME=$OUT {python} -m zswap_host.cli bench --device $D --quick "
               "--iterations 20 --jobs 1 --verify --json $OUT/bench.json > $OUT/bench.log 2>&1 ); "
               "echo STEP bench rc=$?; tail -25 $OUT/bench.log"]
-    L.append("echo GUEST done")
+    L += ["dmesg > $OUT/dmesg_end.txt", "echo GUEST done"]
     return "\n".join(L)
 
 
@@ -279,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-fio", action="store_true", help="leave the fio jobs out (their earlier results are re-read)")
     ap.add_argument("--bench", action="store_true",
                     help="also zswap-host bench --device <the ZNS namespace> --quick --iterations 20 --verify")
+    ap.add_argument("--fix-zone-buffer-leak", action="store_true",
+                    help="ZNS: build with the zone reset refilling the zone write buffer (emulator/nvmevirt.py)")
     ap.add_argument("--analyse-only", action="store_true", help="re-read OUT/<device>/ without booting")
     ap.add_argument("--timeout", type=float, default=3600)
     a = ap.parse_args(argv)
@@ -293,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         ddir = os.path.join(out, device)
         os.makedirs(ddir, exist_ok=True)
         if not a.analyse_only:
-            cfg = NvmevirtConfig(device=device, zone_size_mib=ZONE_MIB)
+            cfg = NvmevirtConfig(device=device, zone_size_mib=ZONE_MIB, fix_zone_buffer_leak=a.fix_zone_buffer_leak)
             cmd = guest_command(ddir, device == "zns", a.suite, sys.executable, fio=not a.no_fio, bench=a.bench)
             try:
                 res = run(cmd, cfg, workdir=ddir, timeout=a.timeout, echo=True, cwd=REPO)

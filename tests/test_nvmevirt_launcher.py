@@ -111,3 +111,17 @@ def test_trace_lines_give_the_modeled_latency_and_leave_internal_operations_out(
     assert nv.parse_trace(text) == [(86750000000, 61000, 250000)]
     assert nv.parse_trace(text, internal=True) == [(86760000000, 561000, 600000)]
     assert nv.parse_trace(head) == []
+
+
+def test_the_zone_buffer_fix_adds_one_refill_after_the_zrwa_one():
+    reset = "static void __reset_zone(...)\n{\n" + nv.ZRWA_REFILL + "}\n"
+    out = nv.refill_zone_buffer_on_reset(reset)
+    assert out == "static void __reset_zone(...)\n{\n" + nv.ZRWA_REFILL + nv.ZONE_WB_REFILL + "}\n"
+    with pytest.raises(nv.NvmevirtError):
+        nv.refill_zone_buffer_on_reset("static void __reset_zone(...)\n{\n}\n")
+
+
+def test_build_key_names_every_edit():
+    cfg = nv.NvmevirtConfig(fix_zone_buffer_leak=True)
+    assert nv.build_key(cfg, "6.1.0-57-amd64", "abc") == "abc-6.1.0-57-amd64-zns-z64M-perf-wbfix"
+    assert nv.build_key(nv.NvmevirtConfig(device="ssd", perf_debug=False), "r", "abc") == "abc-r-ssd"
