@@ -77,7 +77,7 @@ def _fio(common: str, j: dict, first_zone: int) -> str:
             f"--time_based --name=r --offset=0 --size={2 * ZONE_MIB}M")
 
 
-def guest_command(out: str, zoned: bool, suite: bool, python: str, fio: bool = True, bench: bool = False) -> str:
+def guest_command(out: str, zoned: bool, suite: bool, python: str, only: str | None = None, bench: bool = False) -> str:
     """The guest shell script: device facts, fill zones 0-1, every job (fio JSON + trace per job),
     optionally the conformance and store suites."""
     zmode = "--zonemode=zbd" if zoned else ""
@@ -110,9 +110,10 @@ def guest_command(out: str, zoned: bool, suite: bool, python: str, fio: bool = T
           # fill zones 0-1 for the reads (128 KiB writes)
           f"job fill fio {common} --rw=write --bs=128k --iodepth=1 --ioengine=psync --name=f --offset=0 "
           f"--size={2 * ZONE_MIB}M"]
-    if not fio:
-        L.pop()
-    for j in (jobs(zoned) if fio else []):
+    selected = [j for j in jobs(zoned) if only is None or re.search(only, j["name"])]
+    if not any(j["op"] == "randread" for j in selected):
+        L.pop()                                  # the fill is for the reads
+    for j in selected:
         if j["op"] == "write":
             L.append(f"resetz 2 14; job {j['name']} " + _fio(common, j, 2))
         elif j["op"] == "randread":
@@ -277,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="zns,ssd", help="comma list of zns, ssd")
     ap.add_argument("--suite", action="store_true", help="also the conformance and store suites on the ZNS namespace")
     ap.add_argument("--out", default=os.path.join(REPO, "experiments", "results", "nvmevirt"))
-    ap.add_argument("--no-fio", action="store_true", help="leave the fio jobs out (their earlier results are re-read)")
+    ap.add_argument("--only", default=None, metavar="REGEX",
+                    help="run only the jobs whose name matches (the others' earlier results are re-read)")
     ap.add_argument("--bench", action="store_true",
                     help="also zswap-host bench --device <the ZNS namespace> --quick --iterations 20 --verify")
     ap.add_argument("--fix-zone-buffer-leak", action="store_true",
@@ -297,13 +299,13 @@ def main(argv: list[str] | None = None) -> int:
         os.makedirs(ddir, exist_ok=True)
         if not a.analyse_only:
             cfg = NvmevirtConfig(device=device, zone_size_mib=ZONE_MIB, fix_zone_buffer_leak=a.fix_zone_buffer_leak)
-            cmd = guest_command(ddir, device == "zns", a.suite, sys.executable, fio=not a.no_fio, bench=a.bench)
+            cmd = guest_command(ddir, device == "zns", a.suite, sys.executable, only=a.only, bench=a.bench)
             try:
                 res = run(cmd, cfg, workdir=ddir, timeout=a.timeout, echo=True, cwd=REPO)
             except NvmevirtError as e:
                 print(f"nvmevirt: {e}", file=sys.stderr)
                 return 2
-            log = "guest.log" if not a.no_fio else "guest-nofio.log"
+            log = "guest.log" if a.only is None else "guest-only.log"
             with open(os.path.join(ddir, log), "w") as f:
                 f.write(res.output)
             print(f"[{device}] guest exit {res.returncode} after {res.boot_and_run_s:.0f} s", file=sys.stderr)
