@@ -290,7 +290,12 @@ def main(argv: list[str] | None = None) -> int:
     out = os.path.abspath(a.out)
     pub, ours = reference_points()
     md = ["# NVMeVirt in the TCG guest (issue 29 part 3)", "",
-          "Command: `NVMEVIRT_SRC=… .venv/bin/python experiments/nvmevirt_guest.py " + " ".join(argv or sys.argv[1:]) + "`",
+          "The committed results come from these sessions (`NVMEVIRT_SRC=<checkout of snu-csl/nvmevirt 61c90f7>`):", "",
+          "    .venv/bin/python experiments/nvmevirt_guest.py --device zns,ssd            # fio jobs, upstream build",
+          "    .venv/bin/python experiments/nvmevirt_guest.py --device zns --only '^(reset|finish)_' --suite --bench "
+          "--fix-zone-buffer-leak",
+          "    .venv/bin/python experiments/nvmevirt_guest.py --device zns,ssd --analyse-only   # this file", "",
+          "This file: `experiments/nvmevirt_guest.py " + " ".join(argv or sys.argv[1:]) + "`.",
           "", "wall = fio in the guest (TCG: the guest CPU's speed); modeled = NVMeVirt's own per-command "
           "completion target from its trace (QD/latency; see docs/nvmevirt.md). Occupancy is of NVMeVirt's "
           "64 MiB zone (published: of the ZN540's 1077 MiB capacity).", ""]
