@@ -24,11 +24,12 @@ Writes ``OUT/<device>/`` (guest log, fio JSON, traces), ``OUT/nvmevirt_<device>.
 from __future__ import annotations
 
 import argparse
-import csv
+import gzip
 import json
 import math
 import os
 import re
+import shutil
 import statistics
 import sys
 
@@ -257,12 +258,32 @@ def table(rows: list[dict], device: str) -> str:
     return "\n".join(out)
 
 
+def _read_trace(path: str) -> str:
+    """A job's trace, plain or gzipped ("" when there is none)."""
+    if os.path.exists(path):
+        with open(path) as f:
+            return f.read()
+    if os.path.exists(path + ".gz"):
+        with gzip.open(path + ".gz", "rt") as f:
+            return f.read()
+    return ""
+
+
+def compress_traces(outdir: str) -> None:
+    """gzip the guest's plain traces (they are most of a session's bytes)."""
+    for name in os.listdir(outdir):
+        if name.endswith(".trace"):
+            path = os.path.join(outdir, name)
+            with open(path, "rb") as src, gzip.open(path + ".gz", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.remove(path)
+
+
 def analyse(device: str, outdir: str, pub: dict, ours: dict) -> list[dict]:
     rows = []
     for j in jobs(device == "zns"):
         fio = _fio_summary(os.path.join(outdir, j["name"] + ".json")) if j["op"] not in ("reset", "finish") else None
-        tpath = os.path.join(outdir, j["name"] + ".trace")
-        trace = job_commands(open(tpath).read(), device == "zns") if os.path.exists(tpath) else []
+        trace = job_commands(_read_trace(os.path.join(outdir, j["name"] + ".trace")), device == "zns")
         r = summarize_job(j, fio, trace, PCIE_MB_S[device] * 1e6 / MiB)
         r["unit"] = ("ms" if j["op"] in ("reset", "finish") else
                      "MiB/s" if j["experiment"] in ("size_sweep", "zone_sweep_bw") else "KIOPS")
@@ -314,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             with open(os.path.join(ddir, log), "w") as f:
                 f.write(res.output)
             print(f"[{device}] guest exit {res.returncode} after {res.boot_and_run_s:.0f} s", file=sys.stderr)
+        compress_traces(ddir)
         rows = analyse(device, ddir, pub, ours)
         with open(os.path.join(out, f"nvmevirt_{device}.json"), "w") as f:
             json.dump({"device": device, "zone_size_mib": ZONE_MIB, "runtime_s": RUNTIME_S, "jobs": rows}, f, indent=1)
