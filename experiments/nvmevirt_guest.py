@@ -314,7 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     pub, ours = reference_points()
     md = ["# NVMeVirt in the TCG guest (issue 29 part 3)", "",
           "The committed results come from these sessions (`NVMEVIRT_SRC=<checkout of snu-csl/nvmevirt 61c90f7>`):", "",
-          "    .venv/bin/python experiments/nvmevirt_guest.py --device zns,ssd            # fio jobs, upstream build",
+          "    .venv/bin/python experiments/nvmevirt_guest.py --device zns,ssd --suite    # zns fio jobs, upstream build "
+          "(stopped after its zns finish jobs: the namespace was gone, docs/nvmevirt.md)",
+          "    .venv/bin/python experiments/nvmevirt_guest.py --device ssd                # ssd fio jobs",
           "    .venv/bin/python experiments/nvmevirt_guest.py --device zns --only '^(reset|finish)_' --suite --bench "
           "--fix-zone-buffer-leak",
           "    .venv/bin/python experiments/nvmevirt_guest.py --device zns,ssd --analyse-only   # this file", "",
