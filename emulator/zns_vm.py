@@ -75,6 +75,10 @@ class ZnsVmConfig:
     cached_dirs: list[str] | None = None
     kernel: str | None = None
     extra_qemu: list[str] = field(default_factory=list)
+    # False: no QEMU NVMe controller and no backing images (emulator/nvmevirt.py brings its own device)
+    qemu_nvme: bool = True
+    # extra guest kernel command-line arguments (vng --append), e.g. ``memmap=1025M$1G``
+    kernel_args: list[str] = field(default_factory=list)
 
     def qemu_opts(self, workdir: str) -> str:
         conv, zns = os.path.join(workdir, "conv.img"), os.path.join(workdir, "zns.img")
@@ -88,7 +92,8 @@ class ZnsVmConfig:
                 f"-drive file={conv},id=c,format=raw,if=none",
                 "-device nvme-ns,drive=c,bus=nvme0,nsid=1",
                 f"-drive file={zns},id=z,format=raw,if=none",
-                f"-device {ns2}", f"-cpu {self.cpu_model}"]    # QEMU takes the last -cpu given
+                f"-device {ns2}"] if self.qemu_nvme else []
+        opts.append(f"-cpu {self.cpu_model}")    # QEMU takes the last -cpu given
         for i, d in enumerate(self.cache_dirs()):
             opts.append(f"-fsdev local,id=zc{i},path={d},security_model=none,readonly=on "
                         f"-device virtio-9p-pci,fsdev=zc{i},mount_tag=zc{i}")
@@ -156,6 +161,8 @@ def _static_busybox() -> bool:
 def make_images(cfg: ZnsVmConfig, workdir: str, fresh: bool = True) -> None:
     """Sparse backing files for both namespaces (zeroed when ``fresh``)."""
     os.makedirs(workdir, exist_ok=True)
+    if not cfg.qemu_nvme:
+        return
     for name, size in (("conv.img", cfg.conv_size), ("zns.img", cfg.zones * cfg.zone_size)):
         path = os.path.join(workdir, name)
         if fresh and os.path.exists(path):
@@ -169,7 +176,8 @@ def vng_command(command: str, cfg: ZnsVmConfig, workdir: str) -> list[str]:
     if kernel is None:
         raise RuntimeError("no kernel in /boot: apt-get install linux-image-amd64")
     return [_vng() or "vng", "--disable-kvm", "-r", kernel, "--memory", cfg.memory, "--cpus", str(cfg.cpus),
-            f"--rwdir={workdir}", f"--qemu-opts={cfg.qemu_opts(workdir)}", "--", cfg.mount_prefix() + command]
+            f"--rwdir={workdir}", *(f"--append={a}" for a in cfg.kernel_args),
+            f"--qemu-opts={cfg.qemu_opts(workdir)}", "--", cfg.mount_prefix() + command]
 
 
 def run_in_guest(command: str, cfg: ZnsVmConfig | None = None, workdir: str | None = None,
