@@ -5,12 +5,13 @@ Time is modeled device time in seconds (``now``); every device starts at 0.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Sequence, Union
 
 import numpy as np
 
-from .presets import UNIT, NandPreset
+from .presets import UNIT, ControllerModel, NandPreset
 
 try:
     from .. import _native
@@ -48,13 +49,9 @@ def _params(preset: NandPreset, pages_per_block: int | None = None, suspend: boo
     p.write_buffer_bytes = preset.buffer_bytes
     p.t_suspend_us = preset.t_suspend_us
     p.suspend = int(bool(suspend))
-    c = preset.controller
-    p.ctrl_read_us, p.ctrl_write_us, p.ctrl_append_us = c.ctrl_read_us, c.ctrl_write_us, c.ctrl_append_us
-    p.write_link_mb_s, p.write_path_mb_s = c.write_link_mb_s, c.write_path_mb_s
-    p.t_reset_us, p.t_reset_written_us, p.reset_us_per_mib = c.t_reset_us, c.t_reset_written_us, c.reset_us_per_mib
-    p.finish_pads_zone, p.t_finish_us = int(bool(c.finish_pads_zone)), c.t_finish_us
-    p.zone_die_stagger = int(bool(c.zone_die_stagger))
-    p.t_append_us, p.reset_exponent = c.t_append_us, c.reset_exponent
+    for f in dataclasses.fields(ControllerModel):      # the C struct has a field of each name
+        v = getattr(preset.controller, f.name)
+        setattr(p, f.name, int(v) if isinstance(v, bool) else v)
     return p
 
 
