@@ -51,9 +51,11 @@ def test_bad_input_and_unfinished_traces(tmp_path):
         ChunkedTrace(tr.path)
 
 
-def test_equals_the_bench_trace_and_replays_to_its_numbers(tmp_path):
-    """The generated trace is the one ``bench --trace-out`` records (tiny, zns-host-gc, lookahead 0),
-    and replaying it on payload-free devices gives that run's stall and write amplification."""
+@pytest.mark.parametrize("lookahead", [0, 1])
+def test_equals_the_bench_trace_and_replays_to_its_numbers(tmp_path, lookahead):
+    """The generated trace is the one ``bench --trace-out`` records (tiny, zns-host-gc, the same
+    lookahead), and replaying it on payload-free devices gives that run's stall and write
+    amplification."""
     pytest.importorskip("torch")
     from zswap_host.bench import BenchSpec, run_bench
     from zswap_host.workloads import SwapTrace
@@ -61,8 +63,8 @@ def test_equals_the_bench_trace_and_replays_to_its_numbers(tmp_path):
     from zswap_host.replay import ReplayTrace, replay_run
 
     rec = str(tmp_path / "rec.npz")
-    rep = run_bench(BenchSpec(preset="tiny", lookahead=0, runs=("zns-host-gc",), jobs=1, trace_out=rec))
-    gen = generate_dlrm_trace(str(tmp_path / "gen"), "tiny", chunk_iterations=6)
+    rep = run_bench(BenchSpec(preset="tiny", lookahead=lookahead, runs=("zns-host-gc",), jobs=1, trace_out=rec))
+    gen = generate_dlrm_trace(str(tmp_path / "gen"), "tiny", chunk_iterations=6, lookahead=lookahead)
     assert _same(SwapTrace.load(rec), gen.whole())
     row = replay_run("zns-host-gc", gen.path, "tiny", ReplayTrace(gen.path).sizing())
     bench = rep["runs"][-1]

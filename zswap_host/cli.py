@@ -706,9 +706,20 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
 @click.option("--iterations", type=click.IntRange(min=1), default=None, help="With --generate: iterations "
               "[default: the preset's].")
 @click.option("--compute-us-per-sample", type=click.FloatRange(min=0), default=None, metavar="US",
-              help="With --generate: the compute per sample, the trace's idle windows [default: the preset's "
-              "calibration; mlperf has none].")
+              help="The compute per sample, the trace's idle windows: with --generate the trace's [default: the "
+              "preset's calibration; mlperf has none]; otherwise charged instead of the trace's (its windows "
+              "scaled; no page moves).")
+@click.option("--lookahead", type=click.IntRange(0, 64), default=None, help="With --generate: batches each step "
+              "prefetches while it computes, as the bench's lookahead runs [default: 0]; linux-swap-batched "
+              "replayed on such a trace is the bench's linux-swap-lookahead.")
 @click.option("--seed", type=int, default=None, help="With --generate: the batches' seed [default: 0].")
+@click.option("--ssd", default="thesis-ssd", show_default=True, metavar="PRESET",
+              help="SSD preset of every run's devices (same flash and controller): thesis-ssd, zn540, "
+              "cluster23-nvme-a.")
+@click.option("--geometry", type=click.Choice(["scaled", "real"]), default="scaled", show_default=True,
+              help="scaled: erase blocks and zones scaled down to the trace's size; real: the --ssd preset's "
+              "own erase block, zone size and capacity, and OP unless --op (needs tables of the drive's "
+              "scale, e.g. --generate mlperf).")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Keep OUT/replay.jsonl, a line per finished run: a run already there for this trace and "
               "sizing is not run again.")
@@ -717,7 +728,7 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
               help="Write the summary (trace, sizing, every run's row) as JSON.")
 @friendly_errors
 def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, budget, gen_preset, iterations,
-           compute_us_per_sample, seed, out_dir, restart, json_path) -> None:
+           compute_us_per_sample, lookahead, seed, ssd, geometry, out_dir, restart, json_path) -> None:
     """Replay a page trace through named swap runs, each on fresh payload-free emulated SSDs (no page
     bytes kept: a trace of tables far beyond RAM replays in a few GB) sized as the bench sizes them,
     all from the same raw flash, every swap-in verified against its fingerprint. Per run: modeled
@@ -740,7 +751,7 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
     from .replay import DEFAULT_RUNS, ReplaySpec, check_runs, ensure_trace, run_replay
 
     if gen_preset is None:
-        given = [o for o, v in (("--iterations", iterations), ("--compute-us-per-sample", compute_us_per_sample),
+        given = [o for o, v in (("--iterations", iterations), ("--lookahead", lookahead),
                                 ("--seed", seed)) if v is not None]
         if given:
             _fail(f"{given[0]} applies to --generate PRESET")
@@ -771,7 +782,8 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
 
         try:
             made = ensure_trace(trace_path, gen_preset, budget=budget, iterations=iterations,
-                                us_per_sample=compute_us_per_sample, seed=seed or 0, progress=gen_progress)
+                                us_per_sample=compute_us_per_sample, seed=seed or 0, lookahead=lookahead or 0,
+                                progress=gen_progress)
         finally:
             if "trace" in bars:
                 bars.pop("trace").close()
@@ -794,7 +806,8 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
     journal = os.path.join(out_dir, "replay.jsonl") if out_dir else None
     spec = ReplaySpec(trace=trace_path, runs=runs, preset=trace_preset,
                       budget=None if gen_preset else budget, utilisation=utilisation, op=op,
-                      erase_block=erase_bytes, journal=journal, restart=restart)
+                      erase_block=erase_bytes, ssd=ssd, geometry=geometry,
+                      us_per_sample=None if gen_preset else compute_us_per_sample, journal=journal, restart=restart)
     try:
         summary = run_replay(spec, progress, on_row)
     finally:
@@ -803,11 +816,15 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
     gen = (f" --generate {gen_preset}" + (f" --iterations {iterations}" if iterations else "")
            + (f" --budget {budget}" if budget else "")
            + (f" --compute-us-per-sample {compute_us_per_sample:g}" if compute_us_per_sample is not None else "")
+           + (f" --lookahead {lookahead}" if lookahead is not None else "")
            + (f" --seed {seed}" if seed is not None else "")) if gen_preset else ""
     summary = {"command": f"zswap-host replay{gen} --trace {trace_path} --runs {','.join(runs)}"
                + (f" --utilisation {utilisation:g}" if utilisation is not None else "")
                + (f" --op {op:g}" if op is not None else "")
                + (f" --erase-block {erase_block}" if erase_block is not None else "")
+               + (f" --ssd {ssd}" if ssd != "thesis-ssd" else "") + (f" --geometry {geometry}" if geometry != "scaled" else "")
+               + (f" --compute-us-per-sample {compute_us_per_sample:g}"
+                  if compute_us_per_sample is not None and not gen_preset else "")
                + (f" --preset {trace_preset}" if trace_preset else "")
                + (f" --budget {budget}" if budget and not gen_preset else "")
                + (f" --out {out_dir}" if out_dir else "") + (" --restart" if restart else "")

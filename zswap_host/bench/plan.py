@@ -18,6 +18,11 @@ ZONE = 16 << 20          # zone size of the default emulated ZNS device (halved 
 MIN_ZONES = 64
 HEADROOM = 1.3           # swap space beyond the pages a run can swap out (+ 8 MiB: tables at 70-77% of it)
 SIZINGS = ("same-flash", "same-capacity")
+# the emulated devices' geometry: "scaled" (erase blocks scaled down so every die keeps the preset's
+# min_blocks_per_die, zones of ZONE halved until there are MIN_ZONES: small runs exercise GC) or
+# "real" (the preset's own erase block, zone size and capacity: needs a device of the drive's scale)
+GEOMETRIES = ("scaled", "real")
+MIN_REAL_ZONES = 16      # real geometry: the fewest zones a store's GC is given (otherwise: refused)
 RUNS = ("dram-only", "linux-swap", "linux-swap-batched", "linux-swap-lookahead", "store-on-conventional",
         "zns-host-gc")
 SWAP_RUNS = RUNS[1:]
@@ -44,6 +49,13 @@ class BenchSpec:
     ``compute``: the basis of the compute charged to every run (see :mod:`.compute`); None = pinned at
     the preset's calibrated per-sample cost. ``idle_gc``: the conventional SSD's FTL collects in the
     idle windows the store's GC gets (both GCs get the same idle time; False: neither GC gets them).
+    ``ssd``: the SSD preset (``ssdsim.presets``) both default emulated devices are built from (same
+    flash and controller: the interface is the one difference). ``geometry``: ``scaled`` (the
+    bench's small devices: erase blocks scaled down to keep ``min_blocks_per_die`` per die, zones of
+    at most 16 MiB, at least 64 of them) or ``real`` (the preset's erase block, zone size and zone
+    capacity; the conventional SSD's OP the preset's unless ``op``; refused when the device would
+    hold fewer than ``MIN_REAL_ZONES`` zones: real geometry needs tables of the drive's scale, e.g.
+    ``zswap-host replay --generate mlperf``).
     ``suspend``: the emulated SSDs suspend programs and erases for reads (docs/ssd-model.md).
     ``jobs``: runs trained at once in worker processes; None = one per CPU when every device is an
     in-memory emulated one (modeled time: a run's result does not depend on what runs beside it), else 1.
@@ -65,7 +77,7 @@ class BenchSpec:
 
     preset: str = "default"
     device: str | None = None           # ZNS device URL or path (default: emulated, same flash as the baseline)
-    baseline_device: str | None = None  # conventional device (default: emulated thesis-ssd)
+    baseline_device: str | None = None  # conventional device (default: emulated, flash ``ssd``)
     placement: str = "temporal"
     victim: str = "greedy"
     budget: float | str | None = None
@@ -81,7 +93,9 @@ class BenchSpec:
     idle_gc: bool = True
     suspend: bool = False               # program/erase suspend for reads on both emulated SSDs
     op: float | None = None             # the emulated conventional SSD's over-provisioning (None: the preset's)
-    erase_block: int | None = None      # its erase block, bytes (None: scaled down on small devices)
+    erase_block: int | None = None      # its erase block, bytes (None: per ``geometry``)
+    ssd: str = "thesis-ssd"             # the flash and controller preset of both default emulated SSDs
+    geometry: str = "scaled"            # GEOMETRIES: "real" takes ``ssd``'s erase block and zones unscaled
     jobs: int | None = None             # runs at once (None: one per CPU on in-memory emulated devices)
     model_twin: bool = True             # real devices: the same runs on emulated devices of their geometry
     twin_preset: str = "thesis-ssd"     # the SSD model of those twins
@@ -185,40 +199,57 @@ def plan(spec: BenchSpec) -> Plan:
     # the store keeps for its summaries and GC headroom
     slack = 8 << 20
     conv = math.ceil((pages * PAGE / u if u else pages * PAGE * HEADROOM + slack) / (1 << 20)) << 20
-    nand = get_preset("thesis-ssd")
     try:
-        ssd = ConvSSD(nand, conv, spec.op, erase_block=spec.erase_block)
+        nand = get_preset(spec.ssd)
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    if spec.geometry not in GEOMETRIES:
+        raise BenchError(f"unknown geometry {spec.geometry!r}; known: {', '.join(GEOMETRIES)}")
+    real = spec.geometry == "real"
+    erase_block = nand.block_bytes if real and spec.erase_block is None else spec.erase_block
+    try:
+        ssd = ConvSSD(nand, conv, spec.op, erase_block=erase_block)
     except ValueError as e:
         raise BenchError(f"the conventional SSD: {e}") from None
     raw = ssd.raw_bytes
-    zone = ZONE
-    while raw // zone < MIN_ZONES and zone > 1 << 20:     # small runs: smaller zones, enough of them
-        zone //= 2
-    # a ZNS zone's capacity is a whole number of stripes (one program unit on every die), as on real
-    # drives (capacity < size): otherwise the dies that get one more unit of every zone are hot
     stripe = nand.stripe_bytes
-    cap = zone // stripe * stripe if zone >= stripe else zone
-    if spec.sizing == "same-flash":
-        zones, view_cap = raw // cap, zone            # all the flash as zones; the view uses its LBAs whole
+    if real:
+        # the drive's zones; the zoned view's LBA ranges hold a ZNS zone's capacity, written whole
+        zone, cap = nand.zone_size, nand.zone_capacity
+        if raw // cap < MIN_REAL_ZONES:
+            raise BenchError(f"real geometry: {format_size(raw)} of flash holds {raw // cap} zones of "
+                             f"{format_size(cap)} ({nand.name}), fewer than the {MIN_REAL_ZONES} a store's GC "
+                             f"needs: give larger tables (e.g. replay --generate mlperf) or --geometry scaled")
     else:
-        zones, view_cap = conv // zone, cap           # equal zones, equal capacity: equal usable bytes
+        zone = ZONE
+        while raw // zone < MIN_ZONES and zone > 1 << 20:     # small runs: smaller zones, enough of them
+            zone //= 2
+        # a ZNS zone's capacity is a whole number of stripes (one program unit on every die), as on real
+        # drives (capacity < size): otherwise the dies that get one more unit of every zone are hot
+        cap = zone // stripe * stripe if zone >= stripe else zone
+    view_zone = cap if real else zone
+    if spec.sizing == "same-flash":
+        zones, view_cap = raw // cap, view_zone       # all the flash as zones; the view uses its LBAs whole
+    else:
+        zones, view_cap = conv // view_zone, cap      # equal zones, equal capacity: equal usable bytes
     idle = "&idle_gc=1" if spec.idle_gc else ""
     idle += f"&op={spec.op:g}" if spec.op is not None else ""
-    idle += f"&erase_block={spec.erase_block}" if spec.erase_block is not None else ""
+    idle += f"&erase_block={erase_block}" if erase_block is not None else ""
     suspend = "&suspend=1" if spec.suspend else ""
     devices = {"sizing": spec.sizing, "conventional_usable_bytes": conv, "conventional_raw_bytes": raw,
                "conventional_op": ssd.effective_op, "conventional_erase_block_bytes": ssd.pages_per_block * nand.page_size,
+               "ssd": nand.name, "geometry": spec.geometry,
                "zns_usable_bytes": zones * cap, "zone_size": zone, "zone_capacity": cap,
-               "zoned_view_usable_bytes": conv // zone * view_cap,
+               "zoned_view_usable_bytes": conv // view_zone * view_cap,
                "tables_over_conventional_usable": pages * PAGE / conv,
                "tables_over_zns_usable": pages * PAGE / (zones * cap), "suspend": spec.suspend}
     if spec.device or spec.baseline_device:     # the user's devices: their own sizes, not these
         devices = {"sizing": "given", "baseline": spec.baseline_device or "(emulated default)",
                    "zns": spec.device or "(emulated default)", "suspend": spec.suspend}
     return Plan(p, mc, dc, iterations, batch_size, budget, budget_bytes, fp["budget_pages"], pages * PAGE, pages,
-                spec.baseline_device or f"emu-conv://?size={conv}&preset=thesis-ssd{idle}{suspend}",
-                spec.device or f"emu://?zones={zones}&zone_size={zone}&zone_capacity={cap}&preset=thesis-ssd{suspend}",
-                zone, view_cap, spec.sizing, _compute_basis(spec, p), devices, source)
+                spec.baseline_device or f"emu-conv://?size={conv}&preset={nand.name}{idle}{suspend}",
+                spec.device or f"emu://?zones={zones}&zone_size={zone}&zone_capacity={cap}&preset={nand.name}{suspend}",
+                view_zone, view_cap, spec.sizing, _compute_basis(spec, p), devices, source)
 
 
 def spec_runs(spec: BenchSpec) -> tuple[str, ...]:

@@ -18,13 +18,14 @@ Progress = Callable[[str, int, int, int, int, float], None]
 
 
 def replay_run(name: str, trace_path: str, preset: str, sizing: Sizing, progress: Progress | None = None,
-               verify: bool = True) -> dict:
+               verify: bool = True, idle_scale: float = 1.0) -> dict:
     """The row of run ``name`` (``runs.RUNS``) replaying the trace at ``trace_path`` (a ``.npz`` or a
     chunked trace directory of bench preset ``preset``) on fresh devices of ``sizing``: ``run``,
     ``stall_s``, ``write_amplification``, ``store_gc_mib``, ``device_gc_mib``, ``swap_in_p99_ms``,
     ``compute_s``, ``pages``, ``wall_s``, ``pages_per_s``, ``cpu_s`` and ``pages_per_cpu_s`` (less
     moved by other load on the machine than wall time), ``peak_rss_mib`` (this process's: run it in
     a process of its own for the run's), ``device`` (URL) and ``devices`` (the plan's sizing).
+    ``idle_scale``: the trace's compute windows times this (another compute per sample).
     Raises ``PageCorruptError`` for a page that comes back wrong, what the backend raises otherwise
     (e.g. ``SwapFullError``)."""
     from ..sweep.trace_source import TraceSource
@@ -47,8 +48,11 @@ def replay_run(name: str, trace_path: str, preset: str, sizing: Sizing, progress
             progress(name, 0, pages_total, 0, nchunks, 0.0)
         for i, chunk in enumerate(src.chunks()):
             c = chunk.counts()
+            c["idle_s"] *= idle_scale
             if name.startswith("linux"):
                 chunk = chunk.without(DISCARD)
+            if idle_scale != 1.0:
+                chunk = chunk.with_idle_scaled(idle_scale)
             replay(backend, chunk, verify=verify, clock=clock, versions=vers)
             done += c["swap_in_pages"] + c["swap_out_pages"]
             idle += c["idle_s"]

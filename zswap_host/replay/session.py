@@ -19,7 +19,9 @@ class ReplaySpec:
     """What to replay. ``trace``: a ``.npz`` SwapTrace or a chunked trace directory. ``preset`` /
     ``budget``: for a trace whose meta lacks them. ``utilisation``: tables / the conventional SSD's
     usable bytes (None: the bench's); ``op`` / ``erase_block``: that SSD's over-provisioning and
-    erase block in bytes (None: the bench's). ``journal``: the resumable jsonl (None: none); ``key``: what its
+    erase block in bytes (None: the bench's); ``ssd`` / ``geometry``: the devices' SSD preset and
+    geometry (``BenchSpec``'s). ``us_per_sample``: charge this compute per sample instead of the
+    trace's (its idle windows scaled by the ratio; None: the trace's). ``journal``: the resumable jsonl (None: none); ``key``: what its
     rows are keyed on (None: the trace's digest, preset, budget and utilisation); ``restart``: forget
     the journal first. ``isolate``: each run in a spawned process (its peak RSS its own)."""
 
@@ -30,6 +32,9 @@ class ReplaySpec:
     utilisation: float | None = None
     op: float | None = None
     erase_block: int | None = None
+    ssd: str = "thesis-ssd"
+    geometry: str = "scaled"
+    us_per_sample: float | None = None
     journal: str | None = None
     key: dict | None = None
     restart: bool = False
@@ -48,13 +53,17 @@ def run_replay(spec: ReplaySpec, progress: Progress | None = None,
     bad input (before any run) or a run that failed (named; the runs before it stay journalled)."""
     runs = check_runs(spec.runs)
     tr = ReplayTrace(spec.trace, spec.preset, spec.budget)
-    sizing = tr.sizing(spec.utilisation, spec.op, spec.erase_block)
+    sizing = tr.sizing(spec.utilisation, spec.op, spec.erase_block, spec.ssd, spec.geometry)
+    idle_scale = tr.idle_scale(spec.us_per_sample)
     t0 = time.monotonic()
     digest = tr.identity()
     key = spec.key if spec.key is not None else {"trace_sha256": digest, "preset": tr.preset,
                                                  "budget_pages": sizing.budget_pages, "utilisation": spec.utilisation,
-                                                 **{k: v for k, v in (("op", spec.op), ("erase_block", spec.erase_block))
-                                                    if v is not None}}
+                                                 **{k: v for k, v in (("op", spec.op), ("erase_block", spec.erase_block),
+                                                                      ("us_per_sample", spec.us_per_sample))
+                                                    if v is not None},
+                                                 **{k: v for k, v in (("ssd", spec.ssd), ("geometry", spec.geometry))
+                                                    if v != ReplaySpec.__dataclass_fields__[k].default}}
     journal = Journal(spec.journal, key)
     if spec.restart:
         journal.restart()
@@ -68,21 +77,22 @@ def run_replay(spec: ReplaySpec, progress: Progress | None = None,
         if spec.isolate:
             from .isolate import in_child
 
-            row = in_child(_replay_run, (*args, spec.verify), progress, what=f"run {name}")
+            row = in_child(_replay_run, (*args, spec.verify, idle_scale), progress, what=f"run {name}")
         else:
-            row = replay_run(*args, progress=progress, verify=spec.verify)
+            row = replay_run(*args, progress=progress, verify=spec.verify, idle_scale=idle_scale)
         done[name] = journal.add(row)
         if on_row is not None:
             on_row(done[name], False)
     m = tr.meta
     return {"trace": {"path": spec.trace, "sha256": digest, "sha256_of": tr.identity_of(), "preset": tr.preset,
                       **tr.counts(),
-                      **{k: m.get(k) for k in ("kind", "iterations", "batch_size", "seed", "us_per_sample")},
+                      **{k: m.get(k) for k in ("kind", "iterations", "batch_size", "seed", "us_per_sample", "lookahead")},
                       "budget_pages": sizing.budget_pages},
-            "utilisation": spec.utilisation, "op": spec.op, "erase_block": spec.erase_block, "devices": sizing.devices,
+            "utilisation": spec.utilisation, "op": spec.op, "erase_block": spec.erase_block,
+            "us_per_sample": spec.us_per_sample or m.get("us_per_sample"), "devices": sizing.devices,
             "wall_s_this_invocation": round(time.monotonic() - t0, 1), "resumed": resumed,
             "runs": [done[r] for r in runs]}
 
 
-def _replay_run(name, trace, preset, sizing, verify, progress=None) -> dict:
-    return replay_run(name, trace, preset, sizing, progress=progress, verify=verify)
+def _replay_run(name, trace, preset, sizing, verify, idle_scale=1.0, progress=None) -> dict:
+    return replay_run(name, trace, preset, sizing, progress=progress, verify=verify, idle_scale=idle_scale)

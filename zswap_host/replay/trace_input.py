@@ -61,11 +61,12 @@ class ReplayTrace:
         self.budget = budget
 
     def sizing(self, utilisation: float | None = None, op: float | None = None,
-               erase_block: int | None = None) -> Sizing:
+               erase_block: int | None = None, ssd: str = "thesis-ssd", geometry: str = "scaled") -> Sizing:
         """The bench's devices for this trace's preset (same flash; the tables at ``utilisation`` of
         the conventional SSD's usable bytes, default the bench's; its over-provisioning ``op`` and
-        erase block, default the bench's). ``ReplayError`` for a bad budget, utilisation, OP or
-        erase block, or an unknown preset."""
+        erase block, default the bench's; ``ssd`` and ``geometry`` as ``BenchSpec`` takes them).
+        ``ReplayError`` for a bad budget, utilisation, OP, erase block, SSD preset or geometry, or an
+        unknown preset."""
         from ..bench import BenchSpec, plan
         from ..bench.compute import ComputeBasis
         from ..errors import ZswapError
@@ -78,12 +79,24 @@ class ReplayTrace:
             raise ReplayError(f"{self.path}: the trace does not record its DRAM budget; give --budget")
         try:
             pl = plan(BenchSpec(preset=self.preset, budget=bench_budget(budget), lookahead=0, utilisation=utilisation,
-                                op=op, erase_block=erase_block,
+                                op=op, erase_block=erase_block, ssd=ssd, geometry=geometry,
                                 iterations=m.get("iterations"), batch_size=m.get("batch_size"),
                                 compute=ComputeBasis("pinned", float(m.get("us_per_sample") or 1.0), 1, "trace")))
         except ZswapError as e:
             raise ReplayError(str(e)) from None
         return Sizing.of_plan(pl, self.budget_pages if self.budget_pages is not None else pl.budget_pages)
+
+    def idle_scale(self, us_per_sample: float | None) -> float:
+        """What the trace's compute windows are multiplied by to charge ``us_per_sample`` per sample
+        instead of the trace's own (1.0 for None). ``ReplayError`` for a trace that does not record its
+        compute per sample, or records none (its windows cannot be rescaled)."""
+        if us_per_sample is None:
+            return 1.0
+        own = self.meta.get("us_per_sample")
+        if not own or float(own) <= 0:
+            raise ReplayError(f"{self.path} does not record a compute per sample above 0 "
+                              f"(us_per_sample {own!r}): its compute windows cannot be rescaled")
+        return float(us_per_sample) / float(own)
 
     def counts(self) -> dict:
         return self.source.counts()
@@ -109,10 +122,11 @@ class ReplayTrace:
 
 
 def ensure_trace(path: str, preset: str, *, budget=None, iterations: int | None = None,
-                 us_per_sample: float | None = None, seed: int = 0, progress=None) -> bool:
+                 us_per_sample: float | None = None, seed: int = 0, lookahead: int = 0, progress=None) -> bool:
     """Generate ``preset``'s page trace into directory ``path`` unless a finished trace of the same
     parameters (None: the preset's) is there already; True when it generated one. ``progress(done,
-    total)`` per chunk of iterations. ``ReplayError`` for bad parameters, or a ``path`` that is a file."""
+    total)`` per chunk of iterations. ``lookahead``: batches prefetched ahead (``generate_dlrm_trace``).
+    ``ReplayError`` for bad parameters, or a ``path`` that is a file."""
     from ..workloads import ChunkedTrace, TraceFileError, TraceGenError, generate_dlrm_trace
     from ..workloads.train import preset as train_preset
 
@@ -124,7 +138,8 @@ def ensure_trace(path: str, preset: str, *, budget=None, iterations: int | None 
         raise ReplayError(f"{path} is a file; --generate writes a trace directory there")
     want = {"preset": preset, "budget": p.budget if budget is None else budget,
             "iterations": p.iterations if iterations is None else iterations,
-            "us_per_sample": p.compute_us_per_sample if us_per_sample is None else us_per_sample, "seed": seed}
+            "us_per_sample": p.compute_us_per_sample if us_per_sample is None else us_per_sample, "seed": seed,
+            "lookahead": lookahead}
     try:
         m = ChunkedTrace(path).meta
         if all(str(m.get(k)) == str(v) for k, v in want.items()):
@@ -134,7 +149,7 @@ def ensure_trace(path: str, preset: str, *, budget=None, iterations: int | None 
     _check_budget(preset, budget, iterations)          # before anything is written
     try:
         generate_dlrm_trace(path, preset, budget=budget, iterations=iterations, us_per_sample=us_per_sample,
-                            seed=seed, progress=progress)
+                            seed=seed, lookahead=lookahead, progress=progress)
     except TraceGenError as e:
         raise ReplayError(str(e)) from None
     return True

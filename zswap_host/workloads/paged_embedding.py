@@ -47,6 +47,7 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import asdict, dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -408,16 +409,20 @@ class PagedEmbedding:
         self._dirtied(p.f, p.sf)
 
     @_bookkeeping
-    def touch(self, indices) -> None:
+    def touch(self, indices, between: Callable[[], object] | None = None) -> None:
         """A payload-free step (``payload=False``): make the pages of per-table index arrays (as
         ``gather_tables`` takes) resident and dirty them, exactly as ``gather_tables`` then
         ``apply_tables`` would — the same evictions, faults, discards and trace events — without
-        any row values. ``RuntimeError`` on a cache with payload."""
+        any row values. ``between()``: run after the gather and before the update, as a training
+        step runs its lookahead prefetch between forward and backward. ``RuntimeError`` on a cache
+        with payload."""
         if self.payload:
             raise RuntimeError("touch() is the payload-free step; use gather_tables() and apply_tables()")
         present, _, key = self._lookup_keys(indices)
         self._gather_keys(key)
         p = self._ctx
+        if between is not None:
+            between()
         self._ctx = None
         self.counters.lookups += int(key.size)
         self.steps[present] += 1

@@ -61,6 +61,14 @@ class SwapTrace:
                          np.concatenate([[0], np.cumsum(lens[keep])]), self.ids[mask],
                          {**self.meta, "without": [*self.meta.get("without", []), int(op)]})
 
+    def with_idle_scaled(self, factor: float) -> "SwapTrace":
+        """The trace with every idle (compute) window ``factor`` times as long: the same I/O under
+        another compute per sample (which moves no page: the page cache sees batches, not time)."""
+        if not factor >= 0:
+            raise ValueError(f"idle scale must be >= 0, not {factor}")
+        return SwapTrace(self.ops, self.streams, self.idle_s * float(factor), self.bounds, self.ids,
+                         {**self.meta, "idle_scaled": float(factor)})
+
     def save(self, path: str, compress: bool = True) -> None:
         (np.savez_compressed if compress else np.savez)(path, ops=self.ops, streams=self.streams, idle_s=self.idle_s,
                             bounds=self.bounds, ids=self.ids, meta=np.array(json.dumps(self.meta)))
