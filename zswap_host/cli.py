@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -353,7 +354,8 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 
         if device:
             _fail("--device applies to --study thesis; --study conv builds the conventional model from --preset")
-        result = run_conv(get_preset(preset or DEFAULT_PRESET).name, quick=quick)
+        with _study_progress("conv", quiet) as progress:
+            result = run_conv(get_preset(preset or DEFAULT_PRESET).name, quick=quick, progress=progress)
         click.echo(conv_table(result))
         if json_path:
             with open(json_path, "w") as f:
@@ -369,7 +371,8 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
         preset = get_preset(preset or "zn540").name
         if plot_path is None and json_path:
             plot_path = json_path.rsplit(".", 1)[0] + ".png"
-        result = run_zns(preset, quick=quick, plot_path=plot_path)
+        with _study_progress("zns", quiet) as progress:
+            result = run_zns(preset, quick=quick, plot_path=plot_path, progress=progress)
         click.echo(zns_table(result))
         if json_path:
             with open(json_path, "w") as f:
@@ -384,7 +387,6 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
         _fail("give --device or --preset, not both")
 
     from .characterize import characterize as run, format_table
-    from .progress import Progress
     from .devices import EmulatedBlockDevice
 
     url = device or (QUICK_CHARACTERIZE_DEVICE if quick else DEFAULT_CHARACTERIZE_DEVICE)
@@ -395,13 +397,7 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
                   f"(emu-conv://?size=…&preset=…)")
         if plot_path is None and json_path:
             plot_path = json_path.rsplit(".", 1)[0] + ".png"
-
-        def progress(done: int, total: int, label: str) -> None:   # bytes of all the fio jobs, the job's name
-            bars.update("thesis study", done, total, postfix=label)
-            if done == total:
-                bars.finish("thesis study")
-
-        with Progress("characterize", 1, "study", work="B", quiet=quiet, overall=False) as bars:
+        with _study_progress("thesis", quiet) as progress:     # bytes of all the fio jobs, the job's name
             result = run(dev.model, dev.preset, quick=quick, progress=progress, plot_path=plot_path)
     finally:
         dev.close()
@@ -411,6 +407,22 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
         with open(json_path, "w") as f:
             json.dump(result, f, indent=2)
         click.echo(f"wrote {json_path}")
+
+
+@contextlib.contextmanager
+def _study_progress(study: str, quiet: bool):
+    """A ``progress(done, total, label)`` for a characterize study: one bar over its points or bytes."""
+    from .progress import Progress
+
+    name = f"{study} study"
+    with Progress("characterize", 1, "study", work="pt" if study != "thesis" else "B", quiet=quiet,
+                  overall=False) as bars:
+        def progress(done: int, total: int, label: str) -> None:
+            bars.update(name, done, total, postfix=label)
+            if done == total:
+                bars.finish(name)
+
+        yield progress
 
 
 @main.command()
@@ -710,7 +722,7 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
         return
     click.echo(format_sweep(rows, spec.placements, spec.victims, spec.utilisations, spec.interfaces,
                             summary.get("point_timing")))
-    click.echo(f"{summary['points']} points on {executor} in {summary['wall_s']} s")
+    click.echo(f"\n{summary['points']} points on {executor} in {summary['wall_s']} s")
     for p in paths:
         click.echo(f"wrote {p}")
 
