@@ -27,7 +27,7 @@ def _delta(v: float, v0: float) -> str:
     """The change from ``v0`` to ``v``: a percentage, or the difference when ``v0`` is 0."""
     if v0 == 0:
         return "+0" if v == 0 else f"{v - v0:+.3g}"
-    return f"{(v - v0) / abs(v0) * 100:+.1f}%"
+    return f"{round((v - v0) / abs(v0) * 100, 1) + 0.0:+.1f}%"     # + 0.0: no "-0.0%"
 
 
 def _label_rows(interfaces, placements, utilisations):
