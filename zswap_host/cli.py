@@ -676,7 +676,8 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
     The table printed is a pivot per metric: victim policies as columns (each beside its change
     against the first given), utilisations as rows under each interface and placement, all in the
     order given here; then each point's wall time and pages/s on this machine (not in the CSV, whose
-    rows must not depend on the machine).
+    rows must not depend on the machine). The old option names (--placements, --victims,
+    --utilisations, --interfaces, and --preset for --model) still work, with a line on stderr.
 
     \b
         zswap-host sweep --generate tiny --trace /tmp/tiny-trace --placement temporal,hotness \\
@@ -777,7 +778,8 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
     store-on-conventional (the conventional SSD's zoned view), store-on-fdp (an NVMe FDP SSD, a
     placement handle per stream), store-on-zns (ZNS; the bench's zns-host-gc, the old name here
     too), store-on-ocssd (Open-Channel). Every run ends with a flush of the pages still buffered, as
-    training ends, so write amplification counts every page written.
+    training ends, so write amplification counts every page written. --preset, the old name of
+    --model, still works, with a line on stderr.
 
     \b
         zswap-host replay --generate default --trace /tmp/default-trace --out replay-out
