@@ -20,7 +20,7 @@ a few GB.
 Progress: one line per trace chunk on stderr (pages done, pages/s). Bad input: one line, exit 2.
 
     python experiments/mlperf_replay.py [--preset mlperf] [--budget 10%] [--iterations N]
-        [--compute-us-per-sample US] [--runs zns-host-gc,...] [--trace DIR] [--out DIR] [--restart] [--json]
+        [--compute-us-per-sample US] [--runs store-on-zns,...] [--trace DIR] [--out DIR] [--restart] [--json]
 """
 
 from __future__ import annotations

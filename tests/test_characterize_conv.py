@@ -86,6 +86,7 @@ def test_cli_characterize_study_conv_json(tmp_path):
     r = CliRunner().invoke(main, ["characterize", "--study", "conv", "--quick", "--json", str(out)])
     assert r.exit_code == 0, r.output
     assert "held_out" in r.output and "calibrate" in r.output
+    assert r.output.count("characterize: conv study done (1/1, ") == 1     # off a terminal: one progress line
     d = json.loads(out.read_text())
     assert d["study"] == "conv" and d["preset"] == DEFAULT_PRESET
     assert d["held_out"]["n_points"] + d["calibrate"]["n_points"] == d["n_points"]

@@ -147,6 +147,7 @@ def test_cli_zns_study_writes_json_and_plot(tmp_path):
     r = CliRunner().invoke(main, ["characterize", "--study", "zns", "--preset", "zn540", "--quick", "--json", str(out)])
     assert r.exit_code == 0, r.output
     assert "paper" in r.output and "model" in r.output and "within ±15%" in r.output
+    assert r.output.count("characterize: zns study done (1/1, ") == 1      # off a terminal: one progress line
     data = json.loads(out.read_text())
     assert data["study"] == "zns" and data["preset"] == "zn540"
     assert all({"paper", "model", "error"} <= set(p) for p in data["points"])

@@ -84,3 +84,56 @@ def test_bad_input_is_one_line_and_exit_2(args, words):
 def test_help_explains_urls():
     r = run("--help")
     assert r.exit_code == 0 and "emu-conv://" in r.output and "characterize" in r.output
+
+
+def test_help_names_every_scheme_the_default_op_and_the_glossary():
+    import os
+
+    from zswap_host.devices.url import schemes
+    from zswap_host.ssdsim import get_preset
+
+    out = run("--help").output
+    for s in schemes():
+        if s["form"] != "PATH":                          # the bare-path kinds (files, block devices) below
+            assert s["form"] in out, s["name"]
+    assert "/path/to/file" in out and "/dev/nvme0n2" in out
+    assert f"op={get_preset('thesis-ssd').conv_op:g}" in out and "op=0.07" not in out
+    assert "docs/glossary.md" in out
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    glossary = open(os.path.join(root, "docs", "glossary.md")).read()
+    readme = open(os.path.join(root, "README.md")).read()
+    assert sum("docs/glossary.md" in line for line in readme.splitlines()) == 1
+    for term in ("payload-free", "model twin", "charged compute", "same-flash", "zoned view", "idle window",
+                 "WAF", "ruhs", "ws_min", "mw_cunits", "OP", "stall", "attribution chain", "store-on-zns"):
+        assert f"**{term}" in glossary or f"`{term}`" in glossary, term
+
+
+def test_a_closed_stdout_ends_info_quietly(tmp_path):
+    """``zswap-host info … | head``: the reader has gone; no 'Broken pipe' error, no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    r, w = os.pipe()
+    os.close(r)                                          # nobody reads: the first write fails with EPIPE
+    try:
+        p = subprocess.run([sys.executable, "-m", "zswap_host.cli", "info", "emu://?zones=4&preset=none"],
+                           stdout=w, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(w)
+    assert p.stderr == "" and p.returncode == 141
+
+
+def test_bench_progress_lines_quiet_and_no_empty_chain():
+    """Off a terminal, one line per finished run; --quiet: none; a bench whose runs form no chain
+    step says so instead of printing an empty chain header."""
+    r = run("bench", "--model", "tiny", "--runs", "zns-host-gc", "--jobs", "1")
+    assert r.exit_code == 0, r.output
+    done = [line for line in r.output.splitlines() if line.startswith("bench: ")]
+    assert [d.split()[1] for d in done] == ["dram-only", "zns-host-gc"]
+    assert all("20 iterations" in d for d in done) and "(2/2, " in done[1]
+    assert "attribution chain: no step" in r.output and "attribution chain (before" not in r.output
+    q = run("bench", "--model", "tiny", "--runs", "zns-host-gc", "--jobs", "1", "--quiet")
+    assert q.exit_code == 0 and not any(line.startswith("bench: ") for line in q.output.splitlines())
+    table = lambda out: [line for line in out.splitlines() if line.startswith(("dram-only", "zns-host-gc"))]  # noqa: E731
+    assert [t.split()[:2] for t in table(q.output)] == [t.split()[:2] for t in table(r.output)]

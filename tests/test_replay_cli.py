@@ -46,7 +46,7 @@ def cli(*args):
 
 
 def test_the_command_reports_what_the_library_measures(trace, tmp_path):
-    runs = ["zns-host-gc", "store-on-fdp", "linux-swap-batched"]
+    runs = ["store-on-zns", "store-on-fdp", "linux-swap-batched"]
     r = cli("--trace", trace, "--runs", ",".join(runs), "--json", str(tmp_path / "r.json"))
     assert r.exit_code == 0, r.output
     got = json.loads((tmp_path / "r.json").read_text())
@@ -73,27 +73,61 @@ def test_every_run_shares_the_raw_flash(trace):
 
 def test_a_finished_run_is_not_run_again(trace, tmp_path):
     out = str(tmp_path / "out")
-    first = cli("--trace", trace, "--runs", "zns-host-gc", "--out", out, "--json", str(tmp_path / "a.json"))
+    first = cli("--trace", trace, "--runs", "store-on-zns", "--out", out, "--json", str(tmp_path / "a.json"))
     assert first.exit_code == 0, first.output
-    more = cli("--trace", trace, "--runs", "zns-host-gc,store-on-ocssd", "--out", out, "--json", str(tmp_path / "b.json"))
+    more = cli("--trace", trace, "--runs", "store-on-zns,store-on-ocssd", "--out", out, "--json", str(tmp_path / "b.json"))
     assert more.exit_code == 0, more.output
-    assert "zns-host-gc: finished before" in more.output and "replaying: zns-host-gc" not in more.output
-    assert "replaying: store-on-ocssd" in more.output
+    assert "finished before" in _done(more.output, "store-on-zns")
+    assert "finished before" not in _done(more.output, "store-on-ocssd")
     a, b = (json.loads((tmp_path / f).read_text())["runs"] for f in ("a.json", "b.json"))
     assert b[0] == a[0]                                     # the journalled row itself, wall time included
     with open(os.path.join(out, "replay.jsonl")) as f:
-        assert [json.loads(line)["run"] for line in f] == ["zns-host-gc", "store-on-ocssd"]
-    again = cli("--trace", trace, "--runs", "zns-host-gc", "--out", out, "--restart")
-    assert again.exit_code == 0 and "replaying: zns-host-gc" in again.output and "finished before" not in again.output
+        assert [json.loads(line)["run"] for line in f] == ["store-on-zns", "store-on-ocssd"]
+    again = cli("--trace", trace, "--runs", "store-on-zns", "--out", out, "--restart")
+    assert again.exit_code == 0 and "finished before" not in _done(again.output, "store-on-zns")
     with open(os.path.join(out, "replay.jsonl")) as f:
-        assert [json.loads(line)["run"] for line in f] == ["zns-host-gc"]
+        assert [json.loads(line)["run"] for line in f] == ["store-on-zns"]
+
+
+def _done(output: str, run: str) -> str:
+    """The progress line saying ``run`` is done (off a terminal, one line per finished run)."""
+    lines = [line for line in output.splitlines() if line.startswith(f"replay: {run} done (")]
+    assert len(lines) == 1, output
+    return lines[0]
+
+
+def test_old_names_still_work_with_a_line_each(synthetic, trace, tmp_path):
+    """--preset (now --model) and the run zns-host-gc (now store-on-zns): same result, one line each on stderr."""
+    old = cli("--trace", synthetic, "--preset", "tiny", "--runs", "zns-host-gc", "--json", str(tmp_path / "o.json"))
+    new = cli("--trace", synthetic, "--model", "tiny", "--runs", "store-on-zns", "--json", str(tmp_path / "n.json"))
+    assert old.exit_code == 0 and new.exit_code == 0, old.output + new.output
+    assert "zswap-host replay: --preset is deprecated, use --model" in old.output
+    assert "zswap-host replay: run zns-host-gc is called store-on-zns now" in old.output
+    assert "deprecated" not in new.output and "called" not in new.output
+    o, n = (json.loads((tmp_path / f).read_text()) for f in ("o.json", "n.json"))
+    assert [r["run"] for r in o["runs"]] == ["store-on-zns"]
+    assert {k: o["runs"][0][k] for k in MODELED} == {k: n["runs"][0][k] for k in MODELED}
+    assert "--model tiny" in o["command"] and "--runs store-on-zns" in o["command"]
+
+
+def test_a_journal_row_under_the_old_run_name_is_resumed(trace, tmp_path):
+    j = str(tmp_path / "j.jsonl")
+    run_replay(ReplaySpec(trace, runs=("store-on-zns",), journal=j, isolate=False))
+    with open(j) as f:
+        row = json.loads(f.read())
+    with open(j, "w") as f:
+        f.write(json.dumps({**row, "run": "zns-host-gc"}) + "\n")       # as a journal before the rename
+    seen = []
+    run_replay(ReplaySpec(trace, runs=("store-on-zns",), journal=j, isolate=False),
+               on_row=lambda r, resumed: seen.append((r["run"], resumed)))
+    assert seen == [("store-on-zns", True)]
 
 
 def test_a_journal_of_another_sizing_is_not_resumed(trace, tmp_path):
     j = str(tmp_path / "j.jsonl")
-    run_replay(ReplaySpec(trace, runs=("zns-host-gc",), journal=j, isolate=False))
+    run_replay(ReplaySpec(trace, runs=("store-on-zns",), journal=j, isolate=False))
     seen = []
-    run_replay(ReplaySpec(trace, runs=("zns-host-gc",), journal=j, utilisation=0.9, isolate=False),
+    run_replay(ReplaySpec(trace, runs=("store-on-zns",), journal=j, utilisation=0.9, isolate=False),
                on_row=lambda row, resumed: seen.append(resumed))
     assert seen == [False]
 
@@ -140,7 +174,7 @@ def test_fdp_and_ocssd_runs_verify_every_page(trace, monkeypatch, run):
 
 
 def test_an_npz_trace_with_its_preset_given(synthetic, tmp_path):
-    r = cli("--trace", synthetic, "--preset", "tiny", "--runs", "store-on-ocssd", "--json", str(tmp_path / "s.json"))
+    r = cli("--trace", synthetic, "--model", "tiny", "--runs", "store-on-ocssd", "--json", str(tmp_path / "s.json"))
     assert r.exit_code == 0, r.output
     s = json.loads((tmp_path / "s.json").read_text())
     assert s["trace"]["kind"] == "synthetic-dlrm" and s["trace"]["preset"] == "tiny"
@@ -149,23 +183,23 @@ def test_an_npz_trace_with_its_preset_given(synthetic, tmp_path):
 
 def test_generate_then_reuse(tmp_path):
     t = str(tmp_path / "g")
-    args = ("--generate", "tiny", "--iterations", "4", "--trace", t, "--runs", "zns-host-gc")
+    args = ("--generate", "tiny", "--iterations", "4", "--trace", t, "--runs", "store-on-zns")
     first = cli(*args)
     assert first.exit_code == 0 and "generated the tiny trace" in first.output, first.output
     again = cli(*args)
     assert again.exit_code == 0 and "reusing the tiny trace" in again.output, again.output
-    row = [next(line.split()[1:6] for line in r.output.splitlines() if line.startswith("zns-host-gc"))
+    row = [next(line.split()[1:6] for line in r.output.splitlines() if line.startswith("store-on-zns"))
            for r in (first, again)]
     assert row[0] == row[1]
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--runs", "zns-host-gc,nope"], "unknown run 'nope'; known: linux-swap, linux-swap-batched"),
+    (["--runs", "store-on-zns,nope"], "unknown run 'nope'; known: linux-swap, linux-swap-batched"),
     (["--runs", ","], "unknown run '(none)'"),
     (["--budget", "10%"], "records its DRAM budget"),
-    (["--preset", "default"], "is the 'tiny' preset's trace, not 'default'"),
+    (["--model", "default"], "is the 'tiny' preset's trace, not 'default'"),
     (["--utilisation", "1.5"], "utilisation must be within 0.05..0.99"),
-    (["--iterations", "3"], "--iterations applies to --generate PRESET"),
+    (["--iterations", "3"], "--iterations applies to --generate MODEL"),
     (["--restart"], "--restart applies to --out DIR"),
     (["--op", "0.9"], "--op must be within 0..0.5"),
     (["--erase-block", "lots"], "bad --erase-block 'lots'"),
@@ -194,15 +228,15 @@ def test_bad_generate_input_writes_no_trace(tmp_path, args, message):
 
 def test_an_npz_without_its_preset_or_budget(synthetic, tmp_path):
     r = cli("--trace", synthetic)
-    assert r.exit_code == 2 and "give --preset" in r.output and len(r.output.strip().splitlines()) == 1
+    assert r.exit_code == 2 and "give --model" in r.output and len(r.output.strip().splitlines()) == 1
     bare = str(tmp_path / "bare.npz")
     from zswap_host.workloads import SwapTrace
 
     t = SwapTrace.load(synthetic)
     SwapTrace(t.ops, t.streams, t.idle_s, t.bounds, t.ids, {"preset": "tiny"}).save(bare)
-    r = cli("--trace", bare, "--runs", "zns-host-gc")
+    r = cli("--trace", bare, "--runs", "store-on-zns")
     assert r.exit_code == 2 and "does not record its DRAM budget; give --budget" in r.output, r.output
-    r = cli("--trace", bare, "--runs", "zns-host-gc", "--budget", "lots")
+    r = cli("--trace", bare, "--runs", "store-on-zns", "--budget", "lots")
     assert r.exit_code == 2 and "bad DRAM budget 'lots'" in r.output and len(r.output.strip().splitlines()) == 1
 
 

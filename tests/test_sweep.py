@@ -3,6 +3,8 @@ the Ray executor giving identical CSVs, determinism by seed, retries of failed p
 keeps failing named, and the command's one-line errors. One local Ray session (2 CPUs) for the module;
 a tiny generated trace."""
 
+import csv
+import json
 import os
 import subprocess
 import sys
@@ -21,8 +23,8 @@ from zswap_host.workloads import generate_dlrm_trace
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GRID = dict(placements=["temporal", "hotness"], victims=["greedy", "fifo"], utilisations=[0.75, 0.95],
             interfaces=["zns", "conventional"])
-CLI_GRID = ["--placements", "temporal,hotness", "--victims", "greedy,fifo", "--utilisations", "0.75,95%",
-            "--interfaces", "zns,conventional"]
+CLI_GRID = ["--placement", "temporal,hotness", "--victim", "greedy,fifo", "--utilisation", "0.75,95%",
+            "--interface", "zns,conventional"]
 ROW_KEYS = ["placement", "victim", "utilisation", "interface", "seed", "tables_over_usable", "stall_s",
             "write_amplification", "store_gc_mib", "device_gc_mib", "swap_in_p99_us", "erase_blocks", "erases",
             "wear_max_over_mean", "wear_cv"]
@@ -130,8 +132,8 @@ def test_serial_and_ray_give_identical_csvs(trace, ray_session, serial_rows, tmp
 def test_deterministic_by_seed(tmp_path):
     def csv(seed: int, name: str) -> bytes:
         r = CliRunner().invoke(main, ["sweep", "--generate", "tiny", "--iterations", "10", "--trace",
-                                      str(tmp_path / f"trace-{name}"), "--placements", "temporal", "--victims",
-                                      "greedy", "--utilisations", "0.95", "--interfaces", "conventional",
+                                      str(tmp_path / f"trace-{name}"), "--placement", "temporal", "--victim",
+                                      "greedy", "--utilisation", "0.95", "--interface", "conventional",
                                       "--executor", "serial", "--seed", str(seed), "--out", str(tmp_path / name)])
         assert r.exit_code == 0, r.output
         return (tmp_path / name / "sweep.csv").read_bytes()
@@ -172,11 +174,11 @@ def test_a_point_that_keeps_failing_stops_the_sweep_named(trace, ray_session, fa
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--placements", "temporal,nope"], "unknown placement 'nope'; known: single, temporal, stream, hotness"),
-    (["--victims", "lru"], "unknown victim 'lru'; known: cost-benefit, fifo, greedy"),
-    (["--interfaces", "zns,nvme"], "unknown interface 'nvme'; known: conventional, fdp, zns, ocssd"),
-    (["--utilisations", "0.9,1.2"], "utilisation must be within 0.05..0.99"),
-    (["--utilisations", "lots"], "bad utilisation 'lots'"),
+    (["--placement", "temporal,nope"], "unknown placement 'nope'; known: single, temporal, stream, hotness"),
+    (["--victim", "lru"], "unknown victim 'lru'; known: cost-benefit, fifo, greedy"),
+    (["--interface", "zns,nvme"], "unknown interface 'nvme'; known: conventional, fdp, zns, ocssd"),
+    (["--utilisation", "0.9,1.2"], "utilisation must be within 0.05..0.99"),
+    (["--utilisation", "lots"], "bad utilisation 'lots'"),
     (["--iterations", "3"], "--iterations and --budget apply to --generate"),
 ])
 def test_bad_input_is_one_line_exit_2_nothing_written(trace, tmp_path, args, message):
@@ -201,3 +203,80 @@ def test_missing_trace_and_missing_ray(tmp_path):
     assert p.stderr.strip().splitlines() == [
         "zswap-host: error: the Ray executor needs Ray: pip install ray==2.60.0 (or --executor serial)"]
     assert not (tmp_path / "out").exists()
+
+
+def _blocks(output: str) -> dict[str, list[str]]:
+    """The sweep's printed tables: title -> its lines (header, rule, rows), up to the blank line."""
+    blocks, title = {}, None
+    for line in output.splitlines():
+        if title is None:
+            if line and not line.startswith(("sweep:", "zswap-host")):
+                title, blocks[line] = line, []
+        elif line == "":
+            title = None
+        else:
+            blocks[title].append(line)
+    return blocks
+
+
+def test_the_table_keeps_the_given_order_aligned_with_deltas(trace, tmp_path):
+    """Victims as columns and utilisations as rows in the command line's order (not sorted), every
+    line of a table on the same column starts, the deltas those of the CSV's values, and each point's
+    wall time and pages/s; off a terminal one progress line per point."""
+    r = CliRunner().invoke(main, ["sweep", "--trace", trace, "--placement", "temporal", "--victim", "greedy,fifo",
+                                  "--utilisation", "0.95,0.75", "--interface", "zns,conventional",
+                                  "--executor", "serial", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0, r.output
+    blocks = _blocks(r.output)
+    waf = next(v for k, v in blocks.items() if k.startswith("write amplification"))
+    head, rule, *body = waf
+    assert head.split() == ["interface", "placement", "util", "greedy", "fifo", "vs", "greedy"]
+    body = [b for b in body if not b.startswith("WAF below 1")]
+    assert len({len(line) for line in [head, rule, *body]}) == 1          # right-aligned numbers: one width
+    for col in ("greedy", "fifo"):                                        # each column's cells end under its name
+        end = head.index(col) + len(col)
+        assert all(line[end - 1] != " " and (end == len(line) or line[end] == " ") for line in body)
+    cells = [line.split() for line in body]
+    assert [c[-4] for c in cells] == ["0.95", "0.75", "0.95", "0.75"]
+    assert [c[0] for c in cells if len(c) == 6] == ["zns", "conventional"]
+    rows = {(x["interface"], float(x["utilisation"]), x["victim"]): x
+            for x in csv.DictReader(open(tmp_path / "o" / "sweep.csv"))}
+    for c, (iface, u) in zip(cells, [("zns", 0.95), ("zns", 0.75), ("conventional", 0.95), ("conventional", 0.75)]):
+        g, f = (float(rows[(iface, u, v)]["write_amplification"]) for v in ("greedy", "fifo"))
+        assert c[-3:-1] == [f"{g:.3f}", f"{f:.3f}"]
+        assert c[-1] == (f"{(f - g) / g * 100:+.1f}%" if g else "+0")
+    timing = blocks["wall time and pages/s per point (this machine)"]
+    assert timing[0].split()[-2:] == ["greedy", "fifo"] and len(timing) == 2 + 4
+    assert all(line.count("/s") == 2 for line in timing[2:])
+    summary = json.loads((tmp_path / "o" / "sweep.json").read_text())
+    assert len(summary["point_timing"]) == 8 and all(t["pages_per_s"] > 0 for t in summary["point_timing"].values())
+    assert "--placement temporal --victim greedy,fifo --utilisation 0.95,0.75 --interface zns,conventional" \
+        in summary["command"]
+    assert len([line for line in r.output.splitlines() if line.startswith("sweep: ")]) == 8
+    assert "fifo," not in r.output.splitlines()[0]       # no old CSV-like line
+
+
+def test_old_option_names_still_work_with_one_line_each(trace, tmp_path):
+    old = CliRunner().invoke(main, ["sweep", "--trace", trace, "--placements", "temporal", "--victims", "greedy",
+                                    "--utilisations", "0.95", "--interfaces", "zns", "--preset", "tiny",
+                                    "--executor", "serial", "--quiet", "--out", str(tmp_path / "old")])
+    new = CliRunner().invoke(main, ["sweep", "--trace", trace, "--placement", "temporal", "--victim", "greedy",
+                                    "--utilisation", "0.95", "--interface", "zns", "--model", "tiny",
+                                    "--executor", "serial", "--quiet", "--out", str(tmp_path / "new")])
+    assert old.exit_code == 0 and new.exit_code == 0, old.output + new.output
+    for o, n in (("--placements", "--placement"), ("--victims", "--victim"), ("--utilisations", "--utilisation"),
+                 ("--interfaces", "--interface"), ("--preset", "--model")):
+        assert old.output.count(f"zswap-host sweep: {o} is deprecated, use {n}\n") == 1
+    assert "deprecated" not in new.output and "sweep: " not in new.output       # --quiet: no progress lines
+    assert (tmp_path / "old" / "sweep.csv").read_bytes() == (tmp_path / "new" / "sweep.csv").read_bytes()
+
+
+def test_the_progress_starts_before_the_first_point(trace):
+    from zswap_host.sweep import SweepSpec, run_sweep
+
+    calls = []
+    spec = SweepSpec(trace=trace, placements=("temporal",), victims=("greedy",), utilisations=(0.95, 0.75),
+                     interfaces=("zns",), executor="serial")
+    s = run_sweep(spec, lambda d, n, p: calls.append((d, n, p and p.key)))
+    assert calls[0] == (0, 2, None) and [c[0] for c in calls] == [0, 1, 2]
+    assert sorted(s["point_timing"]) == sorted(c[2] for c in calls[1:])

@@ -80,14 +80,14 @@ def _cli(*args, cwd):
 
 def test_replay_experiment_resumes_and_refuses_bad_input(tmp_path):
     out = str(tmp_path / "out")
-    r = _cli("--preset", "tiny", "--budget", "25%", "--runs", "zns-host-gc,linux-swap-batched", "--out", out,
+    r = _cli("--preset", "tiny", "--budget", "25%", "--runs", "store-on-zns,linux-swap-batched", "--out", out,
              "--json", cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
-    assert [x["run"] for x in res["runs"]] == ["zns-host-gc", "linux-swap-batched"]
+    assert [x["run"] for x in res["runs"]] == ["store-on-zns", "linux-swap-batched"]
     assert all(x["pages_per_s"] > 0 and x["peak_rss_mib"] > 0 for x in res["runs"])
     assert "pages/s" in r.stderr                                  # progress
-    again = _cli("--preset", "tiny", "--budget", "25%", "--runs", "zns-host-gc,linux-swap-batched", "--out", out,
+    again = _cli("--preset", "tiny", "--budget", "25%", "--runs", "store-on-zns,linux-swap-batched", "--out", out,
                  "--json", cwd=str(tmp_path))
     assert again.returncode == 0 and "done before" in again.stderr and "chunk" not in again.stderr
     assert json.loads(again.stdout)["runs"] == res["runs"]

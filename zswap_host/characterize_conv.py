@@ -171,14 +171,17 @@ def gc_steady_state(preset: NandPreset, quick: bool, rng) -> dict:
 
 
 def run(preset: NandPreset | str = DEFAULT_PRESET, quick: bool = False, published: str | Path | None = None,
-        seed: int = 42, gc: bool = True) -> dict:
-    """Every published point on the model; per point the error, and per role the accuracy."""
+        seed: int = 42, gc: bool = True, progress=None) -> dict:
+    """Every published point on the model; per point the error, and per role the accuracy.
+    ``progress(done, total, experiment)`` after each published point."""
     rows = load_published(published)
     st = _Study(preset, quick)
     rng = np.random.default_rng(seed)
     cache: dict = {}
     points = []
-    for r in rows:
+    for i, r in enumerate(rows):
+        if progress is not None and i:
+            progress(i, len(rows), rows[i - 1]["experiment"])
         exp, bs = r["experiment"], (r["bs_kib"] or 0) * KiB
         if exp in ("seq_write", "rand_write"):
             key = (exp, bs, r["qd"])
@@ -214,6 +217,8 @@ def run(preset: NandPreset | str = DEFAULT_PRESET, quick: bool = False, publishe
                        "paper": paper, "model": float(model), "error": err,
                        "within_tolerance": bool(abs(err) <= TOLERANCE),
                        **{k: r[k] for k in ("model_write_mib_s", "model_write_amplification") if k in r}})
+    if progress is not None:
+        progress(len(rows), len(rows), rows[-1]["experiment"])
     summary = summarize(points, TOLERANCE)
     p = st.preset
     return {

@@ -233,8 +233,10 @@ class _Study:
 
 
 def run(preset: str | NandPreset = "zn540", quick: bool = False, published: str | Path | None = None,
-        plot_path: str | None = None, seed: int = 42, roles: tuple[str, ...] = ROLES) -> dict:
+        plot_path: str | None = None, seed: int = 42, roles: tuple[str, ...] = ROLES,
+        progress=None) -> dict:
     """Run every published point on the model; returns {"points": [...], summary...}.
+    ``progress(done, total, experiment)`` after each published point.
 
     The points use the model as the emulated devices do by default (no program/erase suspend);
     the read-under-writes points are also run with suspend on (``model_with_suspend``), which the
@@ -249,7 +251,9 @@ def run(preset: str | NandPreset = "zn540", quick: bool = False, published: str 
     cache: dict = {}
     read_zones = st.fill(2)
     points = []
-    for r in rows:
+    for i, r in enumerate(rows):
+        if progress is not None and i:
+            progress(i, len(rows), rows[i - 1]["experiment"])
         exp, bs = r["experiment"], (r["bs_kib"] or 0) * KiB
         if exp in ("size_sweep", "qd_sweep", "zone_sweep", "zone_sweep_bw"):
             # QD per zone x zones in flight; appends as the model's zone append op
@@ -291,6 +295,8 @@ def run(preset: str | NandPreset = "zn540", quick: bool = False, published: str 
                        "paper": paper, "model": float(model), "error": err,
                        "within_tolerance": bool(abs(err) <= TOLERANCE),
                        **{k: r[k] for k in ("model_write_mib_s", "model_with_suspend") if k in r}})
+    if progress is not None:
+        progress(len(rows), len(rows), rows[-1]["experiment"])
     within = sum(p["within_tolerance"] for p in points)
     result = {
         "study": "zns", "preset": preset_name, "clock": "modeled", "quick": quick,

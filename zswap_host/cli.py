@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -10,6 +11,7 @@ import click
 
 from .bench.plan import SWAP_RUNS as SWAP_RUN_NAMES
 from .errors import ZswapError
+from .renamed_options import RenamedOptions
 from .store.placement import placements
 from .units import format_size
 
@@ -22,6 +24,19 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
+def _quiet_broken_pipe() -> None:
+    """The reader of our stdout went away (``zswap-host info … | head``): stop without a word, as
+    other Unix tools do; stdout goes to /dev/null so the interpreter's last flush cannot complain."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(141)                       # 128 + SIGPIPE, what a shell reports for a tool killed by it
+
+
 def friendly_errors(fn):
     """Bad input ends in one line on stderr and exit code 2, never a traceback."""
 
@@ -29,6 +44,8 @@ def friendly_errors(fn):
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
+        except BrokenPipeError:
+            _quiet_broken_pipe()
         except (ZswapError, ValueError) as e:
             _fail(str(e))
         except OSError as e:
@@ -62,6 +79,12 @@ def io_engine_option(fn):
                         help=_IO_ENGINE_HELP)(wrapper)
 
 
+def quiet_option(fn):
+    """``--quiet``: no progress on stderr (bars on a terminal, else a line per finished unit)."""
+    return click.option("--quiet", "-q", is_flag=True, help="No progress bars (on a terminal) or progress "
+                        "lines (elsewhere) on stderr; errors still show.")(fn)
+
+
 def _open(url: str, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
     from .devices import open_device
 
@@ -73,10 +96,25 @@ def _open(url: str, zoned: bool | None = None, force: bool | None = None, readon
 def main() -> None:
     """Host-managed swap on ZNS SSDs, measured against conventional SSD swap.
 
-    DEVICE arguments are paths or URLs: emu://PATH?zones=N&zone_size=16MiB&zone_capacity=…&max_open=…
-    &max_active=…&preset=… (emulated ZNS; empty PATH = in memory, a file path keeps the zones between
-    runs), emu-conv://PATH?size=…&op=0.07&preset=… (emulated conventional SSD), or a regular file.
-    Presets: thesis-ssd (default), zn540, none (timing model off).
+    DEVICE arguments are paths or URLs (`zswap-host schemes` lists each scheme's parameters; README,
+    "Devices"); an empty PATH keeps the device in memory, a file PATH keeps it between runs:
+
+    \b
+      emu://PATH?zones=N&zone_size=16MiB&zone_capacity=…&max_open=…&max_active=…&preset=…
+                        emulated ZNS SSD
+      emu-conv://PATH?size=8GiB&op=0.15&preset=…
+                        emulated conventional SSD (page-mapped FTL; op: hidden over-provisioning,
+                        default the preset's, 15% on thesis-ssd)
+      fdp://PATH?size=8GiB&op=0.15&ruhs=8&isolation=persistent&preset=…
+                        emulated NVMe FDP SSD (ruhs: reclaim unit handles)
+      ocssd://PATH?groups=8&pus=2&chunks=8&sectors=1536&ws_min=12&preset=…
+                        emulated Open-Channel SSD 2.0
+      /path/to/file     a regular file as a conventional block device
+      /dev/nvme0n2 …    a Linux block device (zoned or not)
+
+    Presets (the SSD timing model): thesis-ssd (default), zn540, none (timing model off).
+    Words the output uses (WAF, payload-free, model twin, charged compute, same-flash, zoned view, idle
+    window, ruhs, ws_min, ...): docs/glossary.md.
     """
 
 
@@ -294,10 +332,11 @@ def format_devices(found: list) -> str:
               help="PNG of bandwidth against written volume (zns: model vs paper) [default: next to --json, else none].")
 @click.option("--force", is_flag=True, help="Use --device's PATH even if it is a file that holds data zswap-host "
               "did not create (no PATH.json beside it): its data will be destroyed.")
+@quiet_option
 @io_engine_option
 @friendly_errors
 def characterize(device: str | None, study: str, preset: str | None, quick: bool, json_path: str | None,
-                 plot_path: str | None, force: bool = False) -> None:
+                 plot_path: str | None, force: bool = False, quiet: bool = False) -> None:
     """Reproduce the thesis's fio study on an emulated SSD, or (--study zns) a published ZNS study.
 
     Runs fio-equivalent jobs on the SSD timing model and reports the two ratios the thesis measured
@@ -315,7 +354,8 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 
         if device:
             _fail("--device applies to --study thesis; --study conv builds the conventional model from --preset")
-        result = run_conv(get_preset(preset or DEFAULT_PRESET).name, quick=quick)
+        with _study_progress("conv", quiet) as progress:
+            result = run_conv(get_preset(preset or DEFAULT_PRESET).name, quick=quick, progress=progress)
         click.echo(conv_table(result))
         if json_path:
             with open(json_path, "w") as f:
@@ -331,7 +371,8 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
         preset = get_preset(preset or "zn540").name
         if plot_path is None and json_path:
             plot_path = json_path.rsplit(".", 1)[0] + ".png"
-        result = run_zns(preset, quick=quick, plot_path=plot_path)
+        with _study_progress("zns", quiet) as progress:
+            result = run_zns(preset, quick=quick, plot_path=plot_path, progress=progress)
         click.echo(zns_table(result))
         if json_path:
             with open(json_path, "w") as f:
@@ -345,8 +386,6 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
     elif preset:
         _fail("give --device or --preset, not both")
 
-    from tqdm import tqdm
-
     from .characterize import characterize as run, format_table
     from .devices import EmulatedBlockDevice
 
@@ -358,18 +397,8 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
                   f"(emu-conv://?size=…&preset=…)")
         if plot_path is None and json_path:
             plot_path = json_path.rsplit(".", 1)[0] + ".png"
-        bar = tqdm(total=1, unit="step", file=sys.stderr, dynamic_ncols=True, leave=False, disable=None)
-
-        def progress(done: int, total: int, label: str) -> None:
-            bar.total = total
-            bar.n = done
-            bar.set_description(label)
-            bar.refresh()
-
-        try:
+        with _study_progress("thesis", quiet) as progress:     # bytes of all the fio jobs, the job's name
             result = run(dev.model, dev.preset, quick=quick, progress=progress, plot_path=plot_path)
-        finally:
-            bar.close()
     finally:
         dev.close()
     result["device"] = url
@@ -378,6 +407,22 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
         with open(json_path, "w") as f:
             json.dump(result, f, indent=2)
         click.echo(f"wrote {json_path}")
+
+
+@contextlib.contextmanager
+def _study_progress(study: str, quiet: bool):
+    """A ``progress(done, total, label)`` for a characterize study: one bar over its points or bytes."""
+    from .progress import Progress
+
+    name = f"{study} study"
+    with Progress("characterize", 1, "study", work="pt" if study != "thesis" else "B", quiet=quiet,
+                  overall=False) as bars:
+        def progress(done: int, total: int, label: str) -> None:
+            bars.update(name, done, total, postfix=label)
+            if done == total:
+                bars.finish(name)
+
+        yield progress
 
 
 @main.command()
@@ -389,8 +434,9 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
               "the store-on-conventional run [default: emulated thesis-ssd sized for the run]. A regular "
               "file that holds data is used only if zswap-host created it (PATH.json beside it) or with "
               "--force; an empty or all-zero file (truncate -s 64M FILE) is taken and marked.")
-@click.option("--model", "preset", default=None, metavar="PRESET",
-              help="Training preset: tiny, quick, default, kaggle, mlperf [default: default; --quick: quick].")
+@click.option("--model", "preset", default=None, metavar="MODEL",
+              help="Training preset (the model and its tables, as --model in sweep and replay): tiny, quick, "
+              "default, kaggle, mlperf [default: default; --quick: quick].")
 @click.option("--budget", default=None, help="DRAM for the embedding tables: a fraction (0.25), a percentage "
               "(25%) or a size (64MiB) [default: the preset's, 25%].")
 @click.option("--placement", default="temporal", show_default=True,
@@ -436,7 +482,7 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
               help="When a device is real or a file (wall clock), train its runs again afterwards on an "
               "emulated device of the same geometry and report the two stalls side by side (the model twin).")
 @click.option("--preset", "twin_preset", default="thesis-ssd", show_default=True, metavar="PRESET",
-              help="SSD timing model of the model twins: thesis-ssd or zn540.")
+              help="SSD preset (timing model, as preset= in device URLs) of the model twins: thesis-ssd or zn540.")
 @click.option("--data", "data_path", default=None, metavar="PATH",
               help="Train on this Criteo file instead of synthetic data: Kaggle train.txt, Terabyte day_N "
               "(or day_N.gz), or facebookresearch/dlrm's preprocessed .npz; streamed, read again from its "
@@ -456,6 +502,7 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
               help="Record the zns-host-gc run's page fault/eviction trace (.npz) for replay without torch.")
 @click.option("--force", is_flag=True, help=_FORCE_HELP)
 @click.option("--yes", is_flag=True, help="Do not ask before the run resets zones of a real ZNS device that hold data.")
+@quiet_option
 @click.option("--ranks", type=click.IntRange(min=1), default=None, metavar="N",
               help="Sharded training on N ranks (torch.distributed, gloo; or the ranks torchrun started): tables "
               "table-wise over the ranks (the largest row-wise when it exceeds a rank's share), each rank with "
@@ -467,7 +514,7 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed, runs_csv,
           lookahead, sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
           jobs, model_twin, twin_preset, data_path, data_format, max_ind_range, cat_mapping, skip_bad_lines,
-          json_path, plot_dir, trace_out, force=False, yes=False, ranks=None) -> None:
+          json_path, plot_dir, trace_out, force=False, yes=False, ranks=None, quiet=False) -> None:
     """Train DLRM in DRAM only and over five swap configurations, side by side, each changing one thing
     from the one before; prints the attribution chain (what batching, lookahead, aggregation and ZNS
     each buy), and last a summary line: zns-host-gc against the best Linux run (the fastest Linux run
@@ -501,9 +548,9 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
             _fail(f"{given[0]} does not apply to a sharded bench (--ranks)")
         return _sharded_bench(ranks, device, preset or ("quick" if quick else "default"), budget, placement, victim,
                               iterations, batch_size, seed, runs_csv, json_path)
-    from tqdm import tqdm
-
     from .bench import BenchSpec, ComputeBasis, format_table, run_bench
+    from .bench.plan import spec_runs
+    from .progress import Progress
 
     runs = None if runs_csv is None else \
         tuple(r.strip() for r in runs_csv.split(",") if r.strip())       # checked by the bench's plan
@@ -524,29 +571,18 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
                      twin_preset=twin_preset, data=data_path, data_format=data_format or "auto",
                      max_ind_range=max_ind_range, cat_mapping=cat_mapping or "hash",
                      skip_bad_lines=skip_bad_lines, lookahead=lookahead)
-    bars: dict = {}
 
-    def progress(name: str, done: int, total: int) -> None:   # one bar per run (runs may train at once)
-        if name not in bars:
-            bars[name] = tqdm(total=total, desc=f"{name:22}", file=sys.stderr, dynamic_ncols=True,
-                              leave=False, unit="it", position=len(bars), disable=None)   # None: no bar off a tty
-            if bars[name].disable:
-                click.echo(f"training: {name} ({total} iterations)", err=True)
-        bars[name].n = done
-        bars[name].refresh()
+    def progress(name: str, done: int, total: int) -> None:   # a bar per run (runs may train at once)
+        bars.update(name, done, total)
         if done == total:
-            bars[name].close()
+            bars.finish(name, f"{total} iterations")
 
     from .devices.safety import forced
 
     if device and not yes:
         _confirm_zones_with_data(device, force)
-    try:
-        with forced(force):
-            report = run_bench(spec, progress)
-    finally:
-        for b in bars.values():
-            b.close()
+    with Progress("bench", 1 + len(spec_runs(spec)), "runs", work="it", quiet=quiet) as bars, forced(force):
+        report = run_bench(spec, progress)      # (the model twins' runs, if any, join the count)
     click.echo(format_table(report))
     if plot_dir:
         from .report import plot_bench
@@ -586,19 +622,23 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
 
 
-@main.command()
+@main.command(cls=RenamedOptions, renamed={"--placements": "--placement", "--victims": "--victim",
+                                            "--utilisations": "--utilisation", "--interfaces": "--interface",
+                                            "--preset": "--model"})
 @click.option("--trace", "trace_path", required=True, metavar="PATH",
               help="The trace to replay: a bench --trace-out .npz or a chunked trace directory (with --generate: "
               "where the generated trace is written).")
-@click.option("--placements", default="temporal,hotness", show_default=True, metavar="NAME,...",
-              help=f"Store placements: {', '.join(placements())}.")
-@click.option("--victims", default="greedy,cost-benefit", show_default=True, metavar="NAME,...",
-              help="GC victim policies: greedy, cost-benefit, fifo.")
-@click.option("--utilisations", default="0.75,0.9", show_default=True, metavar="F,...",
-              help="Tables / the conventional SSD's usable bytes (0.05..0.99; 0.9 or 90%); every interface's "
-              "SSD is built from that SSD's raw flash.")
-@click.option("--interfaces", default="conventional,zns", show_default=True, metavar="NAME,...",
-              help="SSD interfaces the store runs on: conventional, fdp, zns, ocssd.")
+@click.option("--placement", "placements", default="temporal,hotness", show_default=True, metavar="NAME,...",
+              help=f"Store placements (bench --placement), in the table's order: {', '.join(placements())}.")
+@click.option("--victim", "victims", default="greedy,cost-benefit", show_default=True, metavar="NAME,...",
+              help="GC victim policies (bench --victim): greedy, cost-benefit, fifo; the table's columns, "
+              "each compared with the first.")
+@click.option("--utilisation", "utilisations", default="0.75,0.9", show_default=True, metavar="F,...",
+              help="Tables / the conventional SSD's usable bytes (0.05..0.99; 0.9 or 90%; bench --utilisation), "
+              "the table's rows; every interface's SSD is built from that SSD's raw flash.")
+@click.option("--interface", "interfaces", default="conventional,zns", show_default=True, metavar="NAME,...",
+              help="SSD interfaces the store runs on: conventional (its zoned view), fdp, zns, ocssd (replay's "
+              "store-on-NAME runs).")
 @click.option("--executor", type=click.Choice(["ray", "serial"]), default="ray", show_default=True,
               help="ray: each point a Ray task (local Ray unless --address); serial: one after another here. "
               "Both give the same rows.")
@@ -610,85 +650,91 @@ def _names(text: str) -> tuple[str, ...]:
               help="Extra attempts of a point that fails (a task error or a lost worker).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="The trace's seed (--generate draws its batches from it); recorded in every row.")
-@click.option("--generate", "gen_preset", default=None, metavar="PRESET",
-              help="First generate the bench preset's page trace into --trace (torch-free, from --seed).")
+@click.option("--generate", "gen_preset", default=None, metavar="MODEL",
+              help="First generate the page trace of this training preset (bench --model) into --trace "
+              "(torch-free, from --seed).")
 @click.option("--iterations", type=click.IntRange(min=1), default=None, help="With --generate: iterations "
               "[default: the preset's].")
 @click.option("--budget", default=None, help="With --generate: the DRAM budget (25%, 0.25, 64MiB) [default: the "
               "preset's].")
-@click.option("--preset", "trace_preset", default=None, metavar="PRESET",
-              help="The bench preset the trace pages, if its meta does not say (traces recorded before it did).")
+@click.option("--model", "trace_preset", default=None, metavar="MODEL",
+              help="The training preset (bench --model) the trace pages, if its meta does not say (traces "
+              "recorded before it did).")
 @click.option("--out", "out_dir", default="sweep", show_default=True, type=click.Path(file_okay=False),
               help="Directory for sweep.csv, sweep.json and sweep.png.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary (with every row) as JSON instead of text.")
+@quiet_option
 @friendly_errors
 def sweep(trace_path, placements, victims, utilisations, interfaces, executor, address, num_cpus, retries, seed,
-          gen_preset, iterations, budget, trace_preset, out_dir, as_json) -> None:
+          gen_preset, iterations, budget, trace_preset, out_dir, as_json, quiet=False) -> None:
     """Replay one trace through the store over a grid of placements x victim policies x utilisations x
     interfaces, each point on a fresh emulated SSD (modeled clock), as Ray tasks or serially: stall,
     write amplification, GC MiB, p99 swap-in wait and flash wear per point, into OUT/sweep.csv, .json
-    and .png. The rows do not depend on the executor or the order points finish in.
+    and .png. The rows do not depend on the executor or the order points finish in. Each replay ends
+    with a flush of the pages still buffered, so write amplification counts every page written.
+
+    The table printed is a pivot per metric: victim policies as columns (each beside its change
+    against the first given), utilisations as rows under each interface and placement, all in the
+    order given here; then each point's wall time and pages/s on this machine (not in the CSV, whose
+    rows must not depend on the machine). The old option names (--placements, --victims,
+    --utilisations, --interfaces, and --preset for --model) still work, with a line on stderr.
 
     \b
-        zswap-host sweep --generate tiny --trace /tmp/tiny-trace --placements temporal,hotness \\
-            --victims greedy,fifo --utilisations 0.75,0.95 --interfaces zns,conventional
+        zswap-host sweep --generate tiny --trace /tmp/tiny-trace --placement temporal,hotness \\
+            --victim greedy,fifo --utilisation 0.75,0.95 --interface zns,conventional
     """
-    from tqdm import tqdm
-
-    from .sweep import Generate, SweepSpec, run_sweep
+    from .progress import Progress
+    from .sweep import Generate, SweepSpec, check, run_sweep
     from .sweep.output import write_outputs
+    from .sweep.table import format_sweep
 
     if gen_preset is None and (iterations is not None or budget is not None):
-        _fail("--iterations and --budget apply to --generate PRESET")
+        _fail("--iterations and --budget apply to --generate MODEL")
     from .sweep import parse_utilisations
 
     spec = SweepSpec(trace=trace_path, placements=_names(placements), victims=_names(victims),
                      utilisations=tuple(parse_utilisations(utilisations)), interfaces=_names(interfaces),
                      seed=seed, executor=executor, retries=retries, address=address, num_cpus=num_cpus,
                      preset=trace_preset, generate=Generate(gen_preset, iterations, budget) if gen_preset else None)
-    bar = None
+    npoints = len(check(spec))              # bad input fails here, before any bar or file
 
     def progress(done: int, total: int, point) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = tqdm(total=total, desc="sweep", unit="point", file=sys.stderr, dynamic_ncols=True, leave=False,
-                       disable=None)
-        bar.set_postfix_str(point.key, refresh=False)
-        bar.update(done - bar.n)
+        if point is not None:
+            bars.finish(point.key)
 
-    try:
-        summary = run_sweep(spec, progress)
-    finally:
-        if bar is not None:
-            bar.close()
+    def generating(done: int, total: int) -> None:     # the trace counts as one more unit
+        bars.update("trace", done, total)
+        if done == total:
+            bars.finish("trace", "generated")
+
+    with Progress("sweep", npoints + bool(gen_preset), "points", quiet=quiet) as bars:   # before any point ends
+        summary = run_sweep(spec, progress, on_generate=generating)
     rows = summary.pop("rows")
     gen = f" --generate {gen_preset}" + (f" --iterations {iterations}" if iterations else "") + \
         (f" --budget {budget}" if budget else "") if gen_preset else ""
-    summary["command"] = (f"zswap-host sweep{gen} --trace {trace_path} --placements {','.join(spec.placements)} "
-                          f"--victims {','.join(spec.victims)} --utilisations {','.join(f'{u:g}' for u in spec.utilisations)} "
-                          f"--interfaces {','.join(spec.interfaces)} --seed {seed} --executor {executor} --out {out_dir}")
+    summary["command"] = (f"zswap-host sweep{gen} --trace {trace_path} --placement {','.join(spec.placements)} "
+                          f"--victim {','.join(spec.victims)} --utilisation {','.join(f'{u:g}' for u in spec.utilisations)} "
+                          f"--interface {','.join(spec.interfaces)} --seed {seed} --executor {executor} --out {out_dir}"
+                          + (f" --model {trace_preset}" if trace_preset else ""))
     paths = write_outputs(rows, summary, out_dir, title=f"store sweep over the {summary['trace']['preset']} trace "
                           f"(seed {seed}; modeled clock)")
     if as_json:
         click.echo(json.dumps({**summary, "rows": rows, "files": paths}, indent=1))
         return
-    cols = ("placement", "victim", "utilisation", "interface", "stall_s", "write_amplification", "store_gc_mib",
-            "device_gc_mib", "swap_in_p99_us", "wear_max_over_mean")
-    click.echo("  ".join(cols))
-    for r in rows:
-        click.echo("  ".join(str(r[c]) for c in cols))
-    click.echo(f"{summary['points']} points on {executor} in {summary['wall_s']} s")
+    click.echo(format_sweep(rows, spec.placements, spec.victims, spec.utilisations, spec.interfaces,
+                            summary.get("point_timing")))
+    click.echo(f"\n{summary['points']} points on {executor} in {summary['wall_s']} s")
     for p in paths:
         click.echo(f"wrote {p}")
 
 
-@main.command()
+@main.command(cls=RenamedOptions, renamed={"--preset": "--model"})
 @click.option("--trace", "trace_path", required=True, metavar="PATH",
               help="The trace to replay: a bench --trace-out .npz or a chunked trace directory (with --generate: "
               "where the generated trace is written, or reused if it is there with the same parameters).")
 @click.option("--runs", "runs_csv", default=None, metavar="RUN,...",
               help="Runs to replay, in this order [default: linux-swap-batched, store-on-conventional, store-on-fdp, "
-              "zns-host-gc, store-on-ocssd; also linux-swap].")
+              "store-on-zns, store-on-ocssd; also linux-swap].")
 @click.option("--utilisation", type=float, default=None, metavar="FRACTION",
               help="Tables / the conventional SSD's usable bytes (0.05..0.99) [default: the bench's, 1/1.3]; every "
               "run's SSD is built from that SSD's raw flash.")
@@ -697,12 +743,13 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
 @click.option("--erase-block", default=None, metavar="SIZE",
               help="The conventional SSD's erase block (a multiple of its 48 KiB program unit, e.g. 6MiB, the "
               "drive's real block) [default: scaled down so every die keeps 256 blocks].")
-@click.option("--preset", "trace_preset", default=None, metavar="PRESET",
-              help="The bench preset whose tables the trace pages, only if its meta does not say.")
+@click.option("--model", "trace_preset", default=None, metavar="MODEL",
+              help="The training preset (bench --model) whose tables the trace pages, only if its meta does not say.")
 @click.option("--budget", default=None, metavar="BUDGET", help="The DRAM budget (25%, 0.25, 64MiB): with --generate, the trace's; "
               "otherwise only for a trace whose meta does not record it.")
-@click.option("--generate", "gen_preset", default=None, metavar="PRESET",
-              help="First generate the bench preset's page trace into --trace (torch-free).")
+@click.option("--generate", "gen_preset", default=None, metavar="MODEL",
+              help="First generate the page trace of this training preset (bench --model) into --trace "
+              "(torch-free).")
 @click.option("--iterations", type=click.IntRange(min=1), default=None, help="With --generate: iterations "
               "[default: the preset's].")
 @click.option("--compute-us-per-sample", type=click.FloatRange(min=0), default=None, metavar="US",
@@ -714,8 +761,8 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
               "replayed on such a trace is the bench's linux-swap-lookahead.")
 @click.option("--seed", type=int, default=None, help="With --generate: the batches' seed [default: 0].")
 @click.option("--ssd", default="thesis-ssd", show_default=True, metavar="PRESET",
-              help="SSD preset of every run's devices (same flash and controller): thesis-ssd, zn540, "
-              "cluster23-nvme-a.")
+              help="SSD preset (bench --preset) of every run's devices, same flash and controller: thesis-ssd, "
+              "zn540, cluster23-nvme-a.")
 @click.option("--geometry", type=click.Choice(["scaled", "real"]), default="scaled", show_default=True,
               help="scaled: erase blocks and zones scaled down to the trace's size; real: the --ssd preset's "
               "own erase block, zone size and capacity, and OP unless --op (needs tables of the drive's "
@@ -726,9 +773,10 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
 @click.option("--restart", is_flag=True, help="With --out: forget the finished runs, run them all again.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True),
               help="Write the summary (trace, sizing, every run's row) as JSON.")
+@quiet_option
 @friendly_errors
 def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, budget, gen_preset, iterations,
-           compute_us_per_sample, lookahead, seed, ssd, geometry, out_dir, restart, json_path) -> None:
+           compute_us_per_sample, lookahead, seed, ssd, geometry, out_dir, restart, json_path, quiet=False) -> None:
     """Replay a page trace through named swap runs, each on fresh payload-free emulated SSDs (no page
     bytes kept: a trace of tables far beyond RAM replays in a few GB) sized as the bench sizes them,
     all from the same raw flash, every swap-in verified against its fingerprint. Per run: modeled
@@ -737,24 +785,27 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
 
     \b
     Runs: linux-swap, linux-swap-batched (the bench's Linux-swap model on the conventional SSD; they
-    replay without the trace's discards), store-on-conventional (its zoned view), store-on-fdp (an
-    NVMe FDP SSD, a placement handle per stream), zns-host-gc (ZNS), store-on-ocssd (Open-Channel).
+    replay without the trace's discards), and the store on each interface the sweep names:
+    store-on-conventional (the conventional SSD's zoned view), store-on-fdp (an NVMe FDP SSD, a
+    placement handle per stream), store-on-zns (ZNS; the bench's zns-host-gc, the old name here
+    too), store-on-ocssd (Open-Channel). Every run ends with a flush of the pages still buffered, as
+    training ends, so write amplification counts every page written. --preset, the old name of
+    --model, still works, with a line on stderr.
 
     \b
         zswap-host replay --generate default --trace /tmp/default-trace --out replay-out
-        zswap-host replay --trace run.npz --runs zns-host-gc,store-on-fdp --json replay.json
+        zswap-host replay --trace run.npz --runs store-on-zns,store-on-fdp --json replay.json
     """
     import os
 
-    from tqdm import tqdm
-
-    from .replay import DEFAULT_RUNS, ReplaySpec, check_runs, ensure_trace, run_replay
+    from .progress import Progress
+    from .replay import DEFAULT_RUNS, RENAMED_RUNS, ReplaySpec, check_runs, ensure_trace, run_replay
 
     if gen_preset is None:
         given = [o for o, v in (("--iterations", iterations), ("--lookahead", lookahead),
                                 ("--seed", seed)) if v is not None]
         if given:
-            _fail(f"{given[0]} applies to --generate PRESET")
+            _fail(f"{given[0]} applies to --generate MODEL")
     if restart and not out_dir:
         _fail("--restart applies to --out DIR (the runs it keeps)")
     if utilisation is not None and not 0.05 <= utilisation <= 0.99:
@@ -768,51 +819,37 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
             erase_bytes = parse_size(erase_block)
         except ValueError as e:
             _fail(f"bad --erase-block {erase_block!r}: {e}")
+    if runs_csv is not None:
+        for old in dict.fromkeys(r.strip() for r in runs_csv.split(",") if r.strip() in RENAMED_RUNS):
+            click.echo(f"zswap-host replay: run {old} is called {RENAMED_RUNS[old]} now", err=True)
     runs = check_runs(runs_csv.split(",")) if runs_csv is not None else DEFAULT_RUNS
-    bars: dict = {}
     if gen_preset is not None:
         if trace_preset is not None:
-            _fail("--preset names a recorded trace's preset; with --generate the preset is --generate's")
-
-        def gen_progress(done: int, total: int) -> None:
-            if "trace" not in bars:
-                bars["trace"] = tqdm(total=total, desc="trace", unit="it", file=sys.stderr, dynamic_ncols=True,
-                                     leave=False, disable=None)
-            bars["trace"].update(done - bars["trace"].n)
-
-        try:
+            _fail("--model names a recorded trace's training preset; with --generate it is --generate's")
+        with Progress("trace", 1, "trace", work="it", quiet=quiet, overall=False) as bars:
             made = ensure_trace(trace_path, gen_preset, budget=budget, iterations=iterations,
                                 us_per_sample=compute_us_per_sample, seed=seed or 0, lookahead=lookahead or 0,
-                                progress=gen_progress)
-        finally:
-            if "trace" in bars:
-                bars.pop("trace").close()
-        click.echo(f"{'generated' if made else 'reusing'} the {gen_preset} trace in {trace_path}", err=True)
+                                progress=lambda done, total: bars.update("generating", done, total))
+        if not quiet:
+            click.echo(f"{'generated' if made else 'reusing'} the {gen_preset} trace in {trace_path}", err=True)
 
     def progress(name: str, done: int, total: int, chunk: int, chunks: int, wall: float) -> None:
-        if name not in bars:
-            bars[name] = tqdm(total=total, desc=f"{name:22}", unit="page", unit_scale=True, file=sys.stderr,
-                              dynamic_ncols=True, leave=False, disable=None)     # None: no bar off a tty
-            if bars[name].disable:
-                click.echo(f"replaying: {name} ({total:,} pages)", err=True)
-        bars[name].update(done - bars[name].n)
-        if done == total and chunk == chunks:
-            bars.pop(name).close()
+        bars.update(name, done, total)
 
     def on_row(row: dict, resumed: bool) -> None:
         if resumed:
-            click.echo(f"{row['run']}: finished before (in {journal}), not run again", err=True)
+            bars.finish(row["run"], f"finished before (in {journal}), not run again")
+        else:
+            bars.finish(row["run"], f"{row['pages']:,} pages, {row['pages_per_s']:,} pages/s, "
+                        f"WAF {row['write_amplification']:.3f}")
 
     journal = os.path.join(out_dir, "replay.jsonl") if out_dir else None
     spec = ReplaySpec(trace=trace_path, runs=runs, preset=trace_preset,
                       budget=None if gen_preset else budget, utilisation=utilisation, op=op,
                       erase_block=erase_bytes, ssd=ssd, geometry=geometry,
                       us_per_sample=None if gen_preset else compute_us_per_sample, journal=journal, restart=restart)
-    try:
+    with Progress("replay", len(runs), "runs", work="page", quiet=quiet) as bars:
         summary = run_replay(spec, progress, on_row)
-    finally:
-        for b in bars.values():
-            b.close()
     gen = (f" --generate {gen_preset}" + (f" --iterations {iterations}" if iterations else "")
            + (f" --budget {budget}" if budget else "")
            + (f" --compute-us-per-sample {compute_us_per_sample:g}" if compute_us_per_sample is not None else "")
@@ -825,7 +862,7 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
                + (f" --ssd {ssd}" if ssd != "thesis-ssd" else "") + (f" --geometry {geometry}" if geometry != "scaled" else "")
                + (f" --compute-us-per-sample {compute_us_per_sample:g}"
                   if compute_us_per_sample is not None and not gen_preset else "")
-               + (f" --preset {trace_preset}" if trace_preset else "")
+               + (f" --model {trace_preset}" if trace_preset else "")
                + (f" --budget {budget}" if budget and not gen_preset else "")
                + (f" --out {out_dir}" if out_dir else "") + (" --restart" if restart else "")
                + (f" --json {json_path}" if json_path else ""),
@@ -855,8 +892,13 @@ def _format_replay(summary: dict) -> str:
             for r in summary["runs"]]
     w = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
     line = lambda cells: "  ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(cells))  # noqa: E731
-    return "\n".join([head, line(cols), *(line(r) for r in rows),
-                      "stall, WAF, GC and p99: modeled clock; wall, pages/s, CPU, RSS: this machine"])
+    notes = ["stall, WAF, GC and p99: modeled clock; wall, pages/s, CPU, RSS: this machine; every run ends "
+             "with a flush of its buffered pages"]
+    if any(r["write_amplification"] < 1 for r in summary["runs"]):
+        from .sweep.table import WAF_BELOW_1
+
+        notes.append(WAF_BELOW_1)
+    return "\n".join([head, line(cols), *(line(r) for r in rows), *notes])
 
 
 def _confirm_zones_with_data(device: str, force: bool) -> None:

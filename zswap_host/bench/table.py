@@ -73,7 +73,11 @@ def format_table(report: dict) -> str:
             f"{step:>16} {wait:>27} {io:>13} "
             f"{r['write_requests_under_32k_share']:4.0%}/{r['read_requests_under_32k_share']:4.0%} "
             f"{r['write_amplification']:5.2f} {gc:7.0f} {own:>13}")
-    lines += ["", "attribution chain (before / after; > 1: the step helped):"]
+    if report["chain"]:
+        lines += ["", "attribution chain (before / after; > 1: the step helped):"]
+    else:       # no two neighbouring runs ran (e.g. --runs zns-host-gc): say so rather than print an empty block
+        lines += ["", "attribution chain: no step (a step compares two neighbouring runs, e.g. linux-swap -> "
+                  "linux-swap-batched; --runs left out one of each pair)"]
     for s in report["chain"]:
         stall = stall_text(*s["io_stall_time_s"], s["stall_ratio"])
         lines.append(f"  {s['step']:12} {s['from']} -> {s['to']}: stall {stall}, "

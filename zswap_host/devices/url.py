@@ -9,7 +9,7 @@ Built in:
 
 - ``emu://PATH?zones=N&zone_size=16MiB&zone_capacity=…&max_open=…&max_active=…&max_append=…&preset=…``
   emulated ZNS device; PATH empty = in memory. ``preset=none`` turns the timing model off.
-- ``emu-conv://PATH?size=…&op=0.07&preset=…`` emulated conventional SSD.
+- ``emu-conv://PATH?size=…&op=0.15&preset=…`` emulated conventional SSD (op: the preset's by default).
 - ``fdp://PATH?size=…&ruhs=8&ru_size=…&isolation=persistent|initial&preset=…`` emulated NVMe FDP SSD:
   ``emu-conv://`` with placement handles (``devices/fdp.py``).
 - ``ocssd://PATH?groups=&pus=&chunks=&sectors=&ws_min=&ws_opt=&mw_cunits=&preset=…`` emulated

@@ -6,9 +6,9 @@ composes them."""
 
 from .journal import Journal
 from .measure import replay_run
-from .runs import DEFAULT_RUNS, RUNS, ReplayError, Sizing, check_runs, make_run
+from .runs import DEFAULT_RUNS, RENAMED_RUNS, RUNS, ReplayError, Sizing, check_runs, make_run
 from .session import ReplaySpec, run_replay
 from .trace_input import ReplayTrace, ensure_trace
 
-__all__ = ["DEFAULT_RUNS", "Journal", "RUNS", "ReplayError", "ReplaySpec", "ReplayTrace", "Sizing", "check_runs",
+__all__ = ["DEFAULT_RUNS", "Journal", "RENAMED_RUNS", "RUNS", "ReplayError", "ReplaySpec", "ReplayTrace", "Sizing", "check_runs",
            "ensure_trace", "make_run", "replay_run", "run_replay"]

@@ -32,7 +32,9 @@ def replay_run(name: str, trace_path: str, preset: str, sizing: Sizing, progress
     from ..workloads import replay
     from ..workloads.page_words import PageVersions
     from ..workloads.trace import DISCARD
+    from .runs import check_runs
 
+    name = check_runs([name])[0]            # an old name (RENAMED_RUNS) reports under its name now
     src = TraceSource(trace_path, preset)
     total = src.counts()
     pages_total = total["swap_in_pages"] + total["swap_out_pages"]

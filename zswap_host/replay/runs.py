@@ -9,10 +9,13 @@ from dataclasses import dataclass, field
 
 from ..errors import ZswapError
 
-# replay has no lookahead, so the bench's linux-swap-lookahead run has no replay twin
-RUNS = ("linux-swap", "linux-swap-batched", "store-on-conventional", "store-on-fdp", "zns-host-gc",
+# replay has no lookahead, so the bench's linux-swap-lookahead run has no replay twin. The store's runs
+# are named store-on-INTERFACE with the sweep's interface names (bench.same_flash.INTERFACES).
+RUNS = ("linux-swap", "linux-swap-batched", "store-on-conventional", "store-on-fdp", "store-on-zns",
         "store-on-ocssd")
-DEFAULT_RUNS = ("linux-swap-batched", "store-on-conventional", "store-on-fdp", "zns-host-gc", "store-on-ocssd")
+DEFAULT_RUNS = ("linux-swap-batched", "store-on-conventional", "store-on-fdp", "store-on-zns", "store-on-ocssd")
+# old name -> its name now (the bench still calls its run on ZNS zns-host-gc)
+RENAMED_RUNS = {"zns-host-gc": "store-on-zns"}
 
 
 class ReplayError(ZswapError, ValueError):
@@ -39,9 +42,9 @@ class Sizing:
 
 
 def check_runs(names) -> tuple[str, ...]:
-    """``names`` in the order given, duplicates dropped; ``ReplayError`` (listing the known ones)
-    for an unknown name or none."""
-    runs = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))
+    """``names`` in the order given (an old name of ``RENAMED_RUNS`` as its name now), duplicates
+    dropped; ``ReplayError`` (listing the known ones) for an unknown name or none."""
+    runs = tuple(dict.fromkeys(RENAMED_RUNS.get(n.strip(), n.strip()) for n in names if n.strip()))
     bad = [r for r in runs if r not in RUNS]
     if bad or not runs:
         raise ReplayError(f"unknown run {bad[0] if bad else '(none)'!r}; known: {', '.join(RUNS)}")
@@ -55,7 +58,7 @@ def run_url(name: str, sizing: Sizing) -> str:
 
     url = {"linux-swap": sizing.baseline_url, "linux-swap-batched": sizing.baseline_url,
            "store-on-conventional": sizing.baseline_url, "store-on-fdp": fdp_url(sizing.baseline_url),
-           "zns-host-gc": sizing.zns_url, "store-on-ocssd": ocssd_url(sizing.zns_url)}[check_runs([name])[0]]
+           "store-on-zns": sizing.zns_url, "store-on-ocssd": ocssd_url(sizing.zns_url)}[check_runs([name])[0]]
     return payload_free(url)
 
 

@@ -46,13 +46,13 @@ class ReplayTrace:
         from ..sweep.trace_source import TraceSource
 
         try:
-            self.source = TraceSource(path, preset)   # names the preset, or says to give --preset
+            self.source = TraceSource(path, preset)   # names the preset, or says to give --model
         except SweepError as e:
             raise ReplayError(str(e)) from None
         self.path, self.meta = path, self.source.meta
         meta_preset = self.meta.get("preset")
         if preset and meta_preset and preset != meta_preset:
-            raise ReplayError(f"{path} is the {meta_preset!r} preset's trace, not {preset!r}: leave --preset out")
+            raise ReplayError(f"{path} is the {meta_preset!r} preset's trace, not {preset!r}: leave --model out")
         self.preset = meta_preset or preset
         self.budget_pages = _budget_pages(self.meta)
         if budget is not None and self.budget_pages is not None:

@@ -1,6 +1,7 @@
 """A sweep's output: one CSV (a row per point, in point order), a JSON summary (the command, the
 trace's digest and counts, the seed, the rows) and a PNG (write amplification and stall against
-utilisation, a panel per interface, a line per placement and victim policy)."""
+utilisation, a panel per interface, a line per placement and victim policy; the panels of a row share
+their y-axis, so a 0.4% difference looks as small as it is)."""
 
 from __future__ import annotations
 
@@ -27,19 +28,29 @@ def write_json(summary: dict, path: str) -> None:
         f.write("\n")
 
 
-def plot(rows: list[dict], path: str, title: str = "") -> None:
+def _ordered(values, order) -> list:
+    """``values`` in ``order`` (the command line's), any others after them sorted."""
+    order = [o for o in (order or ()) if o in values]
+    return order + sorted(v for v in values if v not in order)
+
+
+def plot(rows: list[dict], path: str, title: str = "", spec: dict | None = None) -> None:
     """Write amplification and stall (rows) against utilisation, one column per interface, one line
-    per (placement, victim)."""
+    per (placement, victim); each row of panels on one y-axis. ``spec``: the sweep's (its axes'
+    order orders the panels and lines)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ifaces = sorted({r["interface"] for r in rows})
-    configs = sorted({(r["placement"], r["victim"]) for r in rows})
+    spec = spec or {}
+    ifaces = _ordered({r["interface"] for r in rows}, spec.get("interfaces"))
+    configs = [(p, v) for p in _ordered({r["placement"] for r in rows}, spec.get("placements"))
+               for v in _ordered({r["victim"] for r in rows}, spec.get("victims"))
+               if any(r["placement"] == p and r["victim"] == v for r in rows)]
     metrics = (("write_amplification", "write amplification (flash / host)"), ("stall_s", "stall (s, modeled)"))
     fig, axes = plt.subplots(len(metrics), len(ifaces), figsize=(4.2 * len(ifaces), 3.4 * len(metrics)),
-                             squeeze=False, sharex=True)
+                             squeeze=False, sharex=True, sharey="row")
     for j, iface in enumerate(ifaces):
         for i, (key, label) in enumerate(metrics):
             ax = axes[i][j]
@@ -65,5 +76,5 @@ def write_outputs(rows: list[dict], summary: dict, out: str, title: str = "") ->
     paths = [os.path.join(out, n) for n in (CSV, JSON, PNG)]
     write_csv(rows, paths[0])
     write_json({**summary, "rows": rows}, paths[1])
-    plot(rows, paths[2], title)
+    plot(rows, paths[2], title, summary.get("spec"))
     return paths

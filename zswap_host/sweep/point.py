@@ -7,6 +7,7 @@ the Ray executor's rows equal the serial executor's."""
 from __future__ import annotations
 
 import os
+import time
 
 from ..bench.plan import READ_QD
 from ..bench.same_flash import interface_urls
@@ -73,6 +74,17 @@ def run_point(point: Point, trace_path: str, seed: int = 0, preset: str | None =
     usable = pl.devices["tables_over_zns_usable" if point.interface in ("zns", "ocssd")
                         else "tables_over_conventional_usable"]
     return {**point.as_dict(), "seed": int(seed), "tables_over_usable": round(usable, 4), **measured}
+
+
+def run_point_timed(point: Point, trace_path: str, seed: int = 0, preset: str | None = None) -> tuple[dict, dict]:
+    """``run_point``'s row and what it took here: ``{"wall_s", "pages_per_s"}`` (pages swapped in
+    and out per wall second). Kept out of the row, which must not depend on the machine."""
+    t0 = time.monotonic()
+    row = run_point(point, trace_path, seed, preset)
+    wall = time.monotonic() - t0
+    c = TraceSource(trace_path, preset).counts()
+    pages = int(c["swap_in_pages"]) + int(c["swap_out_pages"])
+    return row, {"wall_s": round(wall, 2), "pages_per_s": round(pages / max(wall, 1e-9))}
 
 
 def check_point_inputs(trace_path: str, preset: str | None = None) -> TraceSource:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from .grid import Point, SweepError
-from .point import run_point
+from .point import run_point_timed
 from .serial import Progress
 
 RAY_PIN = "ray==2.60.0"
@@ -29,13 +29,14 @@ def default_cpus() -> int:
 
 
 def run_ray(points: list[Point], trace_path: str, seed: int = 0, preset: str | None = None, retries: int = 2,
-            progress: Progress | None = None, address: str | None = None, num_cpus: int | None = None) -> list[dict]:
+            progress: Progress | None = None, address: str | None = None, num_cpus: int | None = None,
+            timing: dict | None = None) -> list[dict]:
     """Rows of ``run_point`` for ``points``, computed as Ray tasks, sorted by point (equal to
     ``run_serial``'s). A task is retried up to ``retries`` times (``max_retries``, application
     errors included); a point that still fails cancels the rest and raises ``SweepError`` naming
     it. An already initialised Ray (e.g. a test's session) is used as it is and left running;
     otherwise Ray is started (local with ``num_cpus``, default this process's CPUs; or at
-    ``address``) and shut down at the end."""
+    ``address``) and shut down at the end. ``timing``: filled as ``run_serial`` fills it."""
     if retries < 0:
         raise SweepError(f"retries must be >= 0, not {retries}")
     ray = import_ray()
@@ -46,14 +47,16 @@ def run_ray(points: list[Point], trace_path: str, seed: int = 0, preset: str | N
         # local workers inherit the driver's environment (PYTHONPATH: the same zswap_host)
         ray.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR", **kw)
     try:
-        task = ray.remote(num_cpus=1, max_retries=retries, retry_exceptions=True)(run_point)
+        task = ray.remote(num_cpus=1, max_retries=retries, retry_exceptions=True)(run_point_timed)
         pending = {task.remote(p, trace_path, seed, preset): p for p in points}
         rows: dict[Point, dict] = {}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             p = pending.pop(ready[0])
             try:
-                rows[p] = ray.get(ready[0])
+                rows[p], took = ray.get(ready[0])
+                if timing is not None:
+                    timing[p.key] = took
             except Exception as e:
                 for ref in pending:
                     ray.cancel(ref, force=True)

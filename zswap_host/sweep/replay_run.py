@@ -31,14 +31,17 @@ def replay_measured(backend, clock: Callable[[], float], dev, chunks: Iterable[S
                     verify: bool = False) -> dict:
     """Replay ``chunks`` one after another through ``backend`` (one page-version history, so a
     chunked trace replays as its whole would) and measure it. ``verify``: check every swapped-in
-    page's fingerprint (``PageCorruptError`` at the first wrong one). Stall is the modeled time the
-    replay took minus its idle (compute) windows: what the workload would wait on swap, GC that
-    overruns an idle window included. The caller closes ``backend`` and ``dev``."""
+    page's fingerprint (``PageCorruptError`` at the first wrong one). The replay ends as training
+    ends, with a ``flush`` of the pages still buffered: without it they would count as written by the
+    host but not by the flash, and write amplification could read below 1. Stall is the modeled time
+    the replay took (the flush included) minus its idle (compute) windows: what the workload would
+    wait on swap, GC that overruns an idle window included. The caller closes ``backend`` and ``dev``."""
     versions = PageVersions()
     t0, idle = clock(), 0.0
     for chunk in chunks:
         replay(backend, chunk, verify=verify, clock=clock, versions=versions)
         idle += float(chunk.idle_s.sum())
+    backend.flush()
     stall = clock() - t0 - idle
     s = backend.stats()
     wear = wear_spread(dev.erase_counts())

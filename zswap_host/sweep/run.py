@@ -66,7 +66,9 @@ def check(spec: SweepSpec) -> list[Point]:
 
 def run_sweep(spec: SweepSpec, progress: Progress | None = None, on_generate=None) -> dict:
     """Run the sweep; the summary: ``spec``, ``trace`` (path, sha256, meta's preset and counts),
-    ``points``, ``wall_s`` and ``rows`` (one per point, in point order; equal on both executors).
+    ``points``, ``wall_s``, ``rows`` (one per point, in point order; equal on both executors) and
+    ``point_timing`` (point key -> its ``wall_s`` and ``pages_per_s`` here, outside the rows).
+    ``progress(0, points, None)`` is called once before the first point starts.
     ``on_generate(done, total)``: trace generation progress. ``SweepError`` for a spec that cannot
     run (before anything runs) or a point that failed after its retries."""
     points = check(spec)
@@ -82,12 +84,16 @@ def run_sweep(spec: SweepSpec, progress: Progress | None = None, on_generate=Non
             raise SweepError(str(e)) from None
     src = check_point_inputs(spec.trace, spec.preset)
     args = (points, spec.trace, spec.seed, src.preset, spec.retries, progress)
+    timing: dict[str, dict] = {}
+    if progress is not None:
+        progress(0, len(points), None)         # the bar shows before the first point ends
     if spec.executor == "ray":
         from .ray_executor import run_ray
 
-        rows = run_ray(*args, address=spec.address, num_cpus=spec.num_cpus)
+        rows = run_ray(*args, address=spec.address, num_cpus=spec.num_cpus, timing=timing)
     else:
-        rows = run_serial(*args)
+        rows = run_serial(*args, timing=timing)
     return {"spec": asdict(spec), "trace": {"path": spec.trace, "sha256": src.sha256(), "preset": src.preset,
                                             **src.counts()},
-            "points": len(points), "wall_s": round(time.monotonic() - t0, 1), "rows": rows}
+            "points": len(points), "wall_s": round(time.monotonic() - t0, 1), "rows": rows,
+            "point_timing": {p.key: timing[p.key] for p in points if p.key in timing}}

@@ -36,7 +36,7 @@ class TraceSource:
             raise SweepError(f"{path}: not a readable swap trace: {e}") from None
         self.preset = preset or self.meta.get("preset")
         if not self.preset:
-            raise SweepError(f"{path}: the trace does not say which bench preset it pages; give --preset")
+            raise SweepError(f"{path}: the trace does not say which training preset (bench --model) it pages; give --model")
 
     def chunks(self) -> Iterator[SwapTrace]:
         """The trace's events, a chunk at a time (one chunk for a ``.npz``)."""

@@ -69,7 +69,7 @@ class EmuScheme(DeviceScheme):
 
 
 class EmuConvScheme(DeviceScheme):
-    """``emu-conv://PATH?size=…&op=0.07&block_size=…&preset=…&suspend=0|1&idle_gc=0|1&erase_block=…``:
+    """``emu-conv://PATH?size=…&op=0.15&block_size=…&preset=…&suspend=0|1&idle_gc=0|1&erase_block=…``:
     an emulated conventional SSD (page-mapped FTL, device-side GC); ``erase_block`` sets the FTL's
     erase block (default: scaled down on small devices, docs/ssd-model.md)."""
 
