@@ -16,7 +16,7 @@ controller for every run: the interface is the one difference.
 
 Runs (``zswap-host replay``): ``linux-swap-batched`` on the lookahead trace (= the bench's
 ``linux-swap-lookahead``: batched faults and the next batch announced), ``store-on-conventional`` and
-``zns-host-gc``. The regimes charge each run the same compute per sample (the trace's windows
+``store-on-zns``. The regimes charge each run the same compute per sample (the trace's windows
 rescaled, ``--compute-us-per-sample``; no page moves): ``cpu`` = 481 us, the mlperf preset's
 *assumed* CPU cost (the kaggle calibration scaled by dense MACs, README "MLPerf-size by trace
 replay"), ``cpu/10``, and the V100 / A100 figures of experiments/regimes.py (NVIDIA's published DLRM
@@ -47,7 +47,7 @@ def regimes(cpu_us: float) -> list[tuple[str, float, str]]:
             ("cpu/10", cpu_us / 10, "ten times faster"),
             ("v100", 1e6 / 2_090_000, "1x V100 32GB, mixed precision, 2.09 M samples/s (NVIDIA DLRM README)"),
             ("a100", 1e6 / 4_020_000, "1x A100 80GB, mixed precision, 4.02 M samples/s (NVIDIA DLRM README)")]
-LINUX, STORE = "linux-swap-batched", ("store-on-conventional", "zns-host-gc")
+LINUX, STORE = "linux-swap-batched", ("store-on-conventional", "store-on-zns")
 RUNS = (LINUX, *STORE)
 
 
@@ -92,13 +92,13 @@ def summarise(name: str, us: float, what: str, rep: dict) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| regime | µs/sample | compute s | linux-swap-lookahead | store-on-conventional | zns-host-gc "
+    out = ["| regime | µs/sample | compute s | linux-swap-lookahead | store-on-conventional | store-on-zns "
            "| ZNS store vs Linux | store/conv vs Linux | WAF: Linux / store/conv / ZNS |",
            "|---|---:|---:|---|---|---|---:|---:|---|"]
     for r in rows:
         cells = [f"{r['runs'][k]['slowdown']:.2f}× ({r['runs'][k]['stall_s']:.1f} s)" for k in RUNS]
         out.append(f"| {r['regime']} | {r['us_per_sample']:.3g} | {r['compute_s']:.1f} | " + " | ".join(cells)
-                   + f" | {r['zns-host-gc_vs_linux']:.2f}× | {r['store-on-conventional_vs_linux']:.2f}× | "
+                   + f" | {r['store-on-zns_vs_linux']:.2f}× | {r['store-on-conventional_vs_linux']:.2f}× | "
                    + " / ".join(f"{r['runs'][k]['write_amplification']:.2f}" for k in RUNS) + " |")
     return "\n".join(out)
 

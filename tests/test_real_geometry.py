@@ -67,8 +67,8 @@ def test_real_geometry_refuses_a_device_too_small_for_it():
 def test_a_scaled_run_on_another_presets_flash(trace):
     s = ReplayTrace(trace).sizing(ssd="zn540")
     assert "preset=zn540" in s.baseline_url and "preset=zn540" in s.zns_url
-    row = replay_run("zns-host-gc", trace, "tiny", s)
-    base = replay_run("zns-host-gc", trace, "tiny", ReplayTrace(trace).sizing())
+    row = replay_run("store-on-zns", trace, "tiny", s)
+    base = replay_run("store-on-zns", trace, "tiny", ReplayTrace(trace).sizing())
     assert row["pages"] == base["pages"] and row["compute_s"] == base["compute_s"]
     assert row["swap_in_p99_ms"] != base["swap_in_p99_ms"]          # another drive's timing
 
@@ -77,13 +77,13 @@ def test_another_compute_per_sample_rescales_the_windows_only(trace):
     tr = ReplayTrace(trace)
     own = float(tr.meta["us_per_sample"])
     s = tr.sizing()
-    base = replay_run("zns-host-gc", trace, "tiny", s)
-    same = replay_run("zns-host-gc", trace, "tiny", s, idle_scale=tr.idle_scale(own))
+    base = replay_run("store-on-zns", trace, "tiny", s)
+    same = replay_run("store-on-zns", trace, "tiny", s, idle_scale=tr.idle_scale(own))
     assert {k: same[k] for k in ("stall_s", "write_amplification", "compute_s")} == \
         {k: base[k] for k in ("stall_s", "write_amplification", "compute_s")}
-    fast = replay_run("zns-host-gc", trace, "tiny", s, idle_scale=tr.idle_scale(own / 100))
+    fast = replay_run("store-on-zns", trace, "tiny", s, idle_scale=tr.idle_scale(own / 100))
     assert fast["compute_s"] == pytest.approx(base["compute_s"] / 100, abs=1e-3)     # rounded to 1 ms
-    slow = replay_run("zns-host-gc", trace, "tiny", s, idle_scale=tr.idle_scale(own * 10))
+    slow = replay_run("store-on-zns", trace, "tiny", s, idle_scale=tr.idle_scale(own * 10))
     assert slow["compute_s"] == pytest.approx(base["compute_s"] * 10, abs=0.01)      # base rounded to 1 ms
     assert fast["pages"] == slow["pages"] == base["pages"]
     # less compute to hide the lookahead's reads behind: the stall cannot shrink
@@ -92,14 +92,14 @@ def test_another_compute_per_sample_rescales_the_windows_only(trace):
 
 def test_the_command_takes_ssd_geometry_and_compute(trace, tmp_path):
     out = tmp_path / "r.json"
-    r = CliRunner().invoke(main, ["replay", "--trace", trace, "--runs", "zns-host-gc", "--ssd", "zn540",
+    r = CliRunner().invoke(main, ["replay", "--trace", trace, "--runs", "store-on-zns", "--ssd", "zn540",
                                   "--compute-us-per-sample", "0.25", "--json", str(out)])
     assert r.exit_code == 0, r.output
     got = json.loads(out.read_text())
     assert "--ssd zn540" in got["command"] and "--compute-us-per-sample 0.25" in got["command"]
     assert got["us_per_sample"] == 0.25 and got["devices"]["ssd"] == "zn540"
     assert got["trace"]["lookahead"] == 1
-    r = CliRunner().invoke(main, ["replay", "--trace", trace, "--runs", "zns-host-gc", "--geometry", "real"])
+    r = CliRunner().invoke(main, ["replay", "--trace", trace, "--runs", "store-on-zns", "--geometry", "real"])
     assert r.exit_code == 2 and "real geometry" in r.output and len(r.output.strip().splitlines()) == 1
     r = CliRunner().invoke(main, ["replay", "--trace", trace, "--lookahead", "1"])
     assert r.exit_code == 2 and "--lookahead applies to --generate" in r.output
