@@ -7,7 +7,7 @@ A plugin is one of:
 - ``--plugin NAME``: a module name importable here (on ``sys.path``/``PYTHONPATH``, or installed);
 - ``--plugin PATH.py``: a Python file anywhere (a spec that ends in ``.py`` or holds a ``/`` is a
   path; it is made absolute, so a spawned process or a recorded command finds it from any
-  directory). It is imported as the module ``zswap_host_plugin_<its stem>``;
+  directory). It is imported as the module ``zswap_host_plugin_<its stem>_<hash of its path>``;
 - an installed distribution's entry point in the group ``zswap_host.plugins`` (``pyproject.toml``:
   ``[project.entry-points."zswap_host.plugins"] mine = "my_pkg.zswap"``): loaded by every command
   that loads plugins, without ``--plugin``. An entry point naming a module is imported; one naming a
@@ -25,6 +25,7 @@ them too. docs/plugins.md is the user's guide.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -85,11 +86,8 @@ def _load_file(path: str) -> str:
     if not os.path.isfile(path):
         raise PluginError(f"plugin file {path}: no such file")
     stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
-    name = FILE_MODULE_PREFIX + stem
-    old = sys.modules.get(name)
-    if old is not None and os.path.abspath(getattr(old, "__file__", "") or "") != path:
-        raise PluginError(f"plugin file {path}: another plugin file named {stem}.py is loaded already "
-                          f"({old.__file__}); rename one of them")
+    # the same name in every process for the same path (pickles by reference resolve), distinct per path
+    name = f"{FILE_MODULE_PREFIX}{stem}_{hashlib.sha1(path.encode()).hexdigest()[:8]}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise PluginError(f"plugin file {path}: not a Python file")
