@@ -96,11 +96,20 @@ def test_one_store_runs_on_every_interface(interface):
     u.close()
 
 
-def test_the_store_opens_an_open_channel_ssd_as_it_is_and_asks_a_size_for_lba_ranges():
+def test_the_store_opens_every_interface_as_it_is_with_default_units():
     s = SwapStore(open_device(URLS["ocssd"]))
     assert s.units.unit == "chunk stripe"
-    with pytest.raises(DeviceSpecError, match="zone_size"):
-        SwapStore(open_device(URLS["conventional"]))
+    conv = SwapStore(open_device(URLS["conventional"]))      # 4 MiB: 16 MiB halved to the 256 KiB floor
+    assert (conv.units.unit, conv.units.size_bytes, conv.units.count) == ("LBA range", 256 << 10, 16)
+    fdp = open_device("fdp://?size=256MiB&ruhs=4")            # 16 MiB halved to 4 MiB (64 units), whole RUs
+    ru = fdp.ru_bytes
+    u = placement_units(fdp)
+    assert u.unit_traits().size_bytes == -(-(4 << 20) // ru) * ru and u.unit_traits().size_bytes % ru == 0
+    assert u.unit_traits().size_bytes != 4 << 20              # thesis-ssd's RU does not divide 4 MiB
+    assert placement_units(open_device("emu-conv://?size=8GiB&payload=0&preset=none")).unit_traits().size_bytes \
+        == units_module.DEFAULT_UNIT_BYTES
+    with pytest.raises(DeviceSpecError, match="multiple of the block size"):
+        placement_units(open_device(URLS["conventional"]), zone_size=1000)
 
 
 def test_fdp_units_write_streams_and_gc_under_handles_of_their_own():

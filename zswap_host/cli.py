@@ -12,6 +12,7 @@ import click
 from .bench.plan import SWAP_RUNS as SWAP_RUN_NAMES
 from .errors import ZswapError
 from .renamed_options import RenamedOptions
+from .plugins import command_args as plugin_args, plugin_option
 from .store.placement import placements
 from .units import format_size
 
@@ -511,6 +512,7 @@ def _study_progress(study: str, quiet: bool):
               "without lookahead, next to the 1-rank losses.")
 @io_engine_option
 @friendly_errors
+@plugin_option
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed, runs_csv,
           lookahead, sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
           jobs, model_twin, twin_preset, data_path, data_format, max_ind_range, cat_mapping, skip_bad_lines,
@@ -665,6 +667,7 @@ def _names(text: str) -> tuple[str, ...]:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary (with every row) as JSON instead of text.")
 @quiet_option
 @friendly_errors
+@plugin_option
 def sweep(trace_path, placements, victims, utilisations, interfaces, executor, address, num_cpus, retries, seed,
           gen_preset, iterations, budget, trace_preset, out_dir, as_json, quiet=False) -> None:
     """Replay one trace through the store over a grid of placements x victim policies x utilisations x
@@ -715,7 +718,7 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
     summary["command"] = (f"zswap-host sweep{gen} --trace {trace_path} --placement {','.join(spec.placements)} "
                           f"--victim {','.join(spec.victims)} --utilisation {','.join(f'{u:g}' for u in spec.utilisations)} "
                           f"--interface {','.join(spec.interfaces)} --seed {seed} --executor {executor} --out {out_dir}"
-                          + (f" --model {trace_preset}" if trace_preset else ""))
+                          + (f" --model {trace_preset}" if trace_preset else "") + plugin_args())
     paths = write_outputs(rows, summary, out_dir, title=f"store sweep over the {summary['trace']['preset']} trace "
                           f"(seed {seed}; modeled clock)")
     if as_json:
@@ -775,6 +778,7 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
               help="Write the summary (trace, sizing, every run's row) as JSON.")
 @quiet_option
 @friendly_errors
+@plugin_option
 def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, budget, gen_preset, iterations,
            compute_us_per_sample, lookahead, seed, ssd, geometry, out_dir, restart, json_path, quiet=False) -> None:
     """Replay a page trace through named swap runs, each on fresh payload-free emulated SSDs (no page
@@ -855,7 +859,7 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
            + (f" --compute-us-per-sample {compute_us_per_sample:g}" if compute_us_per_sample is not None else "")
            + (f" --lookahead {lookahead}" if lookahead is not None else "")
            + (f" --seed {seed}" if seed is not None else "")) if gen_preset else ""
-    summary = {"command": f"zswap-host replay{gen} --trace {trace_path} --runs {','.join(runs)}"
+    summary = {"command": f"zswap-host replay{gen} --trace {trace_path} --runs {','.join(runs)}" + plugin_args()
                + (f" --utilisation {utilisation:g}" if utilisation is not None else "")
                + (f" --op {op:g}" if op is not None else "")
                + (f" --erase-block {erase_block}" if erase_block is not None else "")

@@ -31,6 +31,9 @@ def _report(name: str, done: int, total: int) -> None:
 
 
 def _call(fn: Callable[..., Any], name: str, args: tuple) -> Any:
+    from ..plugins import ensure_loaded
+
+    ensure_loaded()                 # the parent's --plugin modules (inherited environment) and entry points
     return fn(name, *args, progress=_report)
 
 

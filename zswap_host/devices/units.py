@@ -7,6 +7,15 @@ record, :class:`UnitTraits` (``unit_traits()``): sequential-only or not, who col
 ``reset_zone`` does on the device, usable capacity and the concurrency limit. :func:`placement_units`
 turns a device of any interface into its units through a registry keyed by the device's
 ``interface`` (``register_interface`` adds one), so the store never asks what device it is on.
+
+Every interface has default units, so ``SwapStore(open_device(url))`` works on any URL:
+
+- ``zns``: the device's zones;
+- ``ocssd``: a stripe of one chunk per parallel unit (``OcssdZonedView``, ``layout="stripe"``);
+- ``conventional`` (``emu-conv://``, a file, a non-zoned block device): LBA ranges of
+  :func:`default_unit_size` — 16 MiB, halved while the device holds fewer than 64 (not below 256 KiB);
+- ``fdp``: the same, rounded up to whole reclaim units (the device's ``ru_bytes``), so a unit's
+  writes, all under one handle, fill whole reclaim units and its discard frees them whole.
 """
 
 from __future__ import annotations
@@ -18,6 +27,10 @@ from ..errors import DeviceSpecError
 from .zone import ZoneGeometry
 
 COLLECTORS = ("host", "host+device")
+# an LBA range's default size (the bench's default zone), halved on small devices down to the floor
+DEFAULT_UNIT_BYTES = 16 << 20
+MIN_UNIT_BYTES = 256 << 10       # small devices still get enough units for the store's streams and GC
+MIN_UNITS = 64
 
 
 @dataclass(frozen=True)
@@ -86,12 +99,12 @@ def interfaces() -> list[str]:
 def placement_units(device, zone_size: int | None = None, zone_capacity: int | None = None, **options):
     """``device`` seen as placement units: a zoned device as it is; any other through the adapter
     registered for its ``interface`` (``ZonedBlockView`` for a conventional or FDP SSD, whose units
-    ``zone_size`` / ``zone_capacity`` size; ``OcssdZonedView`` for an Open-Channel SSD, whose units
-    are its chunks', ``options`` e.g. ``layout="isolate"``). The units own ``device``: closing them
-    closes it.
+    ``zone_size`` / ``zone_capacity`` size — by default :func:`default_unit_size` and the whole
+    range; ``OcssdZonedView`` for an Open-Channel SSD, whose units are its chunks', ``options``
+    e.g. ``layout="isolate"``). The units own ``device``: closing them closes it.
 
     Raises ``DeviceSpecError`` (one line) for an interface with no adapter, or units the device
-    cannot hold (e.g. a conventional SSD without ``zone_size``)."""
+    cannot hold (e.g. a ``zone_size`` that is no multiple of its block size)."""
     if getattr(device, "zoned", False):
         return device
     interface = getattr(device, "interface", None)
@@ -102,13 +115,26 @@ def placement_units(device, zone_size: int | None = None, zone_capacity: int | N
     return adapt(device, zone_size, zone_capacity, **options)
 
 
+def default_unit_size(device) -> int:
+    """The size of a conventional or FDP SSD's LBA-range units when the caller gives none:
+    ``DEFAULT_UNIT_BYTES`` (16 MiB), halved while ``device`` holds fewer than ``MIN_UNITS`` (64)
+    of them, not below ``MIN_UNIT_BYTES`` (256 KiB); on a device with reclaim units (FDP,
+    ``ru_bytes``) rounded up to a whole number of them. Always a multiple of the block size."""
+    size, block = int(device.size), int(device.block_size)
+    unit = DEFAULT_UNIT_BYTES
+    while size // unit < MIN_UNITS and unit > MIN_UNIT_BYTES:
+        unit //= 2
+    ru = int(getattr(device, "ru_bytes", None) or 0)
+    if ru > 0:
+        unit = -(-unit // ru) * ru          # whole reclaim units: an FDP SSD's natural unit
+    return -(-unit // block) * block
+
+
 def _block_units(device, zone_size, zone_capacity, **options):
     from .zoned_view import ZonedBlockView
 
-    if zone_size is None:
-        raise DeviceSpecError(f"{device.url}: a {device.interface} SSD's placement units are LBA ranges the host "
-                              f"chooses; give their size (zone_size)")
-    return ZonedBlockView(device, zone_size, zone_capacity, **options)
+    return ZonedBlockView(device, default_unit_size(device) if zone_size is None else zone_size, zone_capacity,
+                          **options)
 
 
 def _ocssd_units(device, zone_size, zone_capacity, **options):

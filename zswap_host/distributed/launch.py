@@ -169,6 +169,9 @@ def _worker(spec: DistSpec, rank: int, port: int, results) -> None:
 
     import torch.distributed as dist
     try:
+        from ..plugins import ensure_loaded
+
+        ensure_loaded()             # the parent's --plugin modules (inherited environment) and entry points
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=spec.ranks,
                                 timeout=datetime.timedelta(minutes=10))
         out = train_rank(spec, rank)

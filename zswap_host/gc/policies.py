@@ -82,7 +82,9 @@ def get_victim_policy(name: str) -> Policy:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown victim policy {name!r}; registered: {', '.join(sorted(_REGISTRY))}") from None
+        raise ValueError(f"unknown victim policy {name!r}; registered: {', '.join(sorted(_REGISTRY))} (register "
+                         f"yours with register_victim_policy; zswap-host loads it with --plugin, "
+                         f"docs/plugins.md)") from None
 
 
 def victim_policies() -> list[str]:

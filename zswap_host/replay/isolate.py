@@ -18,6 +18,9 @@ def _child(q, fn, args) -> None:
         q.put(("progress", a))
 
     try:
+        from ..plugins import ensure_loaded
+
+        ensure_loaded()             # the parent's --plugin modules (inherited environment) and entry points
         q.put(("done", fn(*args, progress=progress)))
     except BaseException as e:
         if not isinstance(e, (ZswapError, ValueError)):

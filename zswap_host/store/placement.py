@@ -97,7 +97,8 @@ def get_placement(name: str) -> Placement:
     try:
         return _REGISTRY[name]
     except (KeyError, TypeError):
-        raise ValueError(f"unknown placement {name!r}: {', '.join(placements())}") from None
+        raise ValueError(f"unknown placement {name!r}: {', '.join(placements())} (register yours with "
+                         f"register_placement; zswap-host loads it with --plugin, docs/plugins.md)") from None
 
 
 def placements() -> list[str]:

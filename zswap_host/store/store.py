@@ -54,9 +54,10 @@ class SwapStore:
     """Host-managed swap store on any ``ZonedDevice``; implements ``SwapBackend`` plus
     ``gc_step(max_bytes=None)`` and ``idle(seconds)``.
 
-    ``device``: a ZNS device, or any interface's placement units (``devices.placement_units``: an
-    Open-Channel SSD may be given as it is; a conventional or FDP SSD as
-    ``placement_units(dev, zone_size)``). ``units`` says what its zones are; the store asks nothing else.
+    ``device``: any device ``open_device`` gives, taken as its placement units
+    (``devices.placement_units``, each interface's defaults: zones, chunk stripes, or LBA ranges of
+    ``default_unit_size``), or units made with other sizes (``placement_units(dev, zone_size)``).
+    ``units`` says what its zones are; the store asks nothing else.
     ``device`` is then the units: close them (``store.device.close()``, which closes the SSD too)
     rather than the SSD alone, so a view's host-held data reaches it.
 

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 
 from ..errors import ZswapError
 
+PLUGIN_DOC = "docs/plugins.md"
 # the bench's bounds on tables / usable bytes (bench.plan): outside them no device can be sized
 MIN_UTILISATION, MAX_UTILISATION = 0.05, 0.99
 
@@ -55,7 +56,7 @@ def known() -> dict[str, list[str]]:
 def make_grid(placements: list[str], victims: list[str], utilisations: list[float],
               interfaces: list[str]) -> list[Point]:
     """Every combination, sorted by key fields (duplicates dropped). ``SweepError`` (one line,
-    listing the known names) for an unknown name, an empty axis or a utilisation outside
+    listing the known names and, for policies, how to load one's own) for an unknown name, an empty axis or a utilisation outside
     0.05..0.99."""
     ok = known()
     for axis, given in (("placement", placements), ("victim", victims), ("interface", interfaces)):
@@ -63,7 +64,9 @@ def make_grid(placements: list[str], victims: list[str], utilisations: list[floa
             raise SweepError(f"no {axis} given; known: {', '.join(ok[axis])}")
         bad = [g for g in given if g not in ok[axis]]
         if bad:
-            raise SweepError(f"unknown {axis} {bad[0]!r}; known: {', '.join(ok[axis])}")
+            own = f"; one of your own: --plugin MODULE|FILE.py that registers it ({PLUGIN_DOC})" \
+                if axis in ("placement", "victim") else ""
+            raise SweepError(f"unknown {axis} {bad[0]!r}; known: {', '.join(ok[axis])}{own}")
     if not utilisations:
         raise SweepError("no utilisation given")
     for u in utilisations:
