@@ -103,3 +103,15 @@ def test_the_command_takes_ssd_geometry_and_compute(trace, tmp_path):
     assert r.exit_code == 2 and "real geometry" in r.output and len(r.output.strip().splitlines()) == 1
     r = CliRunner().invoke(main, ["replay", "--trace", trace, "--lookahead", "1"])
     assert r.exit_code == 2 and "--lookahead applies to --generate" in r.output
+
+
+def test_the_bench_runs_on_the_presets_flash(tmp_path):
+    out = tmp_path / "b.json"
+    r = CliRunner().invoke(main, ["bench", "--model", "tiny", "--preset", "zn540", "--runs", "zns-host-gc",
+                                  "--jobs", "1", "--quiet", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    got = json.loads(out.read_text())
+    assert "preset=zn540" in got["devices"]["baseline"] and "preset=zn540" in got["devices"]["zns"]
+    assert [run["device"] for run in got["runs"] if run.get("device")] == [got["devices"]["zns"]]
+    r = CliRunner().invoke(main, ["bench", "--model", "tiny", "--geometry", "real", "--quiet"])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "real geometry" in r.output, r.output

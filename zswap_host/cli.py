@@ -483,7 +483,13 @@ def _study_progress(study: str, quiet: bool):
               help="When a device is real or a file (wall clock), train its runs again afterwards on an "
               "emulated device of the same geometry and report the two stalls side by side (the model twin).")
 @click.option("--preset", "twin_preset", default="thesis-ssd", show_default=True, metavar="PRESET",
-              help="SSD preset (timing model, as preset= in device URLs) of the model twins: thesis-ssd or zn540.")
+              help="SSD preset (flash, controller and timing, as preset= in device URLs) of the emulated devices: "
+              "the default conventional and ZNS SSDs (same flash) and the model twins: thesis-ssd, zn540, "
+              "cluster23-nvme-a.")
+@click.option("--geometry", type=click.Choice(["scaled", "real"]), default="scaled", show_default=True,
+              help="The default emulated SSDs' geometry. scaled: erase blocks and zones scaled down to the tables' "
+              "size so GC runs in a short bench; real: the --preset's own erase block, zone size and capacity "
+              "(needs tables of the drive's scale: replay --generate mlperf --geometry real).")
 @click.option("--data", "data_path", default=None, metavar="PATH",
               help="Train on this Criteo file instead of synthetic data: Kaggle train.txt, Terabyte day_N "
               "(or day_N.gz), or facebookresearch/dlrm's preprocessed .npz; streamed, read again from its "
@@ -515,7 +521,7 @@ def _study_progress(study: str, quiet: bool):
 @plugin_option
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed, runs_csv,
           lookahead, sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
-          jobs, model_twin, twin_preset, data_path, data_format, max_ind_range, cat_mapping, skip_bad_lines,
+          jobs, model_twin, twin_preset, geometry, data_path, data_format, max_ind_range, cat_mapping, skip_bad_lines,
           json_path, plot_dir, trace_out, force=False, yes=False, ranks=None, quiet=False) -> None:
     """Train DLRM in DRAM only and over five swap configurations, side by side, each changing one thing
     from the one before; prints the attribution chain (what batching, lookahead, aggregation and ZNS
@@ -570,7 +576,7 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
                      budget=_budget(budget), iterations=iterations, batch_size=batch_size, seed=seed,
                      runs=runs, sizing=sizing, utilisation=utilisation, compute=basis, trace_out=trace_out,
                      verify=verify, idle_gc=idle_gc, suspend=suspend, jobs=jobs, model_twin=model_twin,
-                     twin_preset=twin_preset, data=data_path, data_format=data_format or "auto",
+                     twin_preset=twin_preset, ssd=twin_preset, geometry=geometry, data=data_path, data_format=data_format or "auto",
                      max_ind_range=max_ind_range, cat_mapping=cat_mapping or "hash",
                      skip_bad_lines=skip_bad_lines, lookahead=lookahead)
 
