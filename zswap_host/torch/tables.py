@@ -45,7 +45,7 @@ class SwappedTables:
         self.last_prefetch_error: ZswapError | None = None   # the last prefetch's device error, if it failed
         self.prefetch_errors = 0         # prefetches a device error cut short (their pages come on demand)
         self.failed_steps = 0            # forwards a device error failed (each cost its step, nothing else)
-        self._ended = None               # why the last pending step ended without its backward
+        self._ended = None               # how the last step ended, for its late backward's error
         self.prefetch_stall_s = 0.0      # prefetch I/O no compute covered (see stats)
         self.prefetch_blocked_s = 0.0    # wall time the steps' thread spent running or awaiting prefetches
         self._ahead_t0 = 0.0
@@ -71,10 +71,11 @@ class SwappedTables:
         except ZswapError as e:
             self.failed_steps += 1
             if ended:
-                self._ended = f"a later forward failed with {type(e).__name__}: {e}"
+                self._ended = f"a later forward failed with {type(e).__name__}: {e}; its update was not applied"
             raise
         self._step += 1
         self._pending = self._step
+        self._ended = None
         if self._t_first is None:
             self._t_first = (time.perf_counter(), self.store.io_wall_s, self.store.bookkeeping_wall_s)
         if self._deferred is not None:
@@ -143,13 +144,14 @@ class SwappedTables:
         self.check_step(step)
         self.finish_prefetch()
         self._pending = None
+        self._ended = "its backward ran already: the update was applied once"
         self.store.apply_tables(grads, rule=self._rule)
         self._t_last = time.perf_counter()
 
     def check_step(self, step: int) -> None:
         """``RuntimeError`` unless step ``step``'s rows are still pinned and not yet updated."""
         if self._pending != step:
-            why = f" ({self._ended}; its update was not applied)" if self._ended and step == self._step else ""
+            why = f" ({self._ended})" if self._ended and step == self._step else ""
             raise RuntimeError(
                 "swapped embeddings: this backward belongs to a forward whose rows are no longer pinned "
                 "(the module ran another forward, a checkpoint or close since, or backward ran twice)"
@@ -188,7 +190,7 @@ class SwappedTables:
             self._ahead.close()
             self._ahead = None
         self._deferred = None
-        self.end_step("the module was closed")
+        self.end_step("the module was closed; its update was not applied")
         self.store.release()
         self.closed = True
 

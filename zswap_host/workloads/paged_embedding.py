@@ -29,6 +29,10 @@ Per batch (``gather``):
    (DLRM's uniform(-1/sqrt(rows), 1/sqrt(rows)) init; Adagrad state starts at 0), so a table larger
    than memory needs no up-front initialisation;
 5. the rows are gathered into a (unique rows, dim) float32 array.
+A batch whose pages do not fit the budget is gathered and updated in pieces that do
+(``paged_stream``; the same values). A backend error in a step leaves the cache consistent: no frame
+taken by a failed fault, the pins as before (``_make_resident`` is atomic), written pages marked call
+by call, and after a failed gather nothing pinned and no step pending.
 ``apply(grad)`` then updates those rows (sparse SGD or row-wise Adagrad) in the frames and marks
 their pages dirty. ``gather_tables`` / ``apply_tables`` do the same for per-table index arrays of any
 lengths (tables of different dims, or absent from a step), and take an update rule of the caller's
