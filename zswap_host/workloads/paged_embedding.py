@@ -743,10 +743,11 @@ class PagedEmbedding:
         self.pin[rf] = True
         st = self.page_state[missing]
         old = st == SWAPPED
+        faulted = bool(old.any())
         try:
             if m > self._nfree:
                 self._evict(m - self._nfree)
-            data = self._io(self.backend.swap_in, self._bid(missing[old])) if old.any() else None
+            data = self._io(self.backend.swap_in, self._bid(missing[old])) if faulted else None
         except BaseException:
             self.pin[:] = pin0          # the victims chosen and the pages asked for: unpinned again
             raise
@@ -754,7 +755,7 @@ class PagedEmbedding:
         c.hits += int(rf.size)
         newf = self._free[self._nfree - m:self._nfree][::-1].copy()
         self._nfree -= m
-        if data is not None:
+        if faulted:
             ids = missing[old]
             if self.payload:
                 self.frames[newf[old]] = data
