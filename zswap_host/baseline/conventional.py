@@ -191,6 +191,11 @@ class ConventionalSwap:
             return self._fault_lat.values().copy()
 
     @property
+    def device(self):
+        """The block device the swap area is on (its clock: ``device.now()``)."""
+        return self._dev
+
+    @property
     def capacity_pages(self) -> int:
         """Pages the swap area holds (its slots less the header)."""
         return self._capacity

@@ -87,6 +87,8 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
         self._io = IoCounters()
         self._fail_writes = 0
         self._fail_reads = 0
+        self._pass_writes = 0       # writes / reads let through before the injected failures
+        self._pass_reads = 0
         self.readonly = readonly = bool(readonly and path is not None)
         nz = geometry.nr_zones
         fresh = True
@@ -260,8 +262,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
             raise ZoneStateError(
                 f"zone {z}: {n} bytes at +{rel} would pass the zone capacity {g.zone_capacity}", zone=z)
         self._open(z, implicit=True)
-        if self._fail_writes:
-            self._fail_writes -= 1
+        if self._fail_writes and self._injected("write"):
             raise DeviceIOError(f"injected write failure in zone {z}", offset=g.zone_start(z) + rel)
         start = g.zone_start(z) + rel
         self._media_write(start, view)
@@ -370,8 +371,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
             offline = np.nonzero(self._cond[first:last + 1] == ZoneCond.OFFLINE)[0]
             if offline.size:
                 raise DeviceIOError(f"read of offline zone {first + int(offline[0])}", offset=offset)
-            if self._fail_reads:
-                self._fail_reads -= 1
+            if self._fail_reads and self._injected("read"):
                 raise DeviceIOError(f"injected read failure at {offset}", offset=offset)
             out = self._media_read(offset, length)
             self._io.read(length)
@@ -394,8 +394,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
                 bad = zs[self._cond[zs] == ZoneCond.OFFLINE]
                 if bad.size:
                     raise DeviceIOError(f"read of offline zone {int(bad[0])}")
-            if self._fail_reads:
-                self._fail_reads -= 1
+            if self._fail_reads and self._injected("read"):
                 raise DeviceIOError("injected read failure", offset=int(offsets[0]))
             n = int(lengths[0]) if lengths.size else 0
             if lengths.size > 8 and not (lengths != n).any():   # equal requests (a page each): one count
@@ -441,15 +440,42 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
             self.model.finish(z)
 
     # -- failure injection (tests) -------------------------------------------------------------
-    def inject_write_failures(self, n: int) -> None:
-        """Fail the next ``n`` writes/appends with DeviceIOError; nothing is written, the write pointer stays."""
+    # A transient media error: the request fails with DeviceIOError and changes nothing (no data
+    # written, the write pointer stays, no modeled time); the next request of its kind succeeds.
+    # ``after`` lets that many requests through first, so a test can fail the k-th read or write
+    # of an operation (a ``read_batch`` or an ``append_batch``'s unit is one request each).
+    def inject_write_failures(self, n: int, after: int = 0) -> None:
+        """Fail ``n`` writes/appends with DeviceIOError, after letting the next ``after`` succeed;
+        nothing is written, the write pointer stays. Replaces an earlier injection."""
         with self._lock:
-            self._fail_writes = n
+            self._fail_writes, self._pass_writes = int(n), int(after)
 
-    def inject_read_failures(self, n: int) -> None:
-        """Fail the next ``n`` reads with DeviceIOError."""
+    def inject_read_failures(self, n: int, after: int = 0) -> None:
+        """Fail ``n`` reads (``read`` or ``read_batch`` calls) with DeviceIOError, after letting the
+        next ``after`` succeed. Replaces an earlier injection."""
         with self._lock:
-            self._fail_reads = n
+            self._fail_reads, self._pass_reads = int(n), int(after)
+
+    def injected_failures(self) -> tuple[int, int]:
+        """(reads, writes) injected failures not raised yet: a test sees whether an operation
+        reached the request it aimed at."""
+        with self._lock:
+            return self._fail_reads, self._fail_writes
+
+    def _injected(self, kind: str) -> bool:
+        """Whether this read (``kind="read"``) or write fails; called under the lock while failures
+        of that kind are armed."""
+        if kind == "read":
+            if self._pass_reads:
+                self._pass_reads -= 1
+                return False
+            self._fail_reads -= 1
+            return True
+        if self._pass_writes:
+            self._pass_writes -= 1
+            return False
+        self._fail_writes -= 1
+        return True
 
     def set_zone_condition(self, z: int, cond: ZoneCond) -> None:
         """Make a zone READ_ONLY (readable, never writable again) or OFFLINE (nothing readable),

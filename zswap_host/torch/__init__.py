@@ -26,6 +26,14 @@ Contract.
 - Lookahead: ``prefetch(*upcoming)`` faults in the pages of upcoming steps' lookups while the
   current step computes (a worker thread; synchronous on a modeled clock), never evicting a page the
   current or a queued step needs; ``prefetching(loader, module, depth)`` calls it for a loop.
+- Any budget holding one row and its optimizer state (1, 2 or 3 pages): a step needing more pages
+  streams through the budget in pieces, forward and update alike, with equal results.
+- Faults: a device error costs one step, never the module or an update — a failed forward raises
+  and pins nothing (the pending step's backward then raises: not applied); a backward never loses
+  its update; a failed prefetch is counted, not raised. See ``SwappedModule``.
+- Clocks: ``stats()`` reports stall on the backend device's modeled clock when it has one (else wall
+  time; ``clock=`` overrides) and names it in ``stats()["clock"]``, with the device's busy time and
+  the slowdown over DRAM (``clocks``, ``SwappedModule.stats``).
 - ``flush()`` writes dirty pages to the backend; ``close()`` discards the tables' pages from the
   backend and frees the cache; ``stats()`` reports the page cache's counters. The backend belongs to
   the caller: modules never close it; several modules may share it (disjoint page ids, ``ranges``).

@@ -26,8 +26,24 @@ class SwappedModule(nn.Module):
     tables; their ``load_*`` stream in from the given tensors. ``save`` / ``load`` stream both ways
     (module ``checkpoint``).
 
-    ``clock`` (the device's modeled clock, for ``io_stall_s``), ``discard_dirty`` and ``trace`` (a
-    ``TraceBuilder`` recording every backend call) are ``PagedEmbedding``'s; ``page_cache`` is it."""
+    ``clock``: which clock the stall figures use (``clocks``: by default the backend device's modeled
+    clock when it has one, else wall time; ``stats()["clock"]`` names it). ``discard_dirty`` and
+    ``trace`` (a ``TraceBuilder`` recording every backend call) are ``PagedEmbedding``'s;
+    ``page_cache`` is it.
+
+    Budgets: a step whose pages do not fit the budget streams through it in pieces (forward and
+    update alike, ``workloads.paged_stream``): any budget works that holds one row and its optimizer
+    state (1 page for SGD, 2 for Adagrad, 3 for Adam; ``ValueError`` below that).
+
+    Device errors (``DeviceIOError`` and the other ``ZswapError``s of the backend) cost a step, never
+    the module: a forward that fails raises, pins nothing and ends the pending step (that step's
+    backward raises ``RuntimeError`` saying so: its update was not applied); the step may be retried
+    or skipped. A backward never loses its update: with the rows pinned it does no I/O; a streamed
+    one whose write-back fails keeps the rest and finishes it before any later read of values (the
+    next forward, ``read_rows``, a checkpoint or ``flush``, which raise while it cannot). A prefetch's
+    device error is not raised: counted in ``stats()["prefetch_errors"]``, its pages come on demand.
+    A failed ``save`` leaves no ``meta.json`` (``load`` refuses it); a failed ``load`` may have loaded
+    part of the tables: retry it."""
 
     def __init__(self, keys, rows, dims, mode: str, *, backend, budget, optimizer, lr, eps, betas, seed: int,
                  page_size: int, clock, discard_dirty: bool, trace=None) -> None:
@@ -64,6 +80,11 @@ class SwappedModule(nn.Module):
         """One upcoming step's lookups as per-table int64 arrays (None: table not in it)."""
         raise NotImplementedError
 
+    @property
+    def last_prefetch_error(self):
+        """The device error that cut the last failed prefetch short, or None."""
+        return self._tables.last_prefetch_error
+
     def prefetch(self, *upcoming) -> None:
         """Fault in the pages of upcoming steps' lookups (nearest first; each what ``forward`` takes
         as its lookups) while this step computes: called between a forward and its backward it
@@ -75,8 +96,10 @@ class SwappedModule(nn.Module):
     def wait_prefetch(self):
         """Wait for a running prefetch and return what it cost (``workloads.lookahead.Overlap``:
         device time on a modeled clock, wall time the caller blocked, pages brought in), or None if
-        none ran since the last call. A worker's error is raised here. The backward waits anyway;
-        this is for a caller that times its steps or stops early."""
+        none ran since the last call or it failed: a device error is not raised (the prefetch is a
+        hint; ``stats()["prefetch_errors"]``, the error in ``last_prefetch_error``), any other error
+        of the worker is. The backward waits anyway; this is for a caller that times its steps or
+        stops early."""
         self._tables.finish_prefetch()
         out, self._tables.last_prefetch = self._tables.last_prefetch, None
         return out
@@ -108,7 +131,23 @@ class SwappedModule(nn.Module):
 
     def stats(self) -> dict:
         """The page cache's counters (``PagedEmbedding.stats``: lookups, hits, faults, pages written,
-        ``io_stall_s``, ...), the optimizer, its per-table step counts, budget and table bytes."""
+        ...), the optimizer, its per-table step counts, budget and table bytes, and the time figures,
+        every ``*_s`` on the clock ``clock`` names (``"modeled"``: the device's SSD model;
+        ``"wall"``; ``"caller"``: the ``clock=`` given; ``"none"``: no backend, no I/O):
+
+        - ``io_stall_s``: the steps' demand I/O (faults and evictions in forwards, checkpoints, flush);
+        - ``prefetch_stall_s``: prefetch I/O the compute beside it did not cover (modeled: per
+          prefetch ``max(0, its device time - the wall time until the step needed it)``; wall: the
+          time the step waited for the worker);
+        - ``stall_s``: the two together, what the steps waited for the device;
+        - ``device_busy_s``: the device's time in all of the module's I/O, prefetch included;
+        - ``compute_s``: wall time from the first forward to the last backward, less the time in
+          backend calls, in prefetches the step ran or waited for, and the cache's bookkeeping;
+        - ``slowdown_vs_dram``: ``(compute_s + stall_s) / compute_s`` — the I/O's cost over a
+          DRAM-only run of the same compute (None before a step).
+
+        And ``failed_steps`` (forwards a device error failed), ``prefetch_errors`` and
+        ``last_prefetch_error``, ``unsettled`` (an update waiting for its write-back)."""
         return self._tables.stats()
 
     # -- checkpoints -------------------------------------------------------------------------

@@ -87,7 +87,7 @@ def load(tables: SwappedTables, keys: list[str], path: str, chunk_bytes: int = C
     want = [(k, st.tables[t], int(st.dims[t])) for t, k in enumerate(keys)]
     if have != want:
         raise ValueError(f"{path}: its tables (key, rows, dim) {have} are not these {want}")
-    tables.end_step()
+    tables.end_step("a checkpoint was loaded since; its update was not applied")
     for t, m in enumerate(meta["tables"]):
         for name in ARRAYS[st.optimizer]:
             if name not in m["files"]:
@@ -126,7 +126,7 @@ def load_state_tensors(tables: SwappedTables, t: int, arrays: dict, chunk_bytes:
     into the store, chunk by chunk. Ends the current step."""
     tables.finish_prefetch()             # no prefetch thread beside the page I/O here
     tables._check_open()
-    tables.end_step()
+    tables.end_step("a checkpoint was loaded since; its update was not applied")
     for name, x in arrays.items():
         if name == "step":
             tables.store.steps[t] = int(x)

@@ -33,7 +33,7 @@ class SwappedEmbeddingBagCollection(SwappedModule):
                  keys: Sequence[str] | None = None, backend: SwapBackend | None = None, budget=1.0,
                  optimizer: str | FusedOptimizer = "sgd", lr: float = 0.01, eps: float = 1e-8,
                  betas: tuple[float, float] = (0.9, 0.999), seed: int = 0, page_size: int = 4096,
-                 clock=None, discard_dirty: bool = False, trace=None) -> None:
+                 clock="device", discard_dirty: bool = False, trace=None) -> None:
         rows, dims = [], []
         for spec in tables:
             if isinstance(spec, (tuple, list)):

@@ -29,17 +29,22 @@ class SwappedEmbeddingBag(SwappedModule):
     Initial rows: uniform in (-1/sqrt(num_embeddings), 1/sqrt(num_embeddings)) (DLRM's), created on
     first touch from ``seed`` (nothing is initialised up front). ``load_state_dict`` sets them.
 
-    Errors (as torch raises them): ``ValueError`` for a bad mode or input shape,
-    ``NotImplementedError`` for ``per_sample_weights`` with ``"mean"``, ``EmbeddingIndexError`` (an
-    ``IndexError`` and a ``RuntimeError``) for an index outside ``[0, num_embeddings)``, and
-    ``ValueError`` when one batch needs more pages than the budget holds.
+    Any budget that holds one row and its optimizer state works: a batch needing more pages than the
+    budget streams through it in pieces, with equal results. ``clock``: ``"device"`` (default: the
+    backend device's modeled clock if it has one, else wall), ``"wall"``/None, or a callable
+    (``clocks``). Device errors cost one step, never the module (``SwappedModule``).
+
+    Errors (as torch raises them): ``ValueError`` for a bad mode or input shape, or a budget below
+    one row and its optimizer state, ``NotImplementedError`` for ``per_sample_weights`` with
+    ``"mean"``, ``EmbeddingIndexError`` (an ``IndexError`` and a ``RuntimeError``) for an index
+    outside ``[0, num_embeddings)``; the backend's ``DeviceIOError`` from a forward whose I/O failed.
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, mode: str = "mean", *,
                  include_last_offset: bool = False, backend: SwapBackend | None = None, budget=1.0,
                  optimizer: str | FusedOptimizer = "sgd", lr: float = 0.01, eps: float = 1e-8,
                  betas: tuple[float, float] = (0.9, 0.999), seed: int = 0, page_size: int = 4096,
-                 clock=None, discard_dirty: bool = False, trace=None) -> None:
+                 clock="device", discard_dirty: bool = False, trace=None) -> None:
         super().__init__(["weight"], [int(num_embeddings)], [int(embedding_dim)], mode, backend=backend,
                          budget=budget, optimizer=optimizer, lr=lr, eps=eps, betas=betas, seed=seed,
                          page_size=page_size, clock=clock, discard_dirty=discard_dirty, trace=trace)

@@ -29,6 +29,10 @@ Per batch (``gather``):
    (DLRM's uniform(-1/sqrt(rows), 1/sqrt(rows)) init; Adagrad state starts at 0), so a table larger
    than memory needs no up-front initialisation;
 5. the rows are gathered into a (unique rows, dim) float32 array.
+A batch whose pages do not fit the budget is gathered and updated in pieces that do
+(``paged_stream``; the same values). A backend error in a step leaves the cache consistent: no frame
+taken by a failed fault, the pins as before (``_make_resident`` is atomic), written pages marked call
+by call, and after a failed gather nothing pinned and no step pending.
 ``apply(grad)`` then updates those rows (sparse SGD or row-wise Adagrad) in the frames and marks
 their pages dirty. ``gather_tables`` / ``apply_tables`` do the same for per-table index arrays of any
 lengths (tables of different dims, or absent from a step), and take an update rule of the caller's
@@ -51,6 +55,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import ZswapError
+from . import paged_stream
 from .criteo import splitmix64
 from .trace import DISCARD, SWAP_IN, SWAP_OUT
 
@@ -242,7 +248,8 @@ class PagedEmbedding:
         self.io_wall_s = 0.0
         self.io_stall_s = 0.0
         self.bookkeeping_wall_s = 0.0             # gathers and updates, backend calls excluded (wall)
-        self._ctx: _Pending | None = None
+        self._ctx: _Pending | paged_stream.StreamedStep | None = None
+        self._unsettled: paged_stream.StreamedStep | None = None    # an update not yet written back
         self._ahead: np.ndarray | None = None     # pages the last prefetch pinned for queued batches
         self._prefetching = False                 # backend calls now count as overlapped I/O
         self.io_overlap_s = 0.0                   # clock change across prefetch backend calls
@@ -306,9 +313,11 @@ class PagedEmbedding:
         cut = np.searchsorted(p.table, np.arange(T + 1))
         koff = np.concatenate([[0], np.cumsum(lens)])
         out: list = [None] * T
+        streamed = isinstance(p, paged_stream.StreamedStep)
         for j, t in enumerate(present.tolist()):          # per table, never per row
             lo, hi = int(cut[t]), int(cut[t + 1])
-            r = rows[lo:hi] if rows is not None else self._view(t)[p.f[lo:hi], p.slot[lo:hi]]
+            r = rows[lo:hi] if rows is not None else \
+                p.rows[t] if streamed else self._view(t)[p.f[lo:hi], p.slot[lo:hi]]
             out[t] = (r, inverse[koff[j]:koff[j + 1]] - lo)
         return out
 
@@ -334,15 +343,28 @@ class PagedEmbedding:
         return upage, uslot, t, spage, sslot, pages
 
     def _gather_keys(self, key: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+        """Bring in and pin the pages of lookup keys; the step's context in ``_ctx``. A step whose
+        pages do not fit the budget is gathered in pieces (``paged_stream``). On an error nothing
+        is pinned and no step is pending."""
+        self.settle()
         ukeys, inverse = np.unique(key, return_inverse=True)
         upage, uslot, t, spage, sslot, pages = self._key_pages(ukeys)
+        self._ctx = None
         self.pin.fill(False)
+        if pages.size > self.nframes and self.payload:
+            self._ctx = step = paged_stream.gather(self, upage, uslot, t, spage, sslot)
+            self.counters.unique_rows += int(ukeys.size)
+            return step.flat_rows(), inverse.reshape(-1)
         if self._ahead is not None and self._ahead.size:      # keep what a prefetch queued, if both fit
             fa = self.page_frame[self._ahead]
             fa = fa[fa >= 0]
             if fa.size + pages.size <= self.nframes:
                 self.pin[fa] = True
-        self._make_resident(pages)
+        try:
+            self._make_resident(pages)
+        except BaseException:
+            self.pin.fill(False)
+            raise
         f = self.page_frame[upage].astype(np.int64)
         rows = self._rows[f, uslot] if self.uniform and self.payload else None
         sf = self.page_frame[spage].astype(np.int64) if spage is not None else None
@@ -357,11 +379,19 @@ class PagedEmbedding:
         if self._ctx is None:
             raise RuntimeError("apply() without a gather()")
         p = self._ctx
+        if self.optimizer == "adam":
+            raise ValueError("optimizer 'adam' has no built-in update: use apply_tables() with a rule")
+        if isinstance(p, paged_stream.StreamedStep):
+            if not self.uniform:
+                raise ValueError("apply() needs tables of one dim; use apply_tables()")
+            self._ctx = None
+            g = np.asarray(grad, np.float32)
+            paged_stream.apply(self, p, np.arange(len(self.tables)),
+                               [g[p.tcut[t]:p.tcut[t + 1]] for t in range(len(self.tables))], None)
+            return
         self._ctx = None
         if p.rows is None:
             raise ValueError("apply() needs tables of one dim; use apply_tables()")
-        if self.optimizer == "adam":
-            raise ValueError("optimizer 'adam' has no built-in update: use apply_tables() with a rule")
         g = np.asarray(grad, np.float32)
         if g.shape != p.rows.shape:
             raise ValueError(f"grad shape {g.shape} != rows shape {p.rows.shape}")
@@ -371,6 +401,7 @@ class PagedEmbedding:
         rows, states = self._rule()(p.rows, g, self._states(p, sel, self._rows))
         self._put(p, sel, self._rows, rows, states)
         self._dirtied(p.f, p.sf)
+        self._unpin(p)
 
     @_bookkeeping
     def apply_tables(self, grads, rule=None) -> None:
@@ -383,13 +414,16 @@ class PagedEmbedding:
         if self._ctx is None:
             raise RuntimeError("apply_tables() without a gather_tables()")
         p = self._ctx
-        self._ctx = None
         T = len(self.tables)
         if len(grads) != T:
             raise ValueError(f"grads must have one entry per table ({T}), has {len(grads)}")
         if rule is None and self.optimizer == "adam":
             raise ValueError("optimizer 'adam' has no built-in update: pass a rule")
+        self._ctx = None
         present = np.arange(T) if p.tables is None else p.tables
+        if isinstance(p, paged_stream.StreamedStep):
+            paged_stream.apply(self, p, present, grads, rule)
+            return
         self.steps[present] += 1
         builtin = self._rule() if rule is None else None
         cut = np.searchsorted(p.table, np.arange(T + 1))
@@ -407,6 +441,7 @@ class PagedEmbedding:
             new_rows, states = builtin(rows, g, states) if rule is None else rule(t, rows, g, states)
             self._put(p, sel, view, new_rows, states)
         self._dirtied(p.f, p.sf)
+        self._unpin(p)
 
     @_bookkeeping
     def touch(self, indices, between: Callable[[], object] | None = None) -> None:
@@ -439,7 +474,8 @@ class PagedEmbedding:
         p = self._ctx
         self._ctx = None
         if out is None:
-            out = self._view(table)[p.f, p.slot]
+            out = p.rows[table] if isinstance(p, paged_stream.StreamedStep) else self._view(table)[p.f, p.slot]
+        self.pin.fill(False)
         return out[inv]
 
     def peek_rows(self, table: int, rows) -> np.ndarray:
@@ -449,6 +485,7 @@ class PagedEmbedding:
         r = np.asarray(rows, np.int64).reshape(-1)
         if r.size and (r.min() < 0 or r.max() >= self.tables[table]):
             raise IndexError(f"table {table}: index out of range [0, {self.tables[table]})")
+        self.settle()
         R, d = int(self.rpp[table]), int(self.dims[table])
         pages, inv = np.unique(self.page_base[table] + r // R, return_inverse=True)
         data = self._read_pages(pages).view(np.float32)[:, :R * d].reshape(-1, R, d)
@@ -473,6 +510,7 @@ class PagedEmbedding:
             raise IndexError(f"table {table}: rows [{lo}, {hi}) not within [0, {n})")
         if hi == lo:
             return np.zeros((0,) if name == "sum" else (0, w), np.float32)
+        self.settle()
         p0, p1 = lo // R, (hi - 1) // R + 1
         data = self._read_pages(np.arange(first + p0, first + p1, dtype=np.int64))
         r = np.arange(lo - p0 * R, hi - p0 * R)
@@ -494,6 +532,7 @@ class PagedEmbedding:
         hi = lo + v.shape[0]
         if not 0 <= lo <= hi <= n:
             raise IndexError(f"table {table}: rows [{lo}, {hi}) not within [0, {n})")
+        self.settle()
         self._ctx = None
         if hi == lo:
             return
@@ -514,6 +553,7 @@ class PagedEmbedding:
         """Write every dirty resident page to the backend (keeping it resident and now clean)."""
         if self.backend is None:
             return
+        self.settle()
         fr = np.flatnonzero((self.frame_page >= 0) & (self.dirty | ~self.held[np.maximum(self.frame_page, 0)]))
         if fr.size:
             self._write(fr)
@@ -523,6 +563,7 @@ class PagedEmbedding:
         """Forget the tables: discard (one call) every page the backend holds for them and drop the
         DRAM cache. The object is unusable afterwards."""
         self._ctx = None
+        self._unsettled = None
         if self.backend is not None:
             ids = np.flatnonzero((self.page_state == SWAPPED) | self.held)
             if ids.size:
@@ -532,6 +573,19 @@ class PagedEmbedding:
         self.frames = self._f32 = self._rows = None
         self.page_state[:] = UNTOUCHED
         self.held[:] = False
+
+    def settle(self) -> None:
+        """Finish writing back the update of a step larger than the budget whose write-back a device
+        error interrupted (``paged_stream``): every read of values calls it first, so the update is
+        never lost; it raises the device's error again while the write-back cannot finish."""
+        if self._unsettled is not None:
+            paged_stream.write_back(self, self._unsettled)
+            self._unsettled = None
+
+    @property
+    def unsettled(self) -> bool:
+        """Whether an applied update still waits to be written into the pages (``settle``)."""
+        return self._unsettled is not None
 
     def stats(self) -> dict:
         d = self.counters.as_dict()
@@ -621,6 +675,9 @@ class PagedEmbedding:
         self._prefetching = True
         try:
             self._make_resident(want)
+        except BaseException:
+            self._ahead = None               # nothing queued: the pins are as before the call
+            raise
         finally:
             self._prefetching = False
         c.page_refs, c.hits = refs, hits            # a prefetch is not a reference: gather counts those
@@ -667,31 +724,44 @@ class PagedEmbedding:
         return present, lens, (self.page_base[tt] + flat // R) * self._kR + flat % R
 
     def _make_resident(self, pages: np.ndarray) -> None:
+        """Make ``pages`` (sorted, unique) resident and pin them. Atomic for the caller: if an
+        eviction's write or the fault's read fails, the error propagates with no page half brought
+        in, no frame taken and the pins as they were (pages evicted before the failure stay
+        evicted: each is consistent on its own)."""
         c = self.counters
         fr = self.page_frame[pages]
         res = fr >= 0
         rf = fr[res]
-        self.ref[rf] = True
-        self.pin[rf] = True
-        c.page_refs += int(pages.size)
-        c.hits += int(rf.size)
         missing = pages[~res]
         m = int(missing.size)
+        if m > self._nfree and pages.size > self.nframes:
+            raise ValueError(
+                f"one batch needs {pages.size} pages but the DRAM budget holds {self.nframes} "
+                f"({self.budget_bytes} bytes): raise the budget or lower the batch size")
+        self.ref[rf] = True
         if m == 0:
+            self.pin[rf] = True
+            c.page_refs += int(pages.size)
+            c.hits += int(rf.size)
             return
-        if m > self._nfree:
-            if pages.size > self.nframes:
-                raise ValueError(
-                    f"one batch needs {pages.size} pages but the DRAM budget holds {self.nframes} "
-                    f"({self.budget_bytes} bytes): raise the budget or lower the batch size")
-            self._evict(m - self._nfree)
-        newf = self._free[self._nfree - m:self._nfree][::-1].copy()
-        self._nfree -= m
+        pin0 = self.pin.copy()
+        self.pin[rf] = True
         st = self.page_state[missing]
         old = st == SWAPPED
-        if old.any():
+        faulted = bool(old.any())
+        try:
+            if m > self._nfree:
+                self._evict(m - self._nfree)
+            data = self._io(self.backend.swap_in, self._bid(missing[old])) if faulted else None
+        except BaseException:
+            self.pin[:] = pin0          # the victims chosen and the pages asked for: unpinned again
+            raise
+        c.page_refs += int(pages.size)
+        c.hits += int(rf.size)
+        newf = self._free[self._nfree - m:self._nfree][::-1].copy()
+        self._nfree -= m
+        if faulted:
             ids = missing[old]
-            data = self._io(self.backend.swap_in, self._bid(ids))
             if self.payload:
                 self.frames[newf[old]] = data
             self.dirty[newf[old]] = False
@@ -823,10 +893,12 @@ class PagedEmbedding:
             self._io(self.backend.swap_out, self._bid(ids), data, stream=int(t[lo]) + self.stream_base)
             if self.trace is not None:
                 self.trace.add(SWAP_OUT, self._bid(ids), int(t[lo]) + self.stream_base)
+            # marked call by call: if a later table's call fails, these pages are written and clean
+            self.held[ids] = True
+            self.dirty[fr[lo:hi]] = False
             c.swap_out_calls += 1
-        self.held[pages] = True
-        c.pages_written += int(pages.size)
-        c.bytes_written += int(pages.size) * self.page_size
+            c.pages_written += int(ids.size)
+            c.bytes_written += int(ids.size) * self.page_size
 
     def _evict(self, k: int) -> None:
         fr = self._clock_select(k)
@@ -846,6 +918,13 @@ class PagedEmbedding:
         self._free[self._nfree:self._nfree + fr.size] = fr
         self._nfree += int(fr.size)
 
+    def _unpin(self, p: _Pending) -> None:
+        """The step is over: its frames are evictable again (queued prefetch pages are pinned anew at
+        the next gather)."""
+        self.pin[p.f] = False
+        if p.sf is not None:
+            self.pin[p.sf] = False
+
     def _bid(self, pages: np.ndarray) -> np.ndarray:
         """The ids the backend knows these pages by."""
         return pages + self.id_base if self.id_base else pages
@@ -860,7 +939,10 @@ class PagedEmbedding:
             pages = self.frame_page[fr]
             pages = pages[self.held[pages]]
             if pages.size:
-                self._io(self.backend.discard, self._bid(pages))
+                try:
+                    self._io(self.backend.discard, self._bid(pages))
+                except ZswapError:
+                    return          # the stale copies stay, harmless: the pages are dirty, rewritten before a read
                 self.held[pages] = False
                 self.counters.discards += int(pages.size)
                 if self.trace is not None:
