@@ -25,15 +25,23 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "experiments"))
 
+import early  # noqa: E402
+
 PAGE = 4096
+
+
+def boot(work):
+    """The guest run (started early, in the background: tests/qemu/early.py)."""
+    import fio_parity
+
+    return (*fio_parity.run(str(work)), work)
 
 
 @pytest.fixture(scope="module")
 def parity(tmp_path_factory):
     import fio_parity
 
-    work = tmp_path_factory.mktemp("fio-parity")
-    res, p = fio_parity.run(str(work))
+    res, p, work = early.value(__name__, boot, tmp_path_factory)
     print(f"\nguest log: {work / 'guest.log'} ({res.boot_and_run_s:.0f} s)")
     if p is not None:
         print(fio_parity.table(p))

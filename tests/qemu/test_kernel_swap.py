@@ -24,17 +24,18 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "experiments"))
 
+import early  # noqa: E402
 from emulator.zns_vm import ZnsVmConfig, run_in_guest  # noqa: E402
 
 ITERATIONS = 100
 GUEST_TIMEOUT = 15 * 60
 
 
-@pytest.fixture(scope="module")
-def compared(tmp_path_factory):
+def boot(work):
+    """The guest run and its replay through the model (started early, in the background:
+    tests/qemu/early.py)."""
     import kernel_swap_validation as ksv
 
-    work = tmp_path_factory.mktemp("kswap-vm")
     out = work / "out"
     cmd = (f"{sys.executable} {REPO}/experiments/kernel_swap_guest.py --out {out} --iterations {ITERATIONS} "
            f"--runs roomy:0")
@@ -42,14 +43,22 @@ def compared(tmp_path_factory):
     cfg = ZnsVmConfig(conv_size=1 << 30, zones=8, cached_dirs=[])
     res = run_in_guest(cmd, cfg, str(work), timeout=GUEST_TIMEOUT, cwd=REPO)
     (work / "guest.log").write_text(res.output)
-    print(f"\nguest log: {work / 'guest.log'} ({res.boot_and_run_s:.0f} s)")
     for img in ("conv.img", "zns.img"):
         (work / img).unlink(missing_ok=True)
     assert res.returncode == 0 and "KSV GUEST DONE rc=0" in res.output, res.output[-3000:]
     a = argparse.Namespace(page_cluster=3, cluster_slots=512, conv_size=1 << 30)
     runs, rows, info = ksv.validate_run(a, "roomy", str(out / "roomy"))
+    return {r["run"].split(" (")[0]: r for r in rows}, info, rows, f"{work / 'guest.log'} ({res.boot_and_run_s:.0f} s)"
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    import kernel_swap_validation as ksv
+
+    by_run, info, rows, log = early.value(__name__, boot, tmp_path_factory)
+    print(f"\nguest log: {log}")
     print(ksv.table(rows))
-    return {r["run"].split(" (")[0]: r for r in rows}, info
+    return by_run, info
 
 
 def test_kernel_swapped_small_requests(compared):

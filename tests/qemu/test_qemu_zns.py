@@ -32,22 +32,28 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
+import early  # noqa: E402
 from emulator.zns_vm import ZnsVmConfig, run_in_guest  # noqa: E402
 
 GUEST_TIMEOUT = 25 * 60       # conformance and store with both engines, the bench with its model twins
 BENCH = os.environ.get("ZSWAP_QEMU_BENCH", "1")
 
 
-@pytest.fixture(scope="module")
-def guest(tmp_path_factory):
-    work = tmp_path_factory.mktemp("zns-vm")
+def boot(work):
+    """The guest run (started early, in the background: tests/qemu/early.py)."""
     results = work / "results"
     results.mkdir()
     bench = f"ZSWAP_QEMU_BENCH={BENCH} "
     cmd = f"{bench}bash {REPO}/tests/qemu/guest_suite.sh {results} {sys.executable}"
     res = run_in_guest(cmd, ZnsVmConfig(), str(work), timeout=GUEST_TIMEOUT, cwd=REPO)
     (work / "guest.log").write_text(res.output)
-    print(f"\nguest log: {work / 'guest.log'} ({res.boot_and_run_s:.0f} s)")
+    return res, results
+
+
+@pytest.fixture(scope="module")
+def guest(tmp_path_factory):
+    res, results = early.value(__name__, boot, tmp_path_factory)
+    print(f"\nguest log: {results.parent / 'guest.log'} ({res.boot_and_run_s:.0f} s)")
     return res, results
 
 

@@ -25,15 +25,23 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "experiments"))
 
+import early  # noqa: E402
+
 PRESET, ITERATIONS, WARM = "tiny", 14, 4       # tiny: 8 MiB of tables, a 2 MiB budget
+
+
+def boot(work):
+    """The guest run (started early, in the background: tests/qemu/early.py)."""
+    import transparent_guest as tg
+
+    return (*tg.run(str(work), ITERATIONS, WARM, PRESET), work)
 
 
 @pytest.fixture(scope="module")
 def guest(tmp_path_factory):
     import transparent_guest as tg
 
-    work = tmp_path_factory.mktemp("transparent-guest")
-    res, recs = tg.run(str(work), ITERATIONS, WARM, PRESET)
+    res, recs, work = early.value(__name__, boot, tmp_path_factory)
     print(f"\nguest log: {work / 'guest.log'} ({res.boot_and_run_s:.0f} s)")
     assert res.returncode == 0 and "TRANSPARENT GUEST DONE rc=0" in res.output, res.output[-3000:]
     assert set(recs) == set(tg.RUNS), sorted(recs)
