@@ -26,7 +26,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-RUNS = ("linux-swap-batched", "store-on-conventional", "zns-host-gc")
+from regimes import write_summary
+
+RUNS = ("linux-swap-batched", "store-on-conventional", "store-on-zns")
+OLD_NAMES = {"zns-host-gc": "store-on-zns"}        # the replay's name for the ZNS run before issue 30
 # (name, option list): the bench's settings, then one parameter moved at a time
 SETTINGS = [
     ("erase-48KiB", ["--erase-block", "48KiB"]),
@@ -41,11 +44,30 @@ SETTINGS = [
 ]
 
 
-def replay(exe: str, trace: str, name: str, opts: list[str], out: Path) -> dict:
+# --real: the drive's own geometry at its scale (the mlperf preset's lookahead trace, 89.5 GiB of
+# tables, on zn540 flash; experiments/regimes_real_geometry.py generates it), one parameter moved at a
+# time from the real drive's. The conventional SSD's erase block does not change the ZNS device: its
+# rows replay Linux and the store on the conventional SSD only.
+REAL = ["--ssd", "zn540", "--geometry", "real"]
+CONV_RUNS = RUNS[:2]
+REAL_SETTINGS = [
+    ("erase-192KiB", ["--erase-block", "192KiB"], CONV_RUNS),
+    ("erase-1536KiB", ["--erase-block", "1536KiB"], CONV_RUNS),
+    ("erase-6MiB", ["--erase-block", "6MiB"], CONV_RUNS),
+    ("real", [], RUNS),
+    ("op-28", ["--op", "0.28"], RUNS),
+    ("util-50", ["--utilisation", "0.5"], RUNS),
+    ("util-90", ["--utilisation", "0.9"], RUNS),
+]
+
+
+def replay(exe: str, trace: str, name: str, opts: list[str], out: Path, runs=RUNS, journal: bool = False) -> dict:
     path = out / f"{name}.json"
     if path.exists():                    # a setting already replayed (the replay is deterministic)
         return json.loads(path.read_text())
-    cmd = [exe, "replay", "--trace", trace, "--runs", ",".join(RUNS), *opts, "--json", str(path)]
+    cmd = [exe, "replay", "--trace", trace, "--runs", ",".join(runs), *opts, "--json", str(path)]
+    if journal:                          # long runs: resumable (a finished run is not run again)
+        cmd += ["--out", str(journal if isinstance(journal, Path) else out / name)]
     if not Path(trace).exists():
         cmd[2:2] = ["--generate", "default"]
     print("$", " ".join(cmd), flush=True)
@@ -53,25 +75,25 @@ def replay(exe: str, trace: str, name: str, opts: list[str], out: Path) -> dict:
     return json.loads(path.read_text())
 
 
-def row_of(name: str, opts: list[str], summary: dict) -> dict:
+def row_of(name: str, opts: list[str], summary: dict, base: str = "(the bench's)") -> dict:
     d = summary["devices"]
-    runs = {r["run"]: r for r in summary["runs"]}
-    waf = {k: runs[k]["write_amplification"] for k in RUNS}
-    stall = {k: runs[k]["stall_s"] for k in RUNS}
-    return {"setting": name, "options": " ".join(opts) or "(the bench's)",
+    runs = {OLD_NAMES.get(r["run"], r["run"]): r for r in summary["runs"]}
+    waf = {k: runs[k]["write_amplification"] if k in runs else None for k in RUNS}
+    stall = {k: runs[k]["stall_s"] if k in runs else None for k in RUNS}
+    return {"setting": name, "options": " ".join(opts) or base,
             "erase_block_kib": d["conventional_erase_block_bytes"] // 1024,
             "effective_op": round(d["conventional_op"], 4),
             "utilisation": round(d["tables_over_conventional_usable"], 3),
             "waf": waf, "stall_s": stall,
-            "device_gc_mib": {k: runs[k]["device_gc_mib"] for k in RUNS},
-            "store_gc_mib": {k: runs[k]["store_gc_mib"] for k in RUNS},
-            "waf_order": " < ".join(sorted(RUNS, key=waf.get)),
+            "device_gc_mib": {k: runs[k]["device_gc_mib"] for k in RUNS if k in runs},
+            "store_gc_mib": {k: runs[k]["store_gc_mib"] for k in RUNS if k in runs},
+            "waf_order": " < ".join(sorted((k for k in RUNS if k in runs), key=waf.get)),
             "store_beats_linux_waf": waf["store-on-conventional"] < waf["linux-swap-batched"],
             "store_beats_linux_stall": stall["store-on-conventional"] < stall["linux-swap-batched"]}
 
 
 def table(rows: list[dict]) -> str:
-    short = {"linux-swap-batched": "Linux", "store-on-conventional": "store/conv", "zns-host-gc": "ZNS"}
+    short = {"linux-swap-batched": "Linux", "store-on-conventional": "store/conv", "store-on-zns": "ZNS"}
     out = ["| setting | erase block | effective OP | tables / usable | WAF Linux | WAF store/conv | WAF ZNS "
            "| stall s Linux | stall s store/conv | stall s ZNS | store/conv vs Linux: WAF, stall |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -81,24 +103,32 @@ def table(rows: list[dict]) -> str:
                    f"{'lower' if r['store_beats_linux_stall'] else '**higher**'}")
         out.append(f"| {r['options']} | {r['erase_block_kib']:,} KiB | {r['effective_op'] * 100:.1f} % "
                    f"| {r['utilisation'] * 100:.0f} % | "
-                   + " | ".join(f"{w[k]:.3f}" for k in short) + " | "
-                   + " | ".join(f"{s[k]:.2f}" for k in short) + f" | {verdict} |")
+                   + " | ".join("–" if w[k] is None else f"{w[k]:.3f}" for k in short) + " | "
+                   + " | ".join("–" if s[k] is None else f"{s[k]:.2f}" for k in short) + f" | {verdict} |")
     return "\n".join(out)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--trace", default="/tmp/default-trace", help="the default preset's trace (generated if absent)")
-    ap.add_argument("--out", default="experiments/results/sensitivity")
+    ap.add_argument("--trace", default="/tmp/default-trace", help="the default preset's trace (generated if absent); "
+                    "with --real the mlperf lookahead trace of experiments/regimes_real_geometry.py")
+    ap.add_argument("--real", action="store_true", help="zn540's real geometry at MLPerf size (REAL_SETTINGS)")
+    ap.add_argument("--out", default=None, help="default: experiments/results/sensitivity (--real: sensitivity_real)")
     ap.add_argument("--zswap-host", dest="exe", default=str(Path(sys.executable).with_name("zswap-host")))
     args = ap.parse_args(argv)
-    out = Path(args.out)
+    out = Path(args.out or ("experiments/results/sensitivity_real" if args.real else "experiments/results/sensitivity"))
     out.mkdir(parents=True, exist_ok=True)
-    rows = [row_of(name, opts, replay(args.exe, args.trace, name, opts, out)) for name, opts in SETTINGS]
-    (out / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
-    md = table(rows)
-    (out / "summary.md").write_text(md + "\n")
-    print(md)
+    if args.real:
+        if not Path(args.trace).exists():
+            raise SystemExit(f"{args.trace}: no trace; experiments/regimes_real_geometry.py generates it")
+        # the real drive's row is the regime table's cpu replay (same trace, same devices): its journal
+        same = Path("experiments/results/regimes_real/zn540/cpu")
+        rows = [row_of(name, opts, replay(args.exe, args.trace, name, [*REAL, *opts], out, runs,
+                                          journal=same if name == "real" and same.is_dir() else True),
+                       base="(zn540, real geometry)") for name, opts, runs in REAL_SETTINGS]
+    else:
+        rows = [row_of(name, opts, replay(args.exe, args.trace, name, opts, out)) for name, opts in SETTINGS]
+    write_summary(out, rows, table(rows))
     return 0
 
 

@@ -109,11 +109,15 @@ def main(argv=None) -> int:
         else:
             us = factor
         rows.append(summarise(name, us, what, run_bench(args.exe, name, us, out, args.quick)))
+    write_summary(out, rows, table(rows))
+    return 0
+
+
+def write_summary(out: Path, rows: list[dict], md: str) -> None:
+    """OUT/summary.json (the rows) and OUT/summary.md (their table), which is printed too."""
     (out / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
-    md = table(rows)
     (out / "summary.md").write_text(md + "\n")
     print(md)
-    return 0
 
 
 def _quick_us(exe: str) -> float:

@@ -36,6 +36,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from regimes import REGIMES as BENCH_REGIMES, write_summary
+
 # the CPU compute per sample, us: mlperf's is assumed (no calibration), default's the bench's calibration
 CPU_US = {"mlperf": 481.0, "default": None}
 GENERATE = {"mlperf": ["--budget", "10%"], "default": []}
@@ -45,8 +47,7 @@ def regimes(cpu_us: float) -> list[tuple[str, float, str]]:
     return [("cpu", cpu_us, "the model's CPU compute (mlperf: assumed, kaggle calibration x dense MACs; default: "
                             "the bench's calibration)"),
             ("cpu/10", cpu_us / 10, "ten times faster"),
-            ("v100", 1e6 / 2_090_000, "1x V100 32GB, mixed precision, 2.09 M samples/s (NVIDIA DLRM README)"),
-            ("a100", 1e6 / 4_020_000, "1x A100 80GB, mixed precision, 4.02 M samples/s (NVIDIA DLRM README)")]
+            *((name, us, what) for name, us, what in BENCH_REGIMES if name in ("v100", "a100"))]
 LINUX, STORE = "linux-swap-batched", ("store-on-conventional", "store-on-zns")
 RUNS = (LINUX, *STORE)
 
@@ -122,10 +123,7 @@ def main(argv=None) -> int:
     cpu_us = CPU_US[args.model] or calibrated_us(args.model)
     rows = [summarise(name, us, what, replay(args.exe, args, name, us, cpu_us, out))
             for name, us, what in regimes(cpu_us)]
-    (out / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
-    md = table(rows)
-    (out / "summary.md").write_text(md + "\n")
-    print(md)
+    write_summary(out, rows, table(rows))
     return 0
 
 

@@ -9,6 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
+from torch_reference import RowwiseAdagrad  # noqa: E402
 from zswap_host import SwapStore, open_device  # noqa: E402
 from zswap_host.torch import SwappedEmbeddingBag, SwappedEmbeddingBagCollection  # noqa: E402
 
@@ -17,23 +18,6 @@ torch.set_num_threads(1)
 
 def zns():
     return SwapStore(open_device("emu://?zones=64&zone_size=1MiB&preset=none"))
-
-
-class RowwiseAdagrad(torch.optim.Optimizer):
-    """Row-wise Adagrad over a dense gradient, as ``optim.py`` documents it (numpy arithmetic)."""
-
-    def __init__(self, params, lr, eps=1e-8):
-        super().__init__(params, dict(lr=lr, eps=eps))
-
-    @torch.no_grad()
-    def step(self):
-        for group in self.param_groups:
-            for p in group["params"]:
-                acc = self.state[p].setdefault("sum", np.zeros(p.shape[0], np.float32))
-                g, w = p.grad.numpy(), p.numpy()
-                acc += (g * g).mean(axis=1)
-                step = (np.float32(group["lr"]) / (np.sqrt(acc) + np.float32(group["eps"]))).astype(np.float32)
-                w[:] = w - step[:, None] * g
 
 
 def reference(rows: torch.Tensor, mode: str, optimizer: str, lr: float):

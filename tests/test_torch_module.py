@@ -9,6 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
+from torch_reference import RowwiseAdagrad  # noqa: E402
 from zswap_host import ConventionalSwap, SwapStore, open_device  # noqa: E402
 from zswap_host.devices import ZonedBlockView  # noqa: E402
 from zswap_host.torch import (  # noqa: E402
@@ -48,25 +49,6 @@ BACKENDS = {"zns-store": zns, "linux-swap": conv, "linux-swap-batched": conv_bat
 
 
 # -- references ------------------------------------------------------------------------------------
-class RowwiseAdagrad(torch.optim.Optimizer):
-    """The reference row-wise Adagrad, over a dense gradient, in numpy as documented: per row
-    acc += mean(g ** 2), row -= lr * g / (sqrt(acc) + eps). Rows with a zero gradient are left
-    unchanged by it (acc + 0, row - 0), so every row is updated."""
-
-    def __init__(self, params, lr, eps=1e-8):
-        super().__init__(params, dict(lr=lr, eps=eps))
-
-    @torch.no_grad()
-    def step(self):
-        for group in self.param_groups:
-            for p in group["params"]:
-                acc = self.state[p].setdefault("sum", np.zeros(p.shape[0], np.float32))
-                g, w = p.grad.numpy(), p.numpy()
-                acc += (g * g).mean(axis=1)
-                step = (np.float32(group["lr"]) / (np.sqrt(acc) + np.float32(group["eps"]))).astype(np.float32)
-                w[:] = w - step[:, None] * g
-
-
 def reference(module, mode, optimizer, lr, include_last_offset=False):
     """An nn.EmbeddingBag with the module's current rows, and the torch optimizer it must equal."""
     n, d = module.num_embeddings, module.embedding_dim
