@@ -54,10 +54,10 @@ REAL_SETTINGS = [
     ("erase-192KiB", ["--erase-block", "192KiB"], CONV_RUNS),
     ("erase-1536KiB", ["--erase-block", "1536KiB"], CONV_RUNS),
     ("erase-6MiB", ["--erase-block", "6MiB"], CONV_RUNS),
-    ("real", [], RUNS),
     ("op-28", ["--op", "0.28"], RUNS),
     ("util-50", ["--utilisation", "0.5"], RUNS),
     ("util-90", ["--utilisation", "0.9"], RUNS),
+    ("real", [], RUNS),                  # last: the regime table's cpu replay, read from its journal
 ]
 
 
