@@ -26,7 +26,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-RUNS = ("linux-swap-batched", "store-on-conventional", "zns-host-gc")
+from zswap_host.run_names import current_report
+
+RUNS = ("linux-swap-batched", "store-on-conventional", "store-on-zns")
 # (name, option list): the bench's settings, then one parameter moved at a time
 SETTINGS = [
     ("erase-48KiB", ["--erase-block", "48KiB"]),
@@ -44,7 +46,7 @@ SETTINGS = [
 def replay(exe: str, trace: str, name: str, opts: list[str], out: Path) -> dict:
     path = out / f"{name}.json"
     if path.exists():                    # a setting already replayed (the replay is deterministic)
-        return json.loads(path.read_text())
+        return current_report(json.loads(path.read_text()))     # (replayed before a run's rename: its name now)
     cmd = [exe, "replay", "--trace", trace, "--runs", ",".join(RUNS), *opts, "--json", str(path)]
     if not Path(trace).exists():
         cmd[2:2] = ["--generate", "default"]
@@ -71,7 +73,7 @@ def row_of(name: str, opts: list[str], summary: dict) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    short = {"linux-swap-batched": "Linux", "store-on-conventional": "store/conv", "zns-host-gc": "ZNS"}
+    short = {"linux-swap-batched": "Linux", "store-on-conventional": "store/conv", "store-on-zns": "ZNS"}
     out = ["| setting | erase block | effective OP | tables / usable | WAF Linux | WAF store/conv | WAF ZNS "
            "| stall s Linux | stall s store/conv | stall s ZNS | store/conv vs Linux: WAF, stall |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
