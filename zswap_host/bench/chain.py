@@ -127,9 +127,9 @@ def chain(runs: list[dict]) -> dict:
         if r["name"] != "dram-only":
             ratios[f"slowdown_{r['name']}"] = r["train_time_s"] / dram
     if "linux-swap" in by and "store-on-zns" in by:
-        ratios["speedup_store_on_zns_vs_linux_swap"] = by["linux-swap"]["train_time_s"] / by["store-on-zns"]["train_time_s"]
-        ratios["stall_ratio_linux_swap_vs_store_on_zns"] = _ratio(by["linux-swap"]["io_stall_time_s"],
-                                                                  by["store-on-zns"]["io_stall_time_s"])
+        lin, zns = by["linux-swap"], by["store-on-zns"]
+        ratios["speedup_store_on_zns_vs_linux_swap"] = lin["train_time_s"] / zns["train_time_s"]
+        ratios["stall_ratio_linux_swap_vs_store_on_zns"] = _ratio(lin["io_stall_time_s"], zns["io_stall_time_s"])
     ratios.update(old_keys(ratios))       # readers of reports from before the run's rename
     base = np.array(by["dram-only"]["loss"])
     diffs = [float(np.max(np.abs(np.array(r["loss"]) - base))) for r in runs]

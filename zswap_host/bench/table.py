@@ -87,8 +87,10 @@ def format_table(report: dict) -> str:
     q = report["ratios"]
     by = {r["name"]: r for r in runs}
     if "speedup_store_on_zns_vs_linux_swap" in q:
+        stall = stall_text(by["linux-swap"]["io_stall_time_s"], by["store-on-zns"]["io_stall_time_s"],
+                           q["stall_ratio_linux_swap_vs_store_on_zns"])
         lines.append(f"  end to end: store-on-zns trains {q['speedup_store_on_zns_vs_linux_swap']:.2f}x faster than "
-                     f"linux-swap (stall {stall_text(by['linux-swap']['io_stall_time_s'], by['store-on-zns']['io_stall_time_s'], q['stall_ratio_linux_swap_vs_store_on_zns'])})")
+                     f"linux-swap (stall {stall})")
     lines.append(f"losses {'match' if q['losses_match'] else 'DIFFER'} across runs "
                  f"(max difference {q['max_loss_difference']:.2e})")
     checked = [f"{r['name']} {r['verify']['pages_checked']}" for r in runs if "verify" in r]
