@@ -456,7 +456,8 @@ def _study_progress(study: str, quiet: bool):
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--runs", "runs_csv", default=None, metavar="RUN,...",
               help=f"Swap runs to train besides dram-only, comma-separated: {', '.join(SWAP_RUN_NAMES)} "
-              "[default: all; linux-swap-lookahead only with --lookahead].")
+              "[default: all; linux-swap-lookahead only with --lookahead]. zns-host-gc, store-on-zns's old name, "
+              "still works, with a line on stderr.")
 @click.option("--lookahead", type=click.IntRange(min=0, max=64), default=1, show_default=True, metavar="K",
               help="Fault in the next K batches' pages while a step computes (the store runs, and "
               "linux-swap-lookahead: Linux swap announcing them with MADV_WILLNEED); on the modeled clock a "
@@ -543,7 +544,6 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
       linux-swap-lookahead   + the next K batches' pages announced while a step computes (--lookahead K)
       store-on-conventional  the host-managed store (512 KiB appends, its own GC) on the same SSD
       store-on-zns           the same store on a ZNS device: no FTL, zone resets instead of device GC
-                             (its old name zns-host-gc still works, with a line on stderr)
 
     Training time = charged compute (the same for every run: deterministic unless --compute measured)
     + I/O stall (modeled device time on emulated devices, wall time on real ones). The runs train the
