@@ -23,6 +23,8 @@ import time
 
 import numpy as np
 
+from zswap_host.run_names import current_report
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WALL_FIELDS = {"wall_s", "measured_compute_s", "paging_bookkeeping_s", "replicas", "simulation_wall_s"}
 
@@ -41,9 +43,9 @@ def run(tree: str, out: str) -> tuple[float, float]:
 
 
 def modeled(path: str) -> list[dict]:
-    """The report's runs without wall-clock fields."""
+    """The report's runs without wall-clock fields (an older commit's run names as they are now)."""
     with open(path) as f:
-        runs = json.load(f)["runs"]
+        runs = current_report(json.load(f))["runs"]
     out = []
     for r in runs:
         r = {k: v for k, v in r.items() if k not in WALL_FIELDS}

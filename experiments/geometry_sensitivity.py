@@ -27,9 +27,9 @@ import sys
 from pathlib import Path
 
 from regimes import write_summary
+from zswap_host.run_names import current_report
 
 RUNS = ("linux-swap-batched", "store-on-conventional", "store-on-zns")
-OLD_NAMES = {"zns-host-gc": "store-on-zns"}        # the replay's name for the ZNS run before issue 30
 # (name, option list): the bench's settings, then one parameter moved at a time
 SETTINGS = [
     ("erase-48KiB", ["--erase-block", "48KiB"]),
@@ -64,7 +64,7 @@ REAL_SETTINGS = [
 def replay(exe: str, trace: str, name: str, opts: list[str], out: Path, runs=RUNS, journal: bool = False) -> dict:
     path = out / f"{name}.json"
     if path.exists():                    # a setting already replayed (the replay is deterministic)
-        return json.loads(path.read_text())
+        return current_report(json.loads(path.read_text()))     # (replayed before a run's rename: its name now)
     cmd = [exe, "replay", "--trace", trace, "--runs", ",".join(runs), *opts, "--json", str(path)]
     if journal:                          # long runs: resumable (a finished run is not run again)
         cmd += ["--out", str(journal if isinstance(journal, Path) else out / name)]
@@ -77,7 +77,7 @@ def replay(exe: str, trace: str, name: str, opts: list[str], out: Path, runs=RUN
 
 def row_of(name: str, opts: list[str], summary: dict, base: str = "(the bench's)") -> dict:
     d = summary["devices"]
-    runs = {OLD_NAMES.get(r["run"], r["run"]): r for r in summary["runs"]}
+    runs = {r["run"]: r for r in summary["runs"]}
     waf = {k: runs[k]["write_amplification"] if k in runs else None for k in RUNS}
     stall = {k: runs[k]["stall_s"] if k in runs else None for k in RUNS}
     return {"setting": name, "options": " ".join(opts) or base,

@@ -32,11 +32,11 @@ from zswap_host.bench.same_flash import interface_urls
 # labelled (interface, software)
 GROUPS = (
     ("conventional", {}, {"linux-swap-batched": ("conventional", "linux-swap-batched"),
-                          "store-on-conventional": ("conventional", "store"), "zns-host-gc": ("zns", "store")}),
+                          "store-on-conventional": ("conventional", "store"), "store-on-zns": ("zns", "store")}),
     ("fdp", {}, {"linux-swap-batched": ("fdp", "linux-swap-batched"), "store-on-conventional": ("fdp", "store")}),
     ("fdp", {"linux_handles": "stream"},
      {"linux-swap-batched": ("fdp", "linux-swap-batched + stream handles")}),
-    ("ocssd", {}, {"zns-host-gc": ("ocssd", "store")}),
+    ("ocssd", {}, {"store-on-zns": ("ocssd", "store")}),
 )
 CONFIGS = [label for _, _, runs in GROUPS for label in runs.values()]
 STYLE = {("conventional", "linux-swap-batched"): ("#9467bd", "o-"), ("conventional", "store"): ("#ff7f0e", "o-"),

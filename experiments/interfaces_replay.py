@@ -7,7 +7,7 @@ store's and the device's), p99 swap-in wait, and flash wear spread (erases per e
 max / mean and coefficient of variation). Writes CSV, JSON and a PNG.
 
 The traces:
-- ``recorded``: the bench's ``zns-host-gc`` run of the preset (lookahead 0) recorded with
+- ``recorded``: the bench's ``store-on-zns`` run of the preset (lookahead 0) recorded with
   ``--trace-out``: every swap_in, swap_out, discard and compute window (an idle window) of 1000
   training iterations. Replaying it reproduces that run's stall and write amplification exactly
   (checked here: the ZNS store's row at the recorded utilisation is compared with the bench's);
@@ -116,7 +116,7 @@ def make_traces(preset: str, traces_dir: str, synthetic_discards: bool = True) -
     os.makedirs(traces_dir, exist_ok=True)
     recorded = os.path.join(traces_dir, f"{preset}_recorded.npz")
     if not os.path.exists(recorded):
-        rep = run_bench(BenchSpec(preset=preset, lookahead=0, utilisation=RECORDED_AT, runs=("zns-host-gc",),
+        rep = run_bench(BenchSpec(preset=preset, lookahead=0, utilisation=RECORDED_AT, runs=("store-on-zns",),
                                   trace_out=recorded))
         with open(recorded + ".bench.json", "w") as f:
             json.dump({"utilisation": RECORDED_AT, **{k: rep["runs"][-1][k] for k in BENCH_KEYS}}, f)

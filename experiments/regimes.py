@@ -29,6 +29,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from zswap_host.run_names import current_report
+
 REGIMES = [
     ("cpu", None, "the bench's calibrated compute (one CPU core of the reference machine)"),
     ("cpu/10", 0.1, "ten times the calibrated compute's speed"),
@@ -36,7 +38,7 @@ REGIMES = [
     ("a100", 1e6 / 4_020_000, "1x A100 80GB, mixed precision, 4.02 M samples/s (NVIDIA DLRM README)"),
 ]
 LINUX = ("linux-swap", "linux-swap-batched", "linux-swap-lookahead")
-STORE = ("store-on-conventional", "zns-host-gc")
+STORE = ("store-on-conventional", "store-on-zns")
 
 
 def calibrated_us() -> float:
@@ -49,7 +51,7 @@ def calibrated_us() -> float:
 def run_bench(exe: str, name: str, us: float, out: Path, quick: bool) -> dict:
     path = out / f"bench-{name.replace('/', '-')}.json"
     if path.exists():                    # a regime already run (modeled time: the same command gives the same)
-        return json.loads(path.read_text())
+        return current_report(json.loads(path.read_text()))     # (run before a run's rename: its name now)
     cmd = [exe, "bench", "--compute-us-per-sample", f"{us:.6g}", "--json", str(path)] + (["--quick"] if quick else [])
     print("$", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -76,7 +78,7 @@ def summarise(name: str, us: float, what: str, report: dict) -> dict:
 
 def table(rows: list[dict]) -> str:
     head = ("| regime | µs/sample | DRAM-only s | linux-swap | linux-swap-batched | linux-swap-lookahead "
-            "| store-on-conventional | zns-host-gc | best Linux | ZNS store vs best Linux | store/conv vs best Linux "
+            "| store-on-conventional | store-on-zns | best Linux | ZNS store vs best Linux | store/conv vs best Linux "
             "| WAF: best Linux / store/conv / ZNS |")
     out = [head, "|---|---:|---:|---|---|---|---|---|---|---:|---:|---|"]
     for r in rows:
@@ -85,7 +87,7 @@ def table(rows: list[dict]) -> str:
             x = r["runs"].get(k)
             cells.append("–" if x is None else f"{x['slowdown']:.2f}× ({x['stall_s']:.2f} s)")
         out.append(f"| {r['regime']} | {r['us_per_sample']:.3g} | {r['dram_only_s']:.2f} | " + " | ".join(cells)
-                   + f" | {r['best_linux']} | {r['zns-host-gc_vs_best_linux']:.2f}× "
+                   + f" | {r['best_linux']} | {r['store-on-zns_vs_best_linux']:.2f}× "
                    f"| {r['store-on-conventional_vs_best_linux']:.2f}× | "
                    + " / ".join(f"{r['runs'][k]['write_amplification']:.2f}"
                                 for k in (r['best_linux'], *STORE)) + " |")

@@ -61,7 +61,7 @@ def main() -> None:
     rows = []
     for b, rep in reports.items():
         t = {r["name"]: r for r in rep["runs"]}
-        for name in ("linux-swap", "linux-swap-batched", "store-on-conventional", "zns-host-gc"):
+        for name in ("linux-swap", "linux-swap-batched", "store-on-conventional", "store-on-zns"):
             r = t[name]
             rows.append({"budget": b, "run": name, "train_time_s": round(r["train_time_s"], 3),
                          "dram_time_s": round(t["dram-only"]["train_time_s"], 3),
@@ -74,7 +74,7 @@ def main() -> None:
     write_csv(os.path.join(a.out, "a_slowdown_vs_budget.csv"), rows)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for name, c in (("linux-swap", "#d62728"), ("linux-swap-batched", "#9467bd"),
-                    ("store-on-conventional", "#ff7f0e"), ("zns-host-gc", "#2ca02c")):
+                    ("store-on-conventional", "#ff7f0e"), ("store-on-zns", "#2ca02c")):
         rs = [r for r in rows if r["run"] == name]
         ax.plot([100 * r["budget"] for r in rs], [r["slowdown"] for r in rs], "o-", label=name, color=c)
     ax.axhspan(2, 5, color="grey", alpha=0.15, label="thesis: 2-5x")
@@ -98,7 +98,7 @@ def main() -> None:
     write_csv(os.path.join(a.out, "b_request_sizes.csv"), rows)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, direction in zip(axes, ("write", "read")):
-        for name, c in (("linux-swap", "#d62728"), ("zns-host-gc", "#2ca02c")):
+        for name, c in (("linux-swap", "#d62728"), ("store-on-zns", "#2ca02c")):
             rs = [x for x in rows if x["run"] == name and x["direction"] == direction]
             sizes = np.array([x["size_bytes"] for x in rs])
             share = np.array([x["share"] for x in rs])

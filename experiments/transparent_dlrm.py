@@ -7,14 +7,14 @@ budget = 25.8 MiB):
 
 - ``module …``: the bench's own runs (``bench.runs._swap_run``: ``SwappedEmbeddingBagCollection``,
   its page cache and fused SGD): ``linux-swap`` (ConventionalSwap, one fault at a time, VMA
-  readahead), ``linux-swap-batched`` (a step's missing pages read as one queue), ``zns-host-gc``
+  readahead), ``linux-swap-batched`` (a step's missing pages read as one queue), ``store-on-zns``
   (the store on emulated ZNS) without lookahead and with the bench's default lookahead of 1.
 - ``transparent …``: ``workloads.transparent.train_plain``: facebookresearch/dlrm's model on plain
   ``nn.EmbeddingBag(sparse=True)`` tables + ``torch.optim.SGD``, each table's weight adopted by one
   ``Pager(backend, budget, discard_on_write=DISCARD_DIRTY[run])`` (stream = table), over the same
   backend the bench builds:
   ``linux-swap`` (``bench.plan.linux_swap``, serial faults — the kernel's fault path, which is what a
-  pager fault is) on the emulated conventional SSD, and ``zns-host-gc`` (SwapStore) on emulated ZNS.
+  pager fault is) on the emulated conventional SSD, and ``store-on-zns`` (SwapStore) on emulated ZNS.
   The pager's budget = the bench's page-cache budget (``Plan.budget_bytes``); the tables take the
   same pages (one region per table, rows never straddle a page: 64 rows of 16 floats per page).
 - ``transparent … (fault-around N)`` (``--fault-around N``, repeatable): the same with
@@ -88,13 +88,14 @@ from zswap_host.bench import BenchSpec, plan
 from zswap_host.bench.chain import latency_summary, merge_hist, share_under
 from zswap_host.bench.parallel import run_parallel
 from zswap_host.bench.plan import backend_factories
+from zswap_host.run_names import current_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "results", "transparent_dlrm")
 MODULE_RUNS = {"module linux-swap": ("linux-swap", 0), "module linux-swap-batched": ("linux-swap-batched", 0),
-               "module zns-host-gc (lookahead 0)": ("zns-host-gc", 0),
-               "module zns-host-gc (lookahead 1)": ("zns-host-gc", 1)}
-TRANSPARENT_RUNS = {"transparent linux-swap": "linux-swap", "transparent zns-host-gc": "zns-host-gc"}
+               "module store-on-zns (lookahead 0)": ("store-on-zns", 0),
+               "module store-on-zns (lookahead 1)": ("store-on-zns", 1)}
+TRANSPARENT_RUNS = {"transparent linux-swap": "linux-swap", "transparent store-on-zns": "store-on-zns"}
 CUMULATIVE = ("host_write_bytes", "device_write_bytes", "media_write_bytes", "gc_write_bytes", "write_amplification",
               "write_size_histogram")      # the transparent runs' backend figures with the tables' build
 DRAM_RUNS = ("dram module", "dram plain sparse", "dram plain dense")
@@ -296,7 +297,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.render:
         with open(args.render) as f:
-            report = json.load(f)
+            report = current_report(json.load(f))      # a result from before a run's rename: its name now
         for k in ("summary", "table_markdown", "losses", "transparent_vs_module"):
             report.pop(k, None)
         render(report, args.out)
@@ -351,7 +352,7 @@ def summary(runs: dict) -> dict:
                                                 for n in MODULE_RUNS}}
     vs = {}
     for t in transparent_names(runs):
-        m = "module zns-host-gc (lookahead 0)" if "zns-host-gc" in t else "module linux-swap"
+        m = "module store-on-zns (lookahead 0)" if "store-on-zns" in t else "module linux-swap"
         a, b = runs[t], runs[m]
         vs[f"{t} / {m}"] = {k: (a[k] / b[k] if b[k] else None)
                             for k in ("io_stall_time_s", "train_time_s", "pages_in", "pages_out", "device_write_bytes")}

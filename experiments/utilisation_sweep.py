@@ -18,8 +18,8 @@ import time
 
 from zswap_host.bench import BenchError, BenchSpec, ComputeBasis, open_backends, plan, run_bench
 
-RUNS = ("linux-swap-batched", "store-on-conventional", "zns-host-gc")
-COLORS = {"linux-swap-batched": "#9467bd", "store-on-conventional": "#ff7f0e", "zns-host-gc": "#2ca02c"}
+RUNS = ("linux-swap-batched", "store-on-conventional", "store-on-zns")
+COLORS = {"linux-swap-batched": "#9467bd", "store-on-conventional": "#ff7f0e", "store-on-zns": "#2ca02c"}
 
 
 def main() -> None:
@@ -61,7 +61,7 @@ def main() -> None:
             for r in rep["runs"][1:]:
                 rows.append({
                     "sizing": sizing, "utilisation": u, "run": r["name"],
-                    "tables_over_usable": round(sz["tables_over_zns_usable"] if r["name"] == "zns-host-gc"
+                    "tables_over_usable": round(sz["tables_over_zns_usable"] if r["name"] == "store-on-zns"
                                                 else sz["tables_over_conventional_usable"], 4),
                     "stall_s": round(r["io_stall_time_s"], 4), "train_time_s": round(r["train_time_s"], 4),
                     "write_amplification": round(r["write_amplification"], 4),

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from zswap_host.cli import main
 
-STORE_RUN = ["bench", "--model", "tiny", "--iterations", "8", "--lookahead", "0", "--runs", "zns-host-gc"]
+STORE_RUN = ["bench", "--model", "tiny", "--iterations", "8", "--lookahead", "0", "--runs", "store-on-zns"]
 
 
 def bench_store_run(url: str, out) -> tuple[dict, dict]:
@@ -19,6 +19,6 @@ def bench_store_run(url: str, out) -> tuple[dict, dict]:
     assert r.exit_code == 0, r.output
     rep = json.loads(out.read_text())
     assert rep["devices"]["zns"] == url
-    (run,) = [x for x in rep["runs"] if x["name"] == "zns-host-gc"]
+    (run,) = [x for x in rep["runs"] if x["name"] == "store-on-zns"]
     assert run["swap_out_bytes"] > 0 and run["loss"] == rep["runs"][0]["loss"]
     return rep, run

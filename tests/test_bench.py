@@ -62,7 +62,7 @@ def test_runs_and_metrics(report):
         assert r["page_waits"] == r["paging"]["faults"]
         assert len(r["per_iteration_s"]) == 30 and len(r["loss"]) == 30
     by = {r["name"]: r for r in report["runs"]}
-    lin, bat, zns = by["linux-swap"], by["linux-swap-batched"], by["zns-host-gc"]
+    lin, bat, zns = by["linux-swap"], by["linux-swap-batched"], by["store-on-zns"]
     # the fastest of linux-swap's one-at-a-time faults found the device idle: exactly one 4 KiB read
     # (the model counts whole nanoseconds: within a few ns)
     assert min(report["_extras"]["linux-swap"]["latencies"]) == pytest.approx(ONE_READ_S, abs=5e-9)
@@ -83,11 +83,11 @@ def test_runs_and_metrics(report):
 def test_chain_and_equal_losses(report):
     q, steps = report["ratios"], report["chain"]
     assert q["losses_match"] and q["max_loss_difference"] == 0
-    # the chain walks from linux-swap to zns-host-gc, each step changing one thing, with no gap
+    # the chain walks from linux-swap to store-on-zns, each step changing one thing, with no gap
     assert [(s["step"], s["from"], s["to"]) for s in steps] == [
         ("batching", "linux-swap", "linux-swap-batched"),
         ("aggregation", "linux-swap-batched", "store-on-conventional"),
-        ("zns", "store-on-conventional", "zns-host-gc")]
+        ("zns", "store-on-conventional", "store-on-zns")]
     by = {r["name"]: r for r in report["runs"]}
     compute = by["dram-only"]["train_time_s"]
     for s in steps:                     # before / after: > 1 when the step's run trains faster
@@ -104,18 +104,22 @@ def test_chain_and_equal_losses(report):
     # a slowdown is what the run's stall adds to the DRAM-only training
     for r in report["runs"][1:]:
         assert q[f"slowdown_{r['name']}"] == pytest.approx(1 + r["io_stall_time_s"] / compute)
-    zns = by["zns-host-gc"]
-    assert q["speedup_zns_host_gc_vs_linux_swap"] == pytest.approx(
+    zns = by["store-on-zns"]
+    assert q["speedup_store_on_zns_vs_linux_swap"] == pytest.approx(
         (compute + lin["io_stall_time_s"]) / (compute + zns["io_stall_time_s"]))
-    assert q["stall_ratio_linux_swap_vs_zns_host_gc"] == pytest.approx(lin["io_stall_time_s"] / zns["io_stall_time_s"])
-    # the summary: zns-host-gc against the fastest Linux run that ran (no lookahead here: the batched
+    assert q["stall_ratio_linux_swap_vs_store_on_zns"] == pytest.approx(lin["io_stall_time_s"] / zns["io_stall_time_s"])
+    # the summary: store-on-zns against the fastest Linux run that ran (no lookahead here: the batched
     # one, whose deep queue beat linux-swap above) and against linux-swap, stall seconds beside ratios
     head = report["summary"]
     assert head["best_linux_run"] == "linux-swap-batched" == head["vs_best_linux"]["run"]
     assert head["vs_best_linux"]["io_stall_time_s"] == [bt["io_stall_time_s"], zns["io_stall_time_s"]]
     assert head["vs_best_linux"]["speedup"] == pytest.approx(bt["train_time_s"] / zns["train_time_s"])
-    assert head["vs_linux_swap"]["speedup"] == q["speedup_zns_host_gc_vs_linux_swap"]
-    assert head["vs_linux_swap"]["stall_ratio"] == q["stall_ratio_linux_swap_vs_zns_host_gc"]
+    assert head["vs_linux_swap"]["speedup"] == q["speedup_store_on_zns_vs_linux_swap"]
+    assert head["vs_linux_swap"]["stall_ratio"] == q["stall_ratio_linux_swap_vs_store_on_zns"]
+    # the keys derived from the run's old name (zns-host-gc) stay as aliases for old readers
+    assert q["speedup_zns_host_gc_vs_linux_swap"] == q["speedup_store_on_zns_vs_linux_swap"]
+    assert q["stall_ratio_linux_swap_vs_zns_host_gc"] == q["stall_ratio_linux_swap_vs_store_on_zns"]
+    assert q["slowdown_zns-host-gc"] == q["slowdown_store-on-zns"]
 
 
 def _record(name: str, train: float, stall: float) -> dict:
@@ -136,17 +140,17 @@ def test_summary_compares_with_the_best_linux_run(winner):
     runs = [_record("dram-only", 1.0, 0.0)]
     runs += [_record(n, 2.0 if n == winner else 3.0 + i, 1.0 if n == winner else 2.0 + i)
              for i, n in enumerate(LINUX)]
-    runs += [_record("store-on-conventional", 1.6, 0.6), _record("zns-host-gc", 1.25, 0.25)]
+    runs += [_record("store-on-conventional", 1.6, 0.6), _record("store-on-zns", 1.25, 0.25)]
     assert best_linux_run(runs) == winner
     head = chain(runs)["summary"]
-    assert head["run"] == "zns-host-gc" and head["best_linux_run"] == winner
+    assert head["run"] == "store-on-zns" and head["best_linux_run"] == winner
     best = head["vs_best_linux"]
     assert best == {"run": winner, "speedup": 2.0 / 1.25, "train_time_s": [2.0, 1.25], "stall_ratio": 4.0,
                     "io_stall_time_s": [1.0, 0.25]}
     lin = head["vs_linux_swap"]
     assert lin["run"] == "linux-swap" and lin["io_stall_time_s"] == [runs[1]["io_stall_time_s"], 0.25]
     line = summary_line(head)
-    assert line.startswith(f"summary: zns-host-gc trains 1.60x faster than the best Linux run, {winner} "
+    assert line.startswith(f"summary: store-on-zns trains 1.60x faster than the best Linux run, {winner} "
                            f"(stall 1 s -> 0.25 s (4.00x))")
     # then linux-swap, unless it is the best run
     if winner == "linux-swap":
@@ -162,7 +166,7 @@ def test_best_linux_run_ties_go_to_the_lower_stall_then_the_earlier_run():
            _record("linux-swap-lookahead", 2.0, 0.5)]
     assert best_linux_run(tie) == "linux-swap-batched"
     assert best_linux_run(tie[::-1]) == "linux-swap-batched"       # by LINUX_RUNS order, not the list's
-    assert best_linux_run([_record("dram-only", 1.0, 0.0), _record("zns-host-gc", 1.0, 0.1)]) is None
+    assert best_linux_run([_record("dram-only", 1.0, 0.0), _record("store-on-zns", 1.0, 0.1)]) is None
 
 
 def test_no_summary_without_zns_or_a_linux_run():
@@ -170,13 +174,13 @@ def test_no_summary_without_zns_or_a_linux_run():
 
     dram = _record("dram-only", 1.0, 0.0)
     assert "summary" not in chain([dram, _record("linux-swap", 2.0, 1.0)])
-    assert "summary" not in chain([dram, _record("store-on-conventional", 1.5, 0.5), _record("zns-host-gc", 1.2, 0.2)])
+    assert "summary" not in chain([dram, _record("store-on-conventional", 1.5, 0.5), _record("store-on-zns", 1.2, 0.2)])
     # only linux-swap ran: it is the best Linux run, named once; a hidden stall has no finite ratio
-    head = chain([dram, _record("linux-swap", 2.0, 1.0), _record("zns-host-gc", 1.0, 0.0)])["summary"]
+    head = chain([dram, _record("linux-swap", 2.0, 1.0), _record("store-on-zns", 1.0, 0.0)])["summary"]
     assert head["best_linux_run"] == "linux-swap" and head["vs_best_linux"]["stall_ratio"] is None
     from zswap_host.bench.table import summary_line
 
-    assert summary_line(head) == ("summary: zns-host-gc trains 2.00x faster than the best Linux run, linux-swap "
+    assert summary_line(head) == ("summary: store-on-zns trains 2.00x faster than the best Linux run, linux-swap "
                                   "(stall 1 s -> 0 s)")
 
 
@@ -210,7 +214,7 @@ def test_measured_compute_is_the_median_of_interleaved_replicas(monkeypatch):
     seen = []                           # the replicas' step times, as measured (the real measurement)
     real = runs_mod.measure_compute
     monkeypatch.setattr(runs_mod, "measure_compute", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
-    r = run_bench(BenchSpec(preset="tiny", iterations=8, runs=("zns-host-gc",),
+    r = run_bench(BenchSpec(preset="tiny", iterations=8, runs=("store-on-zns",),
                             compute=ComputeBasis("measured", repeats=3)))
     dram = r["runs"][0]
     comp = seen[0].compute_s
@@ -295,26 +299,44 @@ def test_bad_input_fails_before_training(spec, error, words, monkeypatch):
 def test_cli_json_and_plots(tmp_path):
     out = tmp_path / "bench.json"
     r = CliRunner().invoke(main, ["bench", "--model", "tiny", "--iterations", "12", "--json", str(out),
-                                  "--plot", str(tmp_path / "plots"), "--runs", "linux-swap,zns-host-gc",
+                                  "--plot", str(tmp_path / "plots"), "--runs", "linux-swap,store-on-zns",
                                   "--trace-out", str(tmp_path / "t.npz"), "--verify", "--compute-us-per-sample", "40"])
     assert r.exit_code == 0, r.output
     d = json.loads(out.read_text())
-    assert [x["name"] for x in d["runs"]] == ["dram-only", "linux-swap", "zns-host-gc"]
+    assert [x["name"] for x in d["runs"]] == ["dram-only", "linux-swap", "store-on-zns"]
     assert d["compute"] == {"kind": "pinned", "us_per_sample": 40.0, "repeats": 1, "source": "--compute-us-per-sample"}
     assert d["runs"][0]["train_time_s"] == pytest.approx(40e-6 * 64 * 12)
     for run in d["runs"][1:]:           # every page that came back was checked against its fingerprint
         assert run["verify"]["pages_checked"] == run["paging"]["faults"] > 0
     assert "pages verified bit-exact" in r.output and "pinned at 40 us/sample" in r.output
-    assert set(d["ratios"]) >= {"slowdown_linux-swap", "slowdown_zns-host-gc", "losses_match"}
+    assert set(d["ratios"]) >= {"slowdown_linux-swap", "slowdown_store-on-zns", "losses_match"}
     # the report's last line is the summary against the best (here: the only) Linux run
     assert d["summary"]["best_linux_run"] == "linux-swap"
     report_lines = r.output.split("\nwrote ")[0].splitlines()
-    assert report_lines[-1].startswith("summary: zns-host-gc trains ") and "the best Linux run, linux-swap" in \
+    assert report_lines[-1].startswith("summary: store-on-zns trains ") and "the best Linux run, linux-swap" in \
         report_lines[-1]
     assert len(list((tmp_path / "plots").glob("*.png"))) == 4
     from zswap_host.workloads import SwapTrace
 
     assert SwapTrace.load(str(tmp_path / "t.npz")).counts()["swap_out_pages"] > 0
+
+
+def test_cli_old_run_name_still_works_with_one_line(tmp_path):
+    """``--runs zns-host-gc`` (the store-on-zns run's old name, given twice) trains the store-on-zns run,
+    names it so in the table and the JSON, and says so once on stderr; the new name says nothing."""
+    out = {}
+    for name, runs in (("old", "linux-swap,zns-host-gc,zns-host-gc"), ("new", "linux-swap,store-on-zns")):
+        out[name] = CliRunner().invoke(main, ["bench", "--model", "tiny", "--iterations", "6", "--lookahead", "0",
+                                              "--jobs", "1", "--quiet", "--runs", runs,
+                                              "--json", str(tmp_path / f"{name}.json")])
+        assert out[name].exit_code == 0, out[name].output
+    assert out["old"].stderr == "zswap-host bench: run zns-host-gc is called store-on-zns now\n"
+    assert out["new"].stderr == "" and "zns-host-gc" not in out["old"].stdout
+    old, new = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("old", "new"))
+    assert [r["name"] for r in old["runs"]] == ["dram-only", "linux-swap", "store-on-zns"]
+    assert old["summary"]["run"] == "store-on-zns" and old["ratios"] == new["ratios"]
+    assert [r["loss"] for r in old["runs"]] == [r["loss"] for r in new["runs"]]
+    assert any(line.startswith("store-on-zns ") for line in out["old"].stdout.splitlines())
 
 
 @pytest.mark.parametrize("args,words", [

@@ -21,14 +21,14 @@ def _modeled(report: dict) -> list[dict]:
 
 
 def test_two_workers_equal_one_process():
-    spec = dict(preset="tiny", iterations=12, runs=("linux-swap", "zns-host-gc"))
+    spec = dict(preset="tiny", iterations=12, runs=("linux-swap", "store-on-zns"))
     seen: list[tuple] = []
     serial = run_bench(BenchSpec(**spec, jobs=1))
     par = run_bench(BenchSpec(**spec, jobs=2), progress=lambda n, d, t: seen.append((n, d, t)))
     assert _modeled(par) == _modeled(serial)
     assert par["chain"] == serial["chain"] and par["ratios"] == serial["ratios"]
     # every run's progress reached the parent, ending at its last iteration
-    assert {(n, d) for n, d, t in seen if d == t} == {(n, 12) for n in ("dram-only", "linux-swap", "zns-host-gc")}
+    assert {(n, d) for n, d, t in seen if d == t} == {(n, 12) for n in ("dram-only", "linux-swap", "store-on-zns")}
 
 
 def _boom(name: str, k: int, progress=None) -> int:

@@ -78,16 +78,16 @@ def test_a_file_baseline_gets_a_model_twin_and_no_model_twin_leaves_it_out(tmp_p
     img = tmp_path / "swap.img"
     img.write_bytes(b"")
     os.truncate(img, 32 << 20)
-    runs = "linux-swap,store-on-conventional,zns-host-gc"
+    runs = "linux-swap,store-on-conventional,store-on-zns"
     d, out = _bench("--baseline-device", str(img), "--runs", runs, "--verify")
     tw = d["model_twin"]
     assert tw["preset"] == "thesis-ssd" and tw["clock"] == "modeled"
     assert tw["devices"] == {"baseline": {"real": str(img), "twin": "emu-conv://?size=32MiB&preset=thesis-ssd&idle_gc=1",
                                           "kind": "conventional", "size": 32 << 20, "block_size": 4096}}
-    # the baseline's runs have a twin; zns-host-gc ran on an emulated device and has none
+    # the baseline's runs have a twin; store-on-zns ran on an emulated device and has none
     assert [t["name"] for t in tw["runs"]] == ["linux-swap", "store-on-conventional"]
     by = {r["name"]: r for r in d["runs"]}
-    assert "model_twin" not in by["zns-host-gc"] and "model_twin" not in by["dram-only"]
+    assert "model_twin" not in by["store-on-zns"] and "model_twin" not in by["dram-only"]
     for t in tw["runs"]:
         r = by[t["name"]]
         assert r["clock"] == "wall" and t["clock"] == "modeled" and "verify" not in t
@@ -179,7 +179,7 @@ def wallzns():
 
 def test_a_zoned_real_device_gets_a_zoned_twin_of_its_geometry(wallzns):
     real = "wallzns://?zones=48&zone_size=1MiB&zone_capacity=768KiB&max_open=4&max_active=6&max_append=256KiB&preset=none"
-    spec = BenchSpec(preset="tiny", iterations=8, runs=("linux-swap", "zns-host-gc"), device=real,
+    spec = BenchSpec(preset="tiny", iterations=8, runs=("linux-swap", "store-on-zns"), device=real,
                      twin_preset="zn540", **_pinned(40))
     rep = run_bench(spec)
     tw = rep["model_twin"]
@@ -189,9 +189,9 @@ def test_a_zoned_real_device_gets_a_zoned_twin_of_its_geometry(wallzns):
                          "&max_append=256KiB&preset=zn540")
     geometry = open_device(real).geometry
     assert open_device(z["twin"]).geometry == geometry and z["geometry"] == geometry.as_dict()
-    assert [t["name"] for t in tw["runs"]] == ["zns-host-gc"] and tw["runs"][0]["clock"] == "modeled"
+    assert [t["name"] for t in tw["runs"]] == ["store-on-zns"] and tw["runs"][0]["clock"] == "modeled"
     by = {r["name"]: r for r in rep["runs"]}
-    assert by["zns-host-gc"]["clock"] == "wall" and by["zns-host-gc"]["model_twin"]["clock"] == "modeled"
+    assert by["store-on-zns"]["clock"] == "wall" and by["store-on-zns"]["model_twin"]["clock"] == "modeled"
     assert "model_twin" not in by["linux-swap"]                    # its device is the emulated default
     assert rep["devices"] == {"baseline": plan(spec).baseline_url, "zns": real}
     from zswap_host.bench import format_table

@@ -127,13 +127,13 @@ def test_a_closed_stdout_ends_info_quietly(tmp_path):
 def test_bench_progress_lines_quiet_and_no_empty_chain():
     """Off a terminal, one line per finished run; --quiet: none; a bench whose runs form no chain
     step says so instead of printing an empty chain header."""
-    r = run("bench", "--model", "tiny", "--runs", "zns-host-gc", "--jobs", "1")
+    r = run("bench", "--model", "tiny", "--runs", "store-on-zns", "--jobs", "1")
     assert r.exit_code == 0, r.output
     done = [line for line in r.output.splitlines() if line.startswith("bench: ")]
-    assert [d.split()[1] for d in done] == ["dram-only", "zns-host-gc"]
+    assert [d.split()[1] for d in done] == ["dram-only", "store-on-zns"]
     assert all("20 iterations" in d for d in done) and "(2/2, " in done[1]
     assert "attribution chain: no step" in r.output and "attribution chain (before" not in r.output
-    q = run("bench", "--model", "tiny", "--runs", "zns-host-gc", "--jobs", "1", "--quiet")
+    q = run("bench", "--model", "tiny", "--runs", "store-on-zns", "--jobs", "1", "--quiet")
     assert q.exit_code == 0 and not any(line.startswith("bench: ") for line in q.output.splitlines())
-    table = lambda out: [line for line in out.splitlines() if line.startswith(("dram-only", "zns-host-gc"))]  # noqa: E731
+    table = lambda out: [line for line in out.splitlines() if line.startswith(("dram-only", "store-on-zns"))]  # noqa: E731
     assert [t.split()[:2] for t in table(q.output)] == [t.split()[:2] for t in table(r.output)]

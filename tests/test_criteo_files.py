@@ -349,7 +349,7 @@ def test_train_takes_a_file_source():
 def _bench(*args):
     from zswap_host.cli import main
 
-    return CliRunner().invoke(main, ["bench", "--model", "tiny", "--runs", "linux-swap-batched,zns-host-gc",
+    return CliRunner().invoke(main, ["bench", "--model", "tiny", "--runs", "linux-swap-batched,store-on-zns",
                                      *args])
 
 

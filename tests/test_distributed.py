@@ -117,17 +117,17 @@ def test_bench_ranks_cli(tmp_path):
 
     out = tmp_path / "sharded.json"
     r = CliRunner().invoke(main, ["bench", "--ranks", "2", "--model", "tiny", "--iterations", "3",
-                                  "--runs", "zns-host-gc", "--json", str(out)])
+                                  "--runs", "store-on-zns", "--json", str(out)])
     assert r.exit_code == 0, r.output
-    assert "zns-host-gc" in r.output and "rank 1" in r.output
+    assert "store-on-zns" in r.output and "rank 1" in r.output
     rep = json.loads(out.read_text())
-    assert [x["name"] for x in rep["runs"]] == ["zns-host-gc"]
+    assert [x["name"] for x in rep["runs"]] == ["store-on-zns"]
     for x in rep["runs"]:
         assert x["loss_max_abs_diff_vs_1_rank"] < 1e-5 and len(x["per_rank"]) == 2
     bad = CliRunner().invoke(main, ["bench", "--ranks", "2", "--model", "tiny", "--verify"])
     assert bad.exit_code == 2 and "does not apply" in bad.output
     bad = CliRunner().invoke(main, ["bench", "--ranks", "2", "--model", "tiny", "--runs", "linux-swap"])
-    assert bad.exit_code == 2 and "sharded runs are dram-only, zns-host-gc" in bad.output
+    assert bad.exit_code == 2 and "sharded runs are dram-only, store-on-zns" in bad.output
 
 
 def test_torchrun_launch_equals_the_built_in_one(tmp_path):
@@ -143,11 +143,11 @@ def test_torchrun_launch_equals_the_built_in_one(tmp_path):
     script = os.path.join(os.path.dirname(sys.executable), "zswap-host")
     out = tmp_path / "torchrun.json"
     p = subprocess.run([torchrun, "--standalone", "--nproc_per_node", "2", script, "bench", "--ranks", "2",
-                        "--model", "tiny", "--iterations", str(ITER), "--runs", "zns-host-gc", "--json", str(out)],
+                        "--model", "tiny", "--iterations", str(ITER), "--runs", "store-on-zns", "--json", str(out)],
                        capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path)
     assert p.returncode == 0, p.stderr[-2000:]
     got = json.loads(out.read_text())["runs"]
-    assert [r["name"] for r in got] == ["zns-host-gc"]
+    assert [r["name"] for r in got] == ["store-on-zns"]
     spec = DistSpec(**{**got[0]["spec"], "fail_rank": None})
     ref = run_distributed(spec, timeout_s=TIMEOUT)
     assert got[0]["loss"] == ref["loss"]

@@ -140,7 +140,7 @@ def test_bench_lookahead_adds_its_run_and_chain_step():
     rep = run_bench(BenchSpec(preset="tiny", iterations=20, lookahead=1, jobs=1))
     names = [r["name"] for r in rep["runs"]]
     assert names == ["dram-only", "linux-swap", "linux-swap-batched", "linux-swap-lookahead",
-                     "store-on-conventional", "zns-host-gc"]
+                     "store-on-conventional", "store-on-zns"]
     by = {r["name"]: r for r in rep["runs"]}
     assert [by[n]["lookahead"] for n in names[1:]] == [0, 0, 1, 1, 1]
     assert by["linux-swap-lookahead"]["prefetch_io_time_s"] > 0 == by["linux-swap-batched"]["prefetch_io_time_s"]
@@ -148,7 +148,7 @@ def test_bench_lookahead_adds_its_run_and_chain_step():
     assert steps == [("batching", "linux-swap", "linux-swap-batched"),
                      ("lookahead", "linux-swap-batched", "linux-swap-lookahead"),
                      ("aggregation", "linux-swap-lookahead", "store-on-conventional"),
-                     ("zns", "store-on-conventional", "zns-host-gc")]
+                     ("zns", "store-on-conventional", "store-on-zns")]
     assert rep["ratios"]["losses_match"] and rep["lookahead"] == 1
     for r in rep["runs"][1:]:           # the device's clock also ran the final flush of the buffers
         assert r["train_time_s"] <= r["device_time_s"] + 1e-12

@@ -153,7 +153,7 @@ def test_an_entry_point_and_a_module_name_load_without_a_path(trace, tmp_path):
 
 
 def test_replay_and_bench_load_plugins_in_their_spawned_processes(trace, user):
-    pid, code, stdout, err = run(["replay", "--plugin", "lrw.py", "--trace", trace, "--runs", "zns-host-gc",
+    pid, code, stdout, err = run(["replay", "--plugin", "lrw.py", "--trace", trace, "--runs", "store-on-zns",
                                   "--json", str(user / "replay.json")], user, IMPORTS_DIR=user / "imports")
     assert code == 0, err
     imported = marks(user / "imports")
@@ -161,7 +161,7 @@ def test_replay_and_bench_load_plugins_in_their_spawned_processes(trace, user):
     assert f"--plugin {user / 'lrw.py'}" in json.loads((user / "replay.json").read_text())["command"]
     for f in (user / "imports").iterdir():
         f.unlink()
-    pid, code, stdout, err = run(["bench", "--plugin", "lrw.py", "--model", "tiny", "--runs", "zns-host-gc",
+    pid, code, stdout, err = run(["bench", "--plugin", "lrw.py", "--model", "tiny", "--runs", "store-on-zns",
                                   "--victim", "lrw-half", "--jobs", "2", "--json", str(user / "bench.json")], user,
                                  IMPORTS_DIR=user / "imports", CALLS_DIR=user / "calls")
     assert code == 0, err

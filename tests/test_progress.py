@@ -31,16 +31,16 @@ def test_bars_appear_at_once_show_eta_and_stay_when_done():
     assert "linux-swap" in out.getvalue()
     p.update("linux-swap", 20, 20)
     p.finish("linux-swap")
-    p.update("zns-host-gc", 10, 20)
+    p.update("store-on-zns", 10, 20)
     assert "1.5/2 runs" in out.getvalue()              # a running unit counts by its share done
-    p.finish("zns-host-gc")
+    p.finish("store-on-zns")
     p.close()
     shown = _screen(out.getvalue())
     assert any("bench:" in s and "100%" in s and "2.0/2 runs" in s for s in shown)
     assert any("linux-swap" in s and "20/20" in s for s in shown)
-    assert any("zns-host-gc" in s and "100%" in s for s in shown)      # finished: shown whole, not erased
+    assert any("store-on-zns" in s and "100%" in s for s in shown)      # finished: shown whole, not erased
     assert re.search(r"<\d\d:\d\d", out.getvalue())                     # an ETA (remaining time)
-    assert p.finished == ["linux-swap", "zns-host-gc"]
+    assert p.finished == ["linux-swap", "store-on-zns"]
 
 
 def test_off_a_terminal_one_line_per_finished_unit():

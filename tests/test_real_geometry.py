@@ -107,7 +107,7 @@ def test_the_command_takes_ssd_geometry_and_compute(trace, tmp_path):
 
 def test_the_bench_runs_on_the_presets_flash(tmp_path):
     out = tmp_path / "b.json"
-    r = CliRunner().invoke(main, ["bench", "--model", "tiny", "--preset", "zn540", "--runs", "zns-host-gc",
+    r = CliRunner().invoke(main, ["bench", "--model", "tiny", "--preset", "zn540", "--runs", "store-on-zns",
                                   "--jobs", "1", "--quiet", "--json", str(out)])
     assert r.exit_code == 0, r.output
     got = json.loads(out.read_text())

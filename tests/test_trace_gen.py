@@ -53,7 +53,7 @@ def test_bad_input_and_unfinished_traces(tmp_path):
 
 @pytest.mark.parametrize("lookahead", [0, 1])
 def test_equals_the_bench_trace_and_replays_to_its_numbers(tmp_path, lookahead):
-    """The generated trace is the one ``bench --trace-out`` records (tiny, zns-host-gc, the same
+    """The generated trace is the one ``bench --trace-out`` records (tiny, store-on-zns, the same
     lookahead), and replaying it on payload-free devices gives that run's stall and write
     amplification."""
     pytest.importorskip("torch")
@@ -63,10 +63,10 @@ def test_equals_the_bench_trace_and_replays_to_its_numbers(tmp_path, lookahead):
     from zswap_host.replay import ReplayTrace, replay_run
 
     rec = str(tmp_path / "rec.npz")
-    rep = run_bench(BenchSpec(preset="tiny", lookahead=lookahead, runs=("zns-host-gc",), jobs=1, trace_out=rec))
+    rep = run_bench(BenchSpec(preset="tiny", lookahead=lookahead, runs=("store-on-zns",), jobs=1, trace_out=rec))
     gen = generate_dlrm_trace(str(tmp_path / "gen"), "tiny", chunk_iterations=6, lookahead=lookahead)
     assert _same(SwapTrace.load(rec), gen.whole())
-    row = replay_run("zns-host-gc", gen.path, "tiny", ReplayTrace(gen.path).sizing())
+    row = replay_run("store-on-zns", gen.path, "tiny", ReplayTrace(gen.path).sizing())
     bench = rep["runs"][-1]
     assert row["stall_s"] == pytest.approx(bench["io_stall_time_s"], abs=1e-4)
     assert row["write_amplification"] == pytest.approx(bench["write_amplification"], abs=1e-4)

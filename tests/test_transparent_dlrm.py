@@ -27,7 +27,7 @@ ITER = 12
 
 @pytest.fixture(scope="module")
 def pl():
-    return plan(BenchSpec(preset="tiny", iterations=ITER, runs=("linux-swap", "zns-host-gc")))
+    return plan(BenchSpec(preset="tiny", iterations=ITER, runs=("linux-swap", "store-on-zns")))
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_initial_weights_are_the_modules_first_touch(pl):
 
 
 @pytest.mark.parametrize("rearm_wp", [False, True])
-@pytest.mark.parametrize("run", ["zns-host-gc", "linux-swap"])
+@pytest.mark.parametrize("run", ["store-on-zns", "linux-swap"])
 def test_transparent_run_equals_plain_within_budget(pl, plain, run, rearm_wp):
     spec = BenchSpec(preset="tiny", iterations=ITER, runs=(run,))
     backend, dev = backend_factories(pl, spec)[run]()

@@ -12,6 +12,7 @@ import click
 from .bench.plan import SWAP_RUNS as SWAP_RUN_NAMES
 from .errors import ZswapError
 from .renamed_options import RenamedOptions
+from .run_names import current_names, renamed_notes
 from .plugins import command_args as plugin_args, plugin_option
 from .store.placement import placements
 from .units import format_size
@@ -23,6 +24,12 @@ QUICK_CHARACTERIZE_DEVICE = "emu-conv://?size=1GiB&preset=thesis-ssd"
 def _fail(message: str) -> None:
     click.echo(f"zswap-host: error: {message}", err=True)
     sys.exit(2)
+
+
+def _note_renamed_runs(command: str, runs_csv: str | None) -> None:
+    """One stderr line per old run name in ``--runs`` (it still works, under its name now)."""
+    for line in renamed_notes(command, (runs_csv or "").split(",")):
+        click.echo(line, err=True)
 
 
 def _quiet_broken_pipe() -> None:
@@ -449,7 +456,8 @@ def _study_progress(study: str, quiet: bool):
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--runs", "runs_csv", default=None, metavar="RUN,...",
               help=f"Swap runs to train besides dram-only, comma-separated: {', '.join(SWAP_RUN_NAMES)} "
-              "[default: all; linux-swap-lookahead only with --lookahead].")
+              "[default: all; linux-swap-lookahead only with --lookahead]. zns-host-gc, store-on-zns's old name, "
+              "still works, with a line on stderr.")
 @click.option("--lookahead", type=click.IntRange(min=0, max=64), default=1, show_default=True, metavar="K",
               help="Fault in the next K batches' pages while a step computes (the store runs, and "
               "linux-swap-lookahead: Linux swap announcing them with MADV_WILLNEED); on the modeled clock a "
@@ -506,7 +514,7 @@ def _study_progress(study: str, quiet: bool):
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Write the report as JSON.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), help="Write PNG figures into this folder.")
 @click.option("--trace-out", type=click.Path(dir_okay=False, writable=True),
-              help="Record the zns-host-gc run's page fault/eviction trace (.npz) for replay without torch.")
+              help="Record the store-on-zns run's page fault/eviction trace (.npz) for replay without torch.")
 @click.option("--force", is_flag=True, help=_FORCE_HELP)
 @click.option("--yes", is_flag=True, help="Do not ask before the run resets zones of a real ZNS device that hold data.")
 @quiet_option
@@ -514,7 +522,7 @@ def _study_progress(study: str, quiet: bool):
               help="Sharded training on N ranks (torch.distributed, gloo; or the ranks torchrun started): tables "
               "table-wise over the ranks (the largest row-wise when it exceeds a rank's share), each rank with "
               "its own --budget (of its shards) and its own device (--device: a URL template, {rank} replaced; "
-              "default: a fresh emulated ZNS device per rank). Runs dram-only and zns-host-gc (--runs: either), "
+              "default: a fresh emulated ZNS device per rank). Runs dram-only and store-on-zns (--runs: either), "
               "without lookahead, next to the 1-rank losses.")
 @io_engine_option
 @friendly_errors
@@ -525,7 +533,7 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
           json_path, plot_dir, trace_out, force=False, yes=False, ranks=None, quiet=False) -> None:
     """Train DLRM in DRAM only and over five swap configurations, side by side, each changing one thing
     from the one before; prints the attribution chain (what batching, lookahead, aggregation and ZNS
-    each buy), and last a summary line: zns-host-gc against the best Linux run (the fastest Linux run
+    each buy), and last a summary line: store-on-zns against the best Linux run (the fastest Linux run
     that ran) and against linux-swap, each stall ratio beside both runs' seconds.
 
     \b
@@ -535,7 +543,7 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
       linux-swap-batched     + each step's pages announced (MADV_WILLNEED): one read queue of depth 32
       linux-swap-lookahead   + the next K batches' pages announced while a step computes (--lookahead K)
       store-on-conventional  the host-managed store (512 KiB appends, its own GC) on the same SSD
-      zns-host-gc            the same store on a ZNS device: no FTL, zone resets instead of device GC
+      store-on-zns           the same store on a ZNS device: no FTL, zone resets instead of device GC
 
     Training time = charged compute (the same for every run: deterministic unless --compute measured)
     + I/O stall (modeled device time on emulated devices, wall time on real ones). The runs train the
@@ -560,8 +568,9 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
     from .bench.plan import spec_runs
     from .progress import Progress
 
+    _note_renamed_runs("bench", runs_csv)
     runs = None if runs_csv is None else \
-        tuple(r.strip() for r in runs_csv.split(",") if r.strip())       # checked by the bench's plan
+        current_names(runs_csv.split(","))       # checked by the bench's plan
     if data_path is None and (data_format or max_ind_range or cat_mapping or skip_bad_lines):
         _fail("--data-format, --max-ind-range, --cat-mapping and --skip-bad-lines apply to --data PATH")
     if compute_us_per_sample is not None and compute_kind == "measured":
@@ -612,8 +621,8 @@ def _sharded_bench(ranks, device, preset, budget, placement, victim, iterations,
     from .distributed import DistSpec
     from .distributed.bench import SHARDED_RUNS, format_sharded, run_sharded_bench
 
-    runs = SHARDED_RUNS if runs_csv is None else tuple(dict.fromkeys(r.strip() for r in runs_csv.split(",")
-                                                                      if r.strip()))
+    _note_renamed_runs("bench", runs_csv)
+    runs = SHARDED_RUNS if runs_csv is None else current_names(runs_csv.split(","))
     spec = DistSpec(ranks=ranks, preset=preset, iterations=iterations, batch_size=batch_size, seed=seed,
                     budget=_budget(budget), device=device, placement=placement, victim=victim)
     report = run_sharded_bench(spec, runs)
@@ -797,8 +806,8 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
     Runs: linux-swap, linux-swap-batched (the bench's Linux-swap model on the conventional SSD; they
     replay without the trace's discards), and the store on each interface the sweep names:
     store-on-conventional (the conventional SSD's zoned view), store-on-fdp (an NVMe FDP SSD, a
-    placement handle per stream), store-on-zns (ZNS; the bench's zns-host-gc, the old name here
-    too), store-on-ocssd (Open-Channel). Every run ends with a flush of the pages still buffered, as
+    placement handle per stream), store-on-zns (ZNS; its old name zns-host-gc still works, with a
+    line on stderr), store-on-ocssd (Open-Channel). Every run ends with a flush of the pages still buffered, as
     training ends, so write amplification counts every page written. --preset, the old name of
     --model, still works, with a line on stderr.
 
@@ -809,7 +818,7 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
     import os
 
     from .progress import Progress
-    from .replay import DEFAULT_RUNS, RENAMED_RUNS, ReplaySpec, check_runs, ensure_trace, run_replay
+    from .replay import DEFAULT_RUNS, ReplaySpec, check_runs, ensure_trace, run_replay
 
     if gen_preset is None:
         given = [o for o, v in (("--iterations", iterations), ("--lookahead", lookahead),
@@ -829,9 +838,7 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
             erase_bytes = parse_size(erase_block)
         except ValueError as e:
             _fail(f"bad --erase-block {erase_block!r}: {e}")
-    if runs_csv is not None:
-        for old in dict.fromkeys(r.strip() for r in runs_csv.split(",") if r.strip() in RENAMED_RUNS):
-            click.echo(f"zswap-host replay: run {old} is called {RENAMED_RUNS[old]} now", err=True)
+    _note_renamed_runs("replay", runs_csv)
     runs = check_runs(runs_csv.split(",")) if runs_csv is not None else DEFAULT_RUNS
     if gen_preset is not None:
         if trace_preset is not None:

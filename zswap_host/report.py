@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 COLORS = {"dram-only": "#555555", "linux-swap": "#d62728", "linux-swap-batched": "#9467bd",
-          "store-on-conventional": "#ff7f0e", "zns-host-gc": "#2ca02c"}
+          "store-on-conventional": "#ff7f0e", "store-on-zns": "#2ca02c"}
 
 
 def plot_bench(report: dict, outdir: str) -> list[str]:

@@ -198,12 +198,12 @@ def test_bench_on_real_devices(guest):
     report = json.loads((results / "bench.json").read_text())
     runs = {r["name"]: r for r in report["runs"]}
     assert set(runs) == {"dram-only", "linux-swap", "linux-swap-batched", "linux-swap-lookahead",
-                         "store-on-conventional", "zns-host-gc"}
+                         "store-on-conventional", "store-on-zns"}
     # the lookahead ran on a worker thread beside the real devices (wall clock) and brought pages in
-    for name in ("linux-swap-lookahead", "store-on-conventional", "zns-host-gc"):
+    for name in ("linux-swap-lookahead", "store-on-conventional", "store-on-zns"):
         assert runs[name]["lookahead"] == 1 and runs[name]["paging"]["prefetched"] > 0, name
     assert report["devices"] == {"baseline": "/dev/nvme0n1", "zns": "/dev/nvme0n2"}
-    for name in ("linux-swap", "linux-swap-batched", "linux-swap-lookahead", "store-on-conventional", "zns-host-gc"):
+    for name in ("linux-swap", "linux-swap-batched", "linux-swap-lookahead", "store-on-conventional", "store-on-zns"):
         assert runs[name]["clock"] == "wall"
         assert runs[name]["swap_out_bytes"] > 0 and runs[name]["swap_in_bytes"] > 0
         # every page that came back from the real devices was checked against its swap-out fingerprint
@@ -213,7 +213,7 @@ def test_bench_on_real_devices(guest):
     for r in runs.values():
         assert r["loss"] == base, r["name"]
     # the ZNS store's device writes are large appends; Linux-swap-like baseline writes are small
-    zh = runs["zns-host-gc"]["write_size_histogram"]
+    zh = runs["store-on-zns"]["write_size_histogram"]
     assert max(int(k) for k in zh) >= 128 << 10
     # the model twin: every run trained again on emulated devices of the namespaces' geometry, timed by
     # the model (no timing thresholds: the guest's wall clock says nothing about flash)
@@ -246,7 +246,7 @@ def test_bench_on_real_devices(guest):
     assert set(twins) == set(runs) - {"dram-only"}
     for name, t in twins.items():
         assert t["clock"] == "modeled" and t["io_stall_time_s"] >= 0, name     # 0: the lookahead hid it all
-        assert t["device"].endswith(zns["twin"] if name == "zns-host-gc" else conv["twin"]), name
+        assert t["device"].endswith(zns["twin"] if name == "store-on-zns" else conv["twin"]), name
         assert t["loss"] == base and t["compute_time_s"] == runs[name]["compute_time_s"], name
         s = runs[name]["model_twin"]            # beside the real run: the twin's stall, on the model's clock
         assert s["clock"] == "modeled" and s["io_stall_time_s"] == t["io_stall_time_s"], name

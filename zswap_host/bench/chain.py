@@ -4,7 +4,7 @@ The chain compares neighbouring runs, each step changing one thing:
 batching (``linux-swap`` -> ``linux-swap-batched``: the step's faults read as one queue),
 lookahead (-> ``linux-swap-lookahead``, with ``--lookahead``: the next batches' pages faulted in while
 a step computes), aggregation and host placement (-> ``store-on-conventional``: large appends, the
-store's slot map and GC, on the same SSD, with the same lookahead), ZNS (-> ``zns-host-gc``: the same
+store's slot map and GC, on the same SSD, with the same lookahead), ZNS (-> ``store-on-zns``: the same
 store on a zoned device, no FTL). Each step is a ratio of modeled I/O stall and of training time
 (before / after: > 1 means the step helped).
 
@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..run_names import old_keys
+
 # (step, before, after); a step whose before-run is missing takes the next one listed for it (the
 # aggregation step starts from linux-swap-lookahead when the bench has a lookahead)
 STEPS = (("batching", "linux-swap", "linux-swap-batched"),
          ("lookahead", "linux-swap-batched", "linux-swap-lookahead"),
          ("aggregation", "linux-swap-lookahead", "store-on-conventional"),
          ("aggregation", "linux-swap-batched", "store-on-conventional"),
-         ("zns", "store-on-conventional", "zns-host-gc"))
+         ("zns", "store-on-conventional", "store-on-zns"))
 
 # the runs that model Linux swap: the candidates for the summary's best Linux run
 LINUX_RUNS = ("linux-swap", "linux-swap-batched", "linux-swap-lookahead")
@@ -79,7 +81,7 @@ def best_linux_run(runs: list[dict]) -> str | None:
 
 
 def _versus(linux: dict, zns: dict) -> dict:
-    """zns-host-gc against one Linux run: the speedup and the stall ratio (Linux / ZNS), each beside
+    """store-on-zns against one Linux run: the speedup and the stall ratio (Linux / ZNS), each beside
     both runs' seconds ([Linux, ZNS])."""
     return {"run": linux["name"],
             "speedup": linux["train_time_s"] / zns["train_time_s"],
@@ -89,14 +91,14 @@ def _versus(linux: dict, zns: dict) -> dict:
 
 
 def summary(runs: list[dict]) -> dict | None:
-    """The bench's headline: ``zns-host-gc`` against the best Linux run (``vs_best_linux``) and
-    against ``linux-swap`` (``vs_linux_swap``, when it ran); None without zns-host-gc or a Linux run."""
+    """The bench's headline: ``store-on-zns`` against the best Linux run (``vs_best_linux``) and
+    against ``linux-swap`` (``vs_linux_swap``, when it ran); None without store-on-zns or a Linux run."""
     by = {r["name"]: r for r in runs}
     best = best_linux_run(runs)
-    if best is None or "zns-host-gc" not in by:
+    if best is None or "store-on-zns" not in by:
         return None
-    zns = by["zns-host-gc"]
-    out = {"run": "zns-host-gc", "best_linux_run": best, "vs_best_linux": _versus(by[best], zns)}
+    zns = by["store-on-zns"]
+    out = {"run": "store-on-zns", "best_linux_run": best, "vs_best_linux": _versus(by[best], zns)}
     if "linux-swap" in by:
         out["vs_linux_swap"] = _versus(by["linux-swap"], zns)
     return out
@@ -104,7 +106,7 @@ def summary(runs: list[dict]) -> dict | None:
 
 def chain(runs: list[dict]) -> dict:
     """``chain`` (one entry per step whose two runs ran), ``ratios`` (slowdowns vs DRAM-only, the
-    end-to-end speedup, losses) and, when zns-host-gc and a Linux run ran, ``summary`` (see
+    end-to-end speedup, losses) and, when store-on-zns and a Linux run ran, ``summary`` (see
     :func:`summary`)."""
     by = {r["name"]: r for r in runs}
     dram = by["dram-only"]["train_time_s"]
@@ -124,10 +126,11 @@ def chain(runs: list[dict]) -> dict:
     for r in runs:
         if r["name"] != "dram-only":
             ratios[f"slowdown_{r['name']}"] = r["train_time_s"] / dram
-    if "linux-swap" in by and "zns-host-gc" in by:
-        ratios["speedup_zns_host_gc_vs_linux_swap"] = by["linux-swap"]["train_time_s"] / by["zns-host-gc"]["train_time_s"]
-        ratios["stall_ratio_linux_swap_vs_zns_host_gc"] = _ratio(by["linux-swap"]["io_stall_time_s"],
-                                                                 by["zns-host-gc"]["io_stall_time_s"])
+    if "linux-swap" in by and "store-on-zns" in by:
+        lin, zns = by["linux-swap"], by["store-on-zns"]
+        ratios["speedup_store_on_zns_vs_linux_swap"] = lin["train_time_s"] / zns["train_time_s"]
+        ratios["stall_ratio_linux_swap_vs_store_on_zns"] = _ratio(lin["io_stall_time_s"], zns["io_stall_time_s"])
+    ratios.update(old_keys(ratios))       # readers of reports from before the run's rename
     base = np.array(by["dram-only"]["loss"])
     diffs = [float(np.max(np.abs(np.array(r["loss"]) - base))) for r in runs]
     ratios["max_loss_difference"] = max(diffs)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import NotZonedError, SwapFullError, ZswapError
+from ..run_names import current_names
 from ..units import format_size
 from .compute import ComputeBasis
 
@@ -24,12 +25,12 @@ SIZINGS = ("same-flash", "same-capacity")
 GEOMETRIES = ("scaled", "real")
 MIN_REAL_ZONES = 16      # real geometry: the fewest zones a store's GC is given (otherwise: refused)
 RUNS = ("dram-only", "linux-swap", "linux-swap-batched", "linux-swap-lookahead", "store-on-conventional",
-        "zns-host-gc")
+        "store-on-zns")
 SWAP_RUNS = RUNS[1:]
 # the runs that prefetch the next batches while a step computes (BenchSpec.lookahead): the kernel's
 # unmodified fault path (linux-swap) and its batched twin (linux-swap-batched) do not, so the chain can
 # show batching and lookahead as steps of their own
-LOOKAHEAD_RUNS = ("linux-swap-lookahead", "store-on-conventional", "zns-host-gc")
+LOOKAHEAD_RUNS = ("linux-swap-lookahead", "store-on-conventional", "store-on-zns")
 MAX_BATCH = 1 << 20      # samples per batch: a batch's indices alone take ~200 MiB there
 READ_QD = 32             # queue depth of a batched read, the store's and Linux-batched's alike
 
@@ -254,9 +255,10 @@ def plan(spec: BenchSpec) -> Plan:
 
 def spec_runs(spec: BenchSpec) -> tuple[str, ...]:
     """The swap runs a spec asks for, in ``RUNS`` order (``runs=None``: all of them, without
-    ``linux-swap-lookahead`` when there is no lookahead)."""
+    ``linux-swap-lookahead`` when there is no lookahead); an old name (``run_names``) as its name now."""
     if spec.runs is not None:
-        return tuple(r for r in SWAP_RUNS if r in spec.runs) + tuple(r for r in spec.runs if r not in SWAP_RUNS)
+        asked = current_names(spec.runs)
+        return tuple(r for r in SWAP_RUNS if r in asked) + tuple(r for r in asked if r not in SWAP_RUNS)
     return tuple(r for r in SWAP_RUNS if spec.lookahead or r != "linux-swap-lookahead")
 
 
@@ -317,7 +319,7 @@ def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple
 
     every = {"linux-swap": linux("serial"), "linux-swap-batched": linux("batched"),
              "linux-swap-lookahead": linux("batched"), "store-on-conventional": store_on_conventional,
-             "zns-host-gc": zns}
+             "store-on-zns": zns}
     return {name: every[name] for name in spec_runs(spec)}
 
 

@@ -8,7 +8,7 @@ swap configurations, on the devices of :mod:`.plan`:
 3b. ``linux-swap-lookahead`` (with ``--lookahead K``) — linux-swap-batched that also announces the next
    K batches' pages while a step computes; the two store runs then prefetch K batches ahead too;
 4. ``store-on-conventional`` — the host-managed store on the conventional SSD through a zoned view;
-5. ``zns-host-gc`` — the store on the ZNS device.
+5. ``store-on-zns`` — the store on the ZNS device.
 
 Training time = charged compute (:mod:`.compute`, the same for every run) + I/O stall (the device's
 modeled clock on emulated devices, wall time on real ones). Idle windows (the charged compute of each
@@ -33,7 +33,7 @@ from .twin import CONFOUNDS, model_twin, summary
 # the store drops a page's swap copy when the page is dirtied in DRAM (the pager knows, and its GC then
 # forgets the copy); Linux keeps the swap-cache slot and rewrites the page there, as 6.1 does
 DISCARD_DIRTY = {"linux-swap": False, "linux-swap-batched": False, "linux-swap-lookahead": False,
-                 "store-on-conventional": True, "zns-host-gc": True}
+                 "store-on-conventional": True, "store-on-zns": True}
 
 
 def _record(name: str, res, clock: str) -> dict:
@@ -86,7 +86,7 @@ def _swap_run(name: str, pl, spec: BenchSpec, charged: np.ndarray, progress=None
         s = dev.stats()
         written.append((s.device_write_bytes, s.media_write_bytes))
 
-    trace = TraceBuilder() if spec.trace_out and name == "zns-host-gc" else None
+    trace = TraceBuilder() if spec.trace_out and name == "store-on-zns" else None
     res = train(pl.model, pl.data, backend, pl.budget, pl.iterations, pl.batch_size, spec.seed,
                 on_idle=on_idle, clock=dev.now if modeled else None, trace=trace,
                 discard_dirty=DISCARD_DIRTY[name], charged_compute_s=charged, source=pl.source,

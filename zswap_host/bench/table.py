@@ -75,7 +75,7 @@ def format_table(report: dict) -> str:
             f"{r['write_amplification']:5.2f} {gc:7.0f} {own:>13}")
     if report["chain"]:
         lines += ["", "attribution chain (before / after; > 1: the step helped):"]
-    else:       # no two neighbouring runs ran (e.g. --runs zns-host-gc): say so rather than print an empty block
+    else:       # no two neighbouring runs ran (e.g. --runs store-on-zns): say so rather than print an empty block
         lines += ["", "attribution chain: no step (a step compares two neighbouring runs, e.g. linux-swap -> "
                   "linux-swap-batched; --runs left out one of each pair)"]
     for s in report["chain"]:
@@ -86,9 +86,11 @@ def format_table(report: dict) -> str:
                      f"{s['gc_write_bytes'][1] / 2**20:.0f} MiB")
     q = report["ratios"]
     by = {r["name"]: r for r in runs}
-    if "speedup_zns_host_gc_vs_linux_swap" in q:
-        lines.append(f"  end to end: zns-host-gc trains {q['speedup_zns_host_gc_vs_linux_swap']:.2f}x faster than "
-                     f"linux-swap (stall {stall_text(by['linux-swap']['io_stall_time_s'], by['zns-host-gc']['io_stall_time_s'], q['stall_ratio_linux_swap_vs_zns_host_gc'])})")
+    if "speedup_store_on_zns_vs_linux_swap" in q:
+        stall = stall_text(by["linux-swap"]["io_stall_time_s"], by["store-on-zns"]["io_stall_time_s"],
+                           q["stall_ratio_linux_swap_vs_store_on_zns"])
+        lines.append(f"  end to end: store-on-zns trains {q['speedup_store_on_zns_vs_linux_swap']:.2f}x faster than "
+                     f"linux-swap (stall {stall})")
     lines.append(f"losses {'match' if q['losses_match'] else 'DIFFER'} across runs "
                  f"(max difference {q['max_loss_difference']:.2e})")
     checked = [f"{r['name']} {r['verify']['pages_checked']}" for r in runs if "verify" in r]
@@ -103,7 +105,7 @@ def format_table(report: dict) -> str:
 
 
 def summary_line(s: dict) -> str:
-    """The report's last line: zns-host-gc against the best Linux run, and against linux-swap when
+    """The report's last line: store-on-zns against the best Linux run, and against linux-swap when
     that is another run; each stall ratio beside both runs' seconds."""
     def versus(v: dict, label: str = "") -> str:
         stall = stall_text(*v["io_stall_time_s"], v["stall_ratio"])

@@ -24,7 +24,7 @@ DEFAULT_PRESET = "thesis-ssd"
 
 # which of the bench's two devices each swap run trains on
 RUN_DEVICE = {"linux-swap": "baseline", "linux-swap-batched": "baseline", "linux-swap-lookahead": "baseline",
-              "store-on-conventional": "baseline", "zns-host-gc": "zns"}
+              "store-on-conventional": "baseline", "store-on-zns": "zns"}
 
 # what a twin's run record is summarised by, beside the real run's (the same keys)
 SUMMARY = ("train_time_s", "io_stall_time_s", "step_stall_p50_s", "step_stall_p99_s", "page_wait_p50_s",

@@ -1,5 +1,5 @@
 """``zswap-host bench --ranks N``: the runs that make sense sharded — ``dram-only`` (every rank's
-shards in DRAM) and ``zns-host-gc`` (each rank's shards in its own store on its own emulated ZNS
+shards in DRAM) and ``store-on-zns`` (each rank's shards in its own store on its own emulated ZNS
 device, or the ``{rank}`` device URL template given) — next to the 1-rank DRAM-only losses they must
 equal within float tolerance."""
 
@@ -9,26 +9,29 @@ import dataclasses
 
 import numpy as np
 
+from ..run_names import current_names
 from .launch import DistSpec, resolve_spec, run_distributed
 
-SHARDED_RUNS = ("dram-only", "zns-host-gc")
+SHARDED_RUNS = ("dram-only", "store-on-zns")
 
 
 def run_sharded_bench(spec: DistSpec, runs=SHARDED_RUNS, timeout_s: float | None = None) -> dict:
-    """Each of ``runs`` as a sharded training of ``spec`` (its ``device``: the zns-host-gc run's URL
+    """Each of ``runs`` as a sharded training of ``spec`` (its ``device``: the store-on-zns run's URL
     template; None: the bench plan's emulated ZNS device for the whole tables, a fresh one per rank).
-    ``ValueError`` for an unknown run or a bad spec; ``RankFailed`` as ``run_distributed``."""
+    An old run name (``zns-host-gc``) runs under its name now. ``ValueError`` for an unknown run or
+    a bad spec; ``RankFailed`` as ``run_distributed``."""
     from ..bench import BenchSpec
     from ..bench.plan import plan
     from ..workloads.train import train
 
+    runs = current_names(runs)      # an old name (run_names) as its name now
     bad = [r for r in runs if r not in SHARDED_RUNS]
     if bad or not runs:
         raise ValueError(f"sharded runs are {', '.join(SHARDED_RUNS)}, not {bad[0] if bad else '(none)'!r}")
     device = spec.device
     if device is None:
         device = plan(BenchSpec(preset=spec.preset, budget=spec.budget, iterations=spec.iterations,
-                                batch_size=spec.batch_size, seed=spec.seed, runs=("zns-host-gc",))).zns_url
+                                batch_size=spec.batch_size, seed=spec.seed, runs=("store-on-zns",))).zns_url
     out = {"ranks": spec.ranks, "preset": spec.preset, "seed": spec.seed, "runs": []}
     for name in runs:
         s = dataclasses.replace(spec, device=None if name == "dram-only" else device)

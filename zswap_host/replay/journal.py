@@ -26,9 +26,9 @@ class Journal:
                 except ValueError:
                     continue
                 if isinstance(r, dict) and r.get("key") == self.key and "run" in r:
-                    from .runs import RENAMED_RUNS
+                    from ..run_names import current_name
 
-                    r["run"] = RENAMED_RUNS.get(r["run"], r["run"])   # a row from before a rename
+                    r["run"] = current_name(r["run"])   # a row from before a rename
                     rows[r["run"]] = r
         return rows
 

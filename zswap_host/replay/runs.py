@@ -8,14 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ZswapError
+from ..run_names import RENAMED_RUNS, current_names
 
 # replay has no lookahead, so the bench's linux-swap-lookahead run has no replay twin. The store's runs
 # are named store-on-INTERFACE with the sweep's interface names (bench.same_flash.INTERFACES).
 RUNS = ("linux-swap", "linux-swap-batched", "store-on-conventional", "store-on-fdp", "store-on-zns",
         "store-on-ocssd")
 DEFAULT_RUNS = ("linux-swap-batched", "store-on-conventional", "store-on-fdp", "store-on-zns", "store-on-ocssd")
-# old name -> its name now (the bench still calls its run on ZNS zns-host-gc)
-RENAMED_RUNS = {"zns-host-gc": "store-on-zns"}
 
 
 class ReplayError(ZswapError, ValueError):
@@ -44,7 +43,7 @@ class Sizing:
 def check_runs(names) -> tuple[str, ...]:
     """``names`` in the order given (an old name of ``RENAMED_RUNS`` as its name now), duplicates
     dropped; ``ReplayError`` (listing the known ones) for an unknown name or none."""
-    runs = tuple(dict.fromkeys(RENAMED_RUNS.get(n.strip(), n.strip()) for n in names if n.strip()))
+    runs = current_names(names)
     bad = [r for r in runs if r not in RUNS]
     if bad or not runs:
         raise ReplayError(f"unknown run {bad[0] if bad else '(none)'!r}; known: {', '.join(RUNS)}")

@@ -5,7 +5,7 @@ same generator as the bench's batches), paged by the same page cache (``PagedEmb
 backend that keeps nothing, into a chunked trace on disk (``chunked_trace``).
 
 The result equals the trace ``zswap-host bench --trace-out`` records for the preset's
-``zns-host-gc`` run with the same ``--lookahead`` (tested on the ``tiny`` preset, lookahead 0 and 1):
+``store-on-zns`` run with the same ``--lookahead`` (tested on the ``tiny`` preset, lookahead 0 and 1):
 every swap_in, swap_out (stream = table), discard (the store runs discard a dirtied page's stale
 copy), one idle window per iteration of the charged compute (pinned: ``us_per_sample`` x batch
 size) and, with a lookahead, the overlap marker before each step's prefetch of the next batches. Memory: the cache's
