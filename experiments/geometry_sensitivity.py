@@ -113,6 +113,7 @@ def main(argv=None) -> int:
     ap.add_argument("--trace", default="/tmp/default-trace", help="the default preset's trace (generated if absent); "
                     "with --real the mlperf lookahead trace of experiments/regimes_real_geometry.py")
     ap.add_argument("--real", action="store_true", help="zn540's real geometry at MLPerf size (REAL_SETTINGS)")
+    ap.add_argument("--only", default=None, help="comma list: replay only these settings (the table: those done)")
     ap.add_argument("--out", default=None, help="default: experiments/results/sensitivity (--real: sensitivity_real)")
     ap.add_argument("--zswap-host", dest="exe", default=str(Path(sys.executable).with_name("zswap-host")))
     args = ap.parse_args(argv)
@@ -123,9 +124,11 @@ def main(argv=None) -> int:
             raise SystemExit(f"{args.trace}: no trace; experiments/regimes_real_geometry.py generates it")
         # the real drive's row is the regime table's cpu replay (same trace, same devices): its journal
         same = Path("experiments/results/regimes_real/zn540/cpu")
+        only = set(args.only.split(",")) if args.only else None
         rows = [row_of(name, opts, replay(args.exe, args.trace, name, [*REAL, *opts], out, runs,
                                           journal=same if name == "real" and same.is_dir() else True),
-                       base="(zn540, real geometry)") for name, opts, runs in REAL_SETTINGS]
+                       base="(zn540, real geometry)") for name, opts, runs in REAL_SETTINGS
+                if only is None or name in only or (out / f"{name}.json").exists()]
     else:
         rows = [row_of(name, opts, replay(args.exe, args.trace, name, opts, out)) for name, opts in SETTINGS]
     write_summary(out, rows, table(rows))
