@@ -111,6 +111,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ssd", default="zn540")
     ap.add_argument("--geometry", choices=("real", "scaled"), default="real")
     ap.add_argument("--iterations", type=int, default=None, help="default: 30000 for mlperf, the preset's else")
+    ap.add_argument("--regimes", default=None, help="comma list of regimes to run (default: all four)")
     ap.add_argument("--out", default=None, help="default: experiments/results/regimes_real/<ssd> (mlperf, real), "
                     "else .../<model>-<ssd>-<geometry>")
     ap.add_argument("--zswap-host", dest="exe", default=str(Path(sys.executable).with_name("zswap-host")))
@@ -121,8 +122,9 @@ def main(argv=None) -> int:
     out = Path(args.out or f"experiments/results/regimes_real/{tag}")
     out.mkdir(parents=True, exist_ok=True)
     cpu_us = CPU_US[args.model] or calibrated_us(args.model)
+    pick = set(args.regimes.split(",")) if args.regimes else None
     rows = [summarise(name, us, what, replay(args.exe, args, name, us, cpu_us, out))
-            for name, us, what in regimes(cpu_us)]
+            for name, us, what in regimes(cpu_us) if pick is None or name in pick]
     write_summary(out, rows, table(rows))
     return 0
 
