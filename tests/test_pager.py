@@ -572,3 +572,31 @@ def test_tensor_and_adopted_module_train_like_plain_memory(backend):
         s = pager.stats()
         assert s.pages_in > 0 and s.pages_out > 0
         check_stats(pager)
+
+
+@pytest.mark.parametrize("shape", [(-2, -3), -5, (2**31 + 1, 2**33), (2**32, 2**32), (2**63,), (1 << 48,)])
+def test_a_rejected_alloc_registers_nothing(backend, shape):
+    """Negative dimensions, shapes whose size overflows int64 (np.prod wraps) and sizes beyond the
+    address space are refused before a region is mapped or registered (issue 34)."""
+    with Pager(backend, BUDGET_PAGES * PS) as pager:
+        with pytest.raises(ValueError):
+            pager.alloc(shape, np.uint8)
+        with pytest.raises(ValueError):
+            pager.tensor(shape)
+        assert pager.regions == () and pager.stats().regions == 0
+        a = pager.alloc(10, np.uint8)                      # the pager still works
+        assert a.shape == (10,) and pager.regions[0].first_page == 0
+
+
+def test_id_base_is_checked_against_the_id_range(backend):
+    """Backend ids are int64 in [0, 2**63 - 1]: an id_base past it is refused, and an alloc whose
+    pages' ids would pass it is refused before anything is registered (ids would wrap negative)."""
+    with pytest.raises(ValueError):
+        Pager(backend, BUDGET_PAGES * PS, id_base=2**63)
+    with Pager(backend, BUDGET_PAGES * PS, id_base=2**63 - 10) as pager:
+        a = pager.alloc(10 * PS, np.uint8)                 # ids up to 2**63 - 1: fine
+        with pytest.raises(ValueError, match="id"):
+            pager.alloc(PS, np.uint8)
+        assert len(pager.regions) == 1
+        pager.copy(a, np.full(a.size, 3, np.uint8))
+        assert (read_all(pager, a) == 3).all()

@@ -11,9 +11,10 @@ import numpy as np
 from ..backend import SwapBackend
 from .native import check, pager_lib, ptr
 from .region import Region
+from .shapes import MAX_PAGE_ID, as_shape, region_bytes
 from .resolver import Resolver
 from .stats import PagerStats
-from .tensors import move_into, tensor_over, torch_nbytes
+from .tensors import move_into, tensor_over, torch_itemsize
 
 MIN_BUDGET_PAGES = 16
 
@@ -58,7 +59,9 @@ class Pager:
     torch operations, numpy operations on large arrays, ``ctypes.memmove``, ``Pager.copy``, or
     native code. Never touch it from the resolver (i.e. from a backend).
 
-    Errors: ``ValueError`` for a bad budget, page size or shape; ``OSError`` when userfaultfd is
+    Errors: ``ValueError`` for a bad budget, page size, ``id_base`` or shape (a negative dimension,
+    a size of 0 or beyond the address space, pages whose ids would pass ``2**63 - 1``: refused
+    before anything is mapped or registered); ``OSError`` when userfaultfd is
     not available (ENOSYS, EPERM: not root and ``vm.unprivileged_userfaultfd`` = 0, EOPNOTSUPP:
     no write-protect support, Linux < 5.7); ``ImportError`` when the C core was not built.
     """
@@ -76,6 +79,8 @@ class Pager:
             raise ValueError(f"budget {budget} bytes is under {MIN_BUDGET_PAGES} pages of {page_size}")
         if id_base < 0 or fetch_batch < 1 or evict_batch < 1 or fault_around < 0:
             raise ValueError("id_base and fault_around must be >= 0, fetch_batch and evict_batch >= 1")
+        if id_base > MAX_PAGE_ID:
+            raise ValueError(f"id_base {id_base} is beyond the backend's page ids [0, 2**63 - 1]")
         self.backend = backend
         self.page_size = page_size
         self.budget_pages = budget_pages
@@ -112,6 +117,10 @@ class Pager:
         ffi = self._ffi
         addr, first = ffi.new("uint64_t *"), ffi.new("uint64_t *")
         with self._lock:
+            last_id = self.id_base + self._npages() + npages - 1
+            if last_id > MAX_PAGE_ID:          # ids would wrap negative: every eviction would fail
+                raise ValueError(f"{npages} more pages from id_base {self.id_base} pass the backend's page ids "
+                                 f"[0, 2**63 - 1] (last id {last_id})")
             check(self._lib.pg_add_region(self._h, npages, addr, first), "register paged region")
             r = Region(int(addr[0]), npages, int(first[0]), self.page_size,
                        self.stream if stream is None else int(stream))
@@ -123,11 +132,11 @@ class Pager:
     def alloc(self, shape: int | tuple[int, ...], dtype=np.float32, *, stream: int | None = None) -> np.ndarray:
         """A new zero-filled C-contiguous array in paged memory (a region of its own).
         ``stream``: the placement hint for its pages (default: the pager's)."""
-        shape = (shape,) if np.isscalar(shape) else tuple(int(s) for s in shape)
+        shape = as_shape(shape)
         dtype = np.dtype(dtype)
         if dtype.hasobject:
             raise ValueError("paged arrays cannot hold Python objects")
-        r = self._new_region(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, stream)
+        r = self._new_region(region_bytes(shape, dtype.itemsize), stream)
         return r.array(self._ffi, shape, dtype)
 
     def tensor(self, shape: int | tuple[int, ...], dtype=None, *, stream: int | None = None):
@@ -135,8 +144,8 @@ class Pager:
         import torch
 
         dtype = torch.get_default_dtype() if dtype is None else dtype
-        shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
-        nbytes = torch_nbytes(shape, dtype)
+        shape = as_shape(shape)
+        nbytes = region_bytes(shape, torch_itemsize(dtype))
         raw = self._new_region(nbytes, stream).array(self._ffi, (nbytes,), np.uint8)
         return tensor_over(raw, shape, dtype)
 

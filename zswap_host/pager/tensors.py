@@ -13,10 +13,10 @@ def tensor_over(raw: np.ndarray, shape: tuple[int, ...], dtype):
     return torch.from_numpy(raw).view(dtype).reshape(shape)
 
 
-def torch_nbytes(shape: tuple[int, ...], dtype) -> int:
+def torch_itemsize(dtype) -> int:
     import torch
 
-    return int(np.prod(shape, dtype=np.int64)) * torch.empty((), dtype=dtype).element_size()
+    return torch.empty((), dtype=dtype).element_size()
 
 
 def move_into(tensor, paged) -> None:
