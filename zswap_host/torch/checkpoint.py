@@ -1,8 +1,9 @@
 """Checkpoints of swapped tables: which of them streams, and how.
 
 - ``save(tables, keys, path)`` / ``load(tables, keys, path)`` stream: a directory holding one ``.npy``
-  file per table and array (``t{i}.weight.npy``, ``t{i}.exp_avg.npy``, ...) and ``meta.json``
-  (written last: a save that did not finish has none, and ``load`` refuses it). A table is moved in
+  file per table and array (``t{i}.weight.npy``, ``t{i}.exp_avg.npy``, ...) and ``meta.json``.
+  ``save`` is atomic (written beside ``path``, swapped into place: a failed save leaves the old
+  checkpoint); ``load`` checks every file before it changes anything. A table is moved in
   chunks of about ``chunk_bytes``, page by page between the store and the file (``read_array`` /
   ``write_array``: the DRAM cache is neither filled nor evicted), so a table larger than DRAM is
   saved and loaded in ``chunk_bytes`` of memory (plus the OS's page cache of the file). The files
@@ -22,11 +23,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 import torch
 
 from ..workloads.paged_embedding import ARRAYS
+from . import atomic_dir
 from .tables import SwappedTables
 
 FORMAT = "zswap-host-embeddings"
@@ -40,16 +43,45 @@ def _chunk_rows(tables: SwappedTables, t: int, name: str, chunk_bytes: int) -> i
     return max(R, int(chunk_bytes) // (4 * w) // R * R)
 
 
+_OURS = re.compile(r"meta\.json(\.partial)?|t\d+\.\w+\.npy")
+
+
+def _check_target(path: str) -> None:
+    """``ValueError`` unless ``path`` is missing, or a directory holding only checkpoint files (the
+    save replaces it whole: nothing else the user keeps there may go with it)."""
+    if not os.path.lexists(path):
+        return
+    if not os.path.isdir(path) or os.path.islink(path):
+        raise ValueError(f"{path}: exists and is not a directory; a checkpoint is a directory")
+    foreign = sorted(e for e in os.listdir(path) if not _OURS.fullmatch(e))
+    if foreign:
+        raise ValueError(f"{path}: holds {foreign[0]!r}, not a checkpoint's file; save replaces the "
+                         f"directory whole, so give a new or checkpoint directory")
+
+
 def save(tables: SwappedTables, keys: list[str], path: str, chunk_bytes: int = CHUNK_BYTES) -> None:
-    """Write every table to directory ``path`` (created if missing; files of the same names are
-    replaced), streaming (see the module docstring). A pending step stays pending."""
+    """Write every table to directory ``path``, streaming (see the module docstring). Atomic: the
+    files are written to a new directory beside ``path``, synced, and swapped into place, so a
+    save that fails (a device error, a full disk) leaves ``path`` as it was, e.g. the previous
+    checkpoint, loadable. ``path`` may be missing (parents are created), an empty directory, or a
+    checkpoint directory (replaced whole); anything else is ``ValueError`` before any work. A
+    pending step stays pending."""
     tables.finish_prefetch()             # no prefetch thread beside the page I/O here
     tables._check_open()
+    _check_target(path)
+    tmp = atomic_dir.staging(path)
+    try:
+        _write_files(tables, keys, tmp, chunk_bytes)
+        atomic_dir.fsync_dir(tmp)
+        atomic_dir.install(tmp, path)
+    except BaseException:
+        atomic_dir.discard(tmp)
+        raise
+    atomic_dir.fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def _write_files(tables: SwappedTables, keys: list[str], path: str, chunk_bytes: int) -> None:
     st = tables.store
-    os.makedirs(path, exist_ok=True)
-    meta_path = os.path.join(path, "meta.json")
-    if os.path.exists(meta_path):
-        os.remove(meta_path)
     meta = {"format": FORMAT, "version": VERSION, "optimizer": st.optimizer, "tables": []}
     for t, key in enumerate(keys):
         files = {}
@@ -63,40 +95,70 @@ def save(tables: SwappedTables, keys: list[str], path: str, chunk_bytes: int = C
                 step = _chunk_rows(tables, t, name, chunk_bytes)
                 for lo in range(0, shape[0], step):            # chunks, not rows
                     f.write(np.ascontiguousarray(st.read_array(t, name, lo, min(shape[0], lo + step)), "<f4").data)
+                f.flush()
+                os.fsync(f.fileno())
             files[name] = fname
         meta["tables"].append({"key": key, "rows": st.tables[t], "dim": int(st.dims[t]),
                                "step": int(st.steps[t]), "files": files})
-    tmp = meta_path + ".partial"
-    with open(tmp, "w") as f:
+    with open(os.path.join(path, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
-    os.replace(tmp, meta_path)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def load(tables: SwappedTables, keys: list[str], path: str, chunk_bytes: int = CHUNK_BYTES) -> None:
-    """Read a directory written by ``save`` into the tables, streaming. ``FileNotFoundError`` if it
-    has no ``meta.json``; ``ValueError`` if its tables (keys, rows, dims) differ from these. Ends the
-    current step."""
+    """Read a directory written by ``save`` into the tables, streaming. Everything is checked
+    before anything is applied: ``FileNotFoundError`` if it has no ``meta.json`` or lacks a file it
+    names; ``ValueError`` if its tables (keys, rows, dims) differ from these, or a file is not a
+    readable ``.npy`` of the table's shape (damaged, truncated). A refused load changes nothing
+    (not even the pending step). Then it ends the current step and writes the tables; a device
+    error part way through leaves them partly loaded (load again)."""
     tables.finish_prefetch()             # no prefetch thread beside the page I/O here
     tables._check_open()
     with open(os.path.join(path, "meta.json")) as f:
-        meta = json.load(f)
-    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        try:
+            meta = json.load(f)
+        except ValueError as e:
+            raise ValueError(f"{path}: meta.json is not JSON ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
         raise ValueError(f"{path}: not a {FORMAT} v{VERSION} checkpoint")
     st = tables.store
-    have = [(m["key"], m["rows"], m["dim"]) for m in meta["tables"]]
+    try:
+        have = [(m["key"], m["rows"], m["dim"]) for m in meta["tables"]]
+        steps = [int(m["step"]) for m in meta["tables"]]
+        files = [dict(m["files"]) for m in meta["tables"]]
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{path}: meta.json is damaged ({type(e).__name__}: {e})") from None
     want = [(k, st.tables[t], int(st.dims[t])) for t, k in enumerate(keys)]
     if have != want:
         raise ValueError(f"{path}: its tables (key, rows, dim) {have} are not these {want}")
-    tables.end_step("a checkpoint was loaded since; its update was not applied")
-    for t, m in enumerate(meta["tables"]):
+    arrays = []                          # (t, name, memory-mapped file): all opened and checked first
+    for t, fs in enumerate(files):
         for name in ARRAYS[st.optimizer]:
-            if name not in m["files"]:
-                continue
-            a = np.load(os.path.join(path, m["files"][name]), mmap_mode="r")
-            if a.shape != st.array_shape(t, name):
-                raise ValueError(f"{path}: {m['files'][name]} has shape {a.shape}, want {st.array_shape(t, name)}")
-            _write(tables, t, name, a, chunk_bytes)
-        st.steps[t] = int(m["step"])
+            if name in fs:
+                arrays.append((t, name, _open_array(path, fs[name], st.array_shape(t, name))))
+    tables.end_step("a checkpoint was loaded since; its update was not applied")
+    for t, name, a in arrays:
+        _write(tables, t, name, a, chunk_bytes)
+    for t, step in enumerate(steps):
+        st.steps[t] = step
+
+
+def _open_array(path: str, fname, shape: tuple[int, ...]) -> np.ndarray:
+    """The checkpoint's file ``fname`` memory-mapped, checked: a plain name in ``path``, a float
+    ``.npy`` of ``shape`` whose data the file holds in full."""
+    if not isinstance(fname, str) or os.path.basename(fname) != fname or fname in ("", ".", ".."):
+        raise ValueError(f"{path}: meta.json names {fname!r}, not a file of the checkpoint")
+    try:
+        a = np.load(os.path.join(path, fname), mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise
+    except (ValueError, OSError, EOFError) as e:
+        raise ValueError(f"{path}: {fname} is not a readable .npy file ({e})") from None
+    if not isinstance(a, np.ndarray) or a.shape != shape or a.dtype.kind != "f":
+        raise ValueError(f"{path}: {fname} has shape {getattr(a, 'shape', None)} and dtype "
+                         f"{getattr(a, 'dtype', None)}, want {shape} float32")
+    return a
 
 
 def state_tensors(tables: SwappedTables, t: int, names, chunk_bytes: int = CHUNK_BYTES) -> dict[str, torch.Tensor]:
