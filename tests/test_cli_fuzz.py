@@ -305,3 +305,204 @@ def test_a_data_file_as_a_device_is_refused_and_unchanged(args, tmp_path, monkey
     p.write_bytes(b"my notes, not a device\n" * (MiB // 23) + b"\n" * (MiB % 23))    # 1 MiB of text
     out = run_hostile([a.format(p=p) for a in args], str(tmp_path))
     assert str(p) in out and "--force" in out
+
+
+# -- issue 34, items 5-7: hostile traces, late-checked outputs, spawned runs ------------------------
+# Run as a real process: a replay's runs are spawned interpreters whose stderr CliRunner cannot see.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_real(args, cwd, timeout=300):
+    """``zswap-host ARGS`` in a process of its own: exit 2, one ``zswap-host: error:`` line on stderr
+    and nothing else (or click's usage block with one ``Error:`` line), no traceback, nothing under
+    ``cwd`` created or changed. The error line."""
+    import subprocess
+    import sys
+
+    before = _snapshot(cwd)
+    dirs = sorted(d for d, _, _ in os.walk(cwd))
+    p = subprocess.run([sys.executable, "-m", "zswap_host.cli", *args], cwd=cwd, capture_output=True,
+                       text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": ROOT})
+    err = p.stderr.strip().splitlines()
+    assert "Traceback" not in p.stderr and "Traceback" not in p.stdout, f"{args}: {p.stderr}"
+    assert p.returncode == 2, f"{args}: exit {p.returncode}: {p.stderr}{p.stdout}"
+    if err and err[0].startswith("Usage:"):           # click's own usage block: one Error: line
+        assert sum(line.startswith("Error:") for line in err) == 1, f"{args}: {p.stderr}"
+        err = [line for line in err if line.startswith("Error:")]
+    else:
+        assert len(err) == 1 and err[0].startswith("zswap-host: error: "), f"{args}: {p.stderr}"
+    assert _snapshot(cwd) == before, f"{args}: wrote {set(_snapshot(cwd).items()) ^ set(before.items())}"
+    assert sorted(d for d, _, _ in os.walk(cwd)) == dirs, f"{args}: created a directory"
+    return err[0]
+
+
+def _good_trace():
+    from zswap_host.workloads import SwapTrace, synthetic_dlrm_trace
+
+    t = synthetic_dlrm_trace(2000, dram_fraction=0.3, batch_pages=64, iterations=6, idle_s=1e-3, seed=1,
+                             discard_faulted=True)
+    return SwapTrace(t.ops, t.streams, t.idle_s, t.bounds, t.ids, {**t.meta, "preset": "tiny"})
+
+
+def _with(t, **arrays):
+    from zswap_host.workloads import SwapTrace
+
+    a = {k: getattr(t, k) for k in ("ops", "streams", "idle_s", "bounds", "ids")} | arrays
+    return SwapTrace(a["ops"], a["streams"], a["idle_s"], a["bounds"], a["ids"], t.meta)
+
+
+def _swap_rows(x, i, j):
+    x = x.copy()
+    x[i], x[j] = x[j], x[i]
+    return x
+
+
+def _set(x, i, v, dtype=None):
+    x = x.astype(dtype or x.dtype)
+    x[i] = v
+    return x
+
+
+# (name, what to do to a good trace, what the one line must say)
+HOSTILE_TRACES = [
+    ("unknown-op", lambda t: _with(t, ops=_set(t.ops, 5, 9)), "row 5: unknown op code 9"),
+    ("reversed-bounds", lambda t: _with(t, bounds=_swap_rows(t.bounds, 3, 4)), "row 3: reversed bounds"),
+    ("negative-idle", lambda t: _with(t, idle_s=_set(t.idle_s, int(np.argmax(t.ops == 3)), -0.5)), "idle window -0.5"),
+    ("nan-idle", lambda t: _with(t, idle_s=_set(t.idle_s, 2, np.nan)), "row 2: idle window nan"),
+    ("float-ids", lambda t: _with(t, ids=t.ids.astype(np.float64) + 0.5), "ids holds float64"),
+    ("negative-id", lambda t: _with(t, ids=_set(t.ids, 0, -7)), "row 0: negative page id -7"),
+    ("short-bounds", lambda t: _with(t, bounds=t.bounds[:-1]), "bounds has"),
+    ("bounds-past-ids", lambda t: _with(t, ids=t.ids[:-3]), "bounds end at"),
+    ("negative-stream", lambda t: _with(t, streams=_set(t.streams, 1, -3)), "row 1: negative stream -3"),
+    ("2d-ops", lambda t: _with(t, ops=t.ops.reshape(1, -1)), "ops has shape"),
+]
+
+
+@pytest.mark.parametrize("name,damage,message", HOSTILE_TRACES, ids=[c[0] for c in HOSTILE_TRACES])
+def test_a_hostile_trace_is_refused_naming_its_row(tmp_path, name, damage, message):
+    p = tmp_path / "bad.npz"
+    damage(_good_trace()).save(str(p))
+    line = run_real(["replay", "--trace", str(p), "--runs", "store-on-zns",
+                     "--json", str(tmp_path / "r.json"), "--out", str(tmp_path / "out")], str(tmp_path))
+    assert str(p) in line and message in line, line
+
+
+def _npz_damage(kind):
+    def damage(path):
+        if kind == "truncated":
+            os.truncate(path, os.path.getsize(path) // 2)
+        elif kind == "not-npz":
+            with open(path, "wb") as f:
+                f.write(b"not a zip file at all\n" * 40)
+        elif kind == "meta-not-json":
+            with np.load(path) as f:
+                a = {k: f[k] for k in f.files}
+            np.savez(path, **{**a, "meta": np.array("{nope")})
+        elif kind == "no-ids":
+            with np.load(path) as f:
+                a = {k: f[k] for k in f.files if k != "ids"}
+            np.savez(path, **a)
+    return damage
+
+
+@pytest.mark.parametrize("kind", ["truncated", "not-npz", "meta-not-json", "no-ids"])
+def test_a_damaged_trace_file_is_one_line(tmp_path, kind):
+    p = tmp_path / "bad.npz"
+    _good_trace().save(str(p))
+    _npz_damage(kind)(str(p))
+    line = run_real(["replay", "--trace", str(p), "--runs", "store-on-zns"], str(tmp_path))
+    assert str(p) in line, line
+
+
+@pytest.fixture(scope="module")
+def tiny_chunked(tmp_path_factory):
+    from zswap_host.workloads import generate_dlrm_trace
+
+    return generate_dlrm_trace(str(tmp_path_factory.mktemp("chunked") / "tiny"), "tiny", iterations=12,
+                               chunk_iterations=4).path
+
+
+CHUNK_DAMAGE = {
+    "truncated": lambda p: os.truncate(p, os.path.getsize(p) // 2),
+    "float-ids": lambda p: _rewrite_chunk(p, lambda a: {**a, "ids": a["ids"].astype(np.float64)}),
+    "unknown-op": lambda p: _rewrite_chunk(p, lambda a: {**a, "ops": _set(a["ops"], 2, 77)}),
+    "id-past-the-tables": lambda p: _rewrite_chunk(p, lambda a: {**a, "ids": _set(a["ids"], 0, 1 << 39)}),
+}
+
+
+def _rewrite_chunk(path, change):
+    with np.load(path) as f:
+        a = {k: f[k] for k in f.files}
+    np.savez(path, **change(a))
+
+
+@pytest.mark.parametrize("kind", list(CHUNK_DAMAGE))
+def test_a_damaged_chunk_is_one_line_from_the_spawned_run(tiny_chunked, tmp_path, kind):
+    """The chunks are read by each run's spawned process: its error is the command's one line (no
+    traceback from the child), naming the trace, the chunk and, for bad contents, the row."""
+    d = tmp_path / "trace"
+    shutil.copytree(tiny_chunked, d)
+    CHUNK_DAMAGE[kind](str(d / "chunk_00001.npz"))
+    line = run_real(["replay", "--trace", str(d), "--runs", "store-on-zns",
+                     "--json", str(tmp_path / "r.json")], str(tmp_path))
+    assert "chunk 1 (chunk_00001.npz)" in line, line
+    if kind != "truncated":
+        assert "row" in line or "holds float64" in line, line
+
+
+# late checks: every output path and option is checked before any work (a trace generated, a run run)
+def late_cases(tmp):
+    f = tmp / "notes.txt"
+    return [
+        ["sweep", "--generate", "tiny", "--trace", f"{tmp}/t", "--executor", "serial", "--out", str(f)],
+        ["sweep", "--generate", "tiny", "--trace", f"{tmp}/t", "--executor", "serial", "--out", f"{f}/out"],
+        ["bench", "--model", "tiny", "--plot", f"{f}/plots"],
+        ["bench", "--model", "tiny", "--json", "/nonexistent/x.json"],
+        ["bench", "--model", "tiny", "--json", f"{f}/x.json"],
+        ["bench", "--model", "tiny", "--json", str(tmp)],
+        ["bench", "--model", "tiny", "--trace-out", f"{f}/t.npz"],
+        ["replay", "--generate", "tiny", "--trace", f"{tmp}/t", "--compute-us-per-sample", "inf"],
+        ["replay", "--generate", "tiny", "--trace", f"{tmp}/t", "--compute-us-per-sample", "nan"],
+        ["replay", "--generate", "tiny", "--trace", f"{tmp}/t", "--json", "/nonexistent/r.json"],
+        ["replay", "--generate", "tiny", "--trace", f"{tmp}/t", "--out", f"{f}/out"],
+        ["replay", "--generate", "tiny", "--trace", f"{tmp}/t", "--out", str(f)],
+        ["characterize", "--quick", "--json", "/nonexistent/c.json"],
+    ]
+
+
+@pytest.mark.parametrize("i", range(13))
+def test_outputs_and_options_are_checked_before_any_work(tmp_path, i):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    (tmp_path / "keep").mkdir()                       # the sweep's --out {tmp}: a directory with other files
+    (tmp_path / "keep" / "a.txt").write_text("a\n")
+    args = late_cases(tmp_path)[i]
+    line = run_real(args, str(tmp_path), timeout=120)
+    assert "--" in line, line                          # names the option
+
+
+def test_a_deeply_nested_device_json_is_one_line(template, tmp_path):
+    dst = tmp_path / "dev"
+    shutil.copytree(template, dst)
+    (dst / "z.img.json").write_text("[" * 100_000 + "]" * 100_000)
+    line = run_real(["info", f"emu://{dst / 'z.img'}"], str(tmp_path))
+    assert "z.img" in line, line
+
+
+@pytest.mark.parametrize("block_size", [0, 3000, "4096"])
+def test_a_conventional_sidecar_block_size_is_checked(tmp_path, monkeypatch, block_size):
+    """Issue 34 item 8: a corrupt block_size in an emulated conventional SSD's PATH.json was replaced
+    by 4096 (and the sidecar rewritten so); now it is refused, the files left as they are."""
+    monkeypatch.chdir(tmp_path)
+    p = tmp_path / "c.img"
+    open_device(f"emu-conv://{p}?size=1MiB&preset=none").close()
+    meta = json.loads((tmp_path / "c.img.json").read_text())
+    (tmp_path / "c.img.json").write_text(json.dumps({**meta, "block_size": block_size}))
+    for args in (["info", f"emu-conv://{p}"], ["characterize", "--device", f"emu-conv://{p}"]):
+        out = run_hostile(args, str(tmp_path))
+        assert "block_size" in out and "c.img" in out, out
+
+
+def test_a_sharded_bench_refuses_a_lookahead_it_would_ignore(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = run_hostile(["bench", "--ranks", "2", "--lookahead", "2", "--model", "tiny"], str(tmp_path))
+    assert "--lookahead 2" in out and "--ranks" in out, out

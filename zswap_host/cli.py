@@ -26,6 +26,29 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
+def _check_outputs(files=(), dirs=()) -> None:
+    """Every output path (``(option, path)``; None: not given) checked before any work: a bad one is
+    one line and exit 2 then, not after the runs it would have held."""
+    from .output_paths import check_output_dir, check_output_file
+
+    try:
+        for option, path in files:
+            if path:
+                check_output_file(path, option)
+        for option, path in dirs:
+            if path:
+                check_output_dir(path, option)
+    except ValueError as e:
+        _fail(str(e))
+
+
+def _check_finite(option: str, value) -> None:
+    import math
+
+    if value is not None and not math.isfinite(value):
+        _fail(f"{option} must be a finite number, not {value}")
+
+
 def _note_renamed_runs(command: str, runs_csv: str | None) -> None:
     """One stderr line per old run name in ``--runs`` (it still works, under its name now)."""
     for line in renamed_notes(command, (runs_csv or "").split(",")):
@@ -356,6 +379,7 @@ def characterize(device: str | None, study: str, preset: str | None, quick: bool
     conventional model at the drive's size and reports the error on calibrate and held-out points
     separately. All times are modeled device time.
     """
+    _check_outputs(files=(("--json", json_path), ("--plot", plot_path)))
     if study == "conv":
         from .characterize_conv import DEFAULT_PRESET, format_table as conv_table, run as run_conv
         from .ssdsim import get_preset
@@ -554,7 +578,11 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
     --data PATH trains on a Criteo file instead of the synthetic generator: dense features log(x + 1),
     categorical values mapped into the preset's tables, batches in file order.
     """
+    _check_outputs(files=(("--json", json_path), ("--trace-out", trace_out)), dirs=(("--plot", plot_dir),))
+    _check_finite("--compute-us-per-sample", compute_us_per_sample)
     if ranks is not None:
+        if lookahead and click.get_current_context().get_parameter_source("lookahead").name != "DEFAULT":
+            _fail(f"--lookahead {lookahead}: a sharded bench (--ranks) runs without lookahead; leave it out")
         given = [f"--{k.replace('_', '-')}" for k, v in (
             ("baseline_device", baseline_device), ("data", data_path), ("trace_out", trace_out), ("plot", plot_dir),
             ("verify", verify), ("compute_us_per_sample", compute_us_per_sample), ("utilisation", utilisation),
@@ -701,6 +729,7 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
         zswap-host sweep --generate tiny --trace /tmp/tiny-trace --placement temporal,hotness \\
             --victim greedy,fifo --utilisation 0.75,0.95 --interface zns,conventional
     """
+    _check_outputs(dirs=(("--out", out_dir),))
     from .progress import Progress
     from .sweep import Generate, SweepSpec, check, run_sweep
     from .sweep.output import write_outputs
@@ -819,6 +848,8 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
 
     from .progress import Progress
     from .replay import DEFAULT_RUNS, ReplaySpec, check_runs, ensure_trace, run_replay
+    _check_outputs(files=(("--json", json_path),), dirs=(("--out", out_dir),))
+    _check_finite("--compute-us-per-sample", compute_us_per_sample)
 
     if gen_preset is None:
         given = [o for o, v in (("--iterations", iterations), ("--lookahead", lookahead),

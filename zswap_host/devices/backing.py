@@ -171,6 +171,8 @@ def load_sidecar(path: str) -> dict | None:
             meta = json.load(f)
     except (OSError, ValueError) as e:
         raise DeviceSpecError(f"cannot read the device description {sc}: {e}") from None
+    except RecursionError:              # json nests without limit; Python's stack does not
+        raise DeviceSpecError(f"cannot read the device description {sc}: nested too deeply") from None
     if not isinstance(meta, dict):
         raise DeviceSpecError(f"{sc} is not a device description (a JSON object expected)")
     return meta

@@ -27,7 +27,7 @@ def _description(path: str) -> dict | None:
     try:
         with open(sidecar_path(path)) as f:
             meta = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return meta if isinstance(meta, dict) and meta.get("kind") in OWN_KINDS else None
 

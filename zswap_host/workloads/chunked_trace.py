@@ -12,14 +12,12 @@ from __future__ import annotations
 import json
 import os
 
-from ..errors import ZswapError
 from .trace import SwapTrace
+from .trace_check import TraceFileError
+
+__all__ = ["ChunkWriter", "ChunkedTrace", "TraceFileError", "MANIFEST"]
 
 MANIFEST = "trace.json"
-
-
-class TraceFileError(ZswapError):
-    """A chunked trace directory that is missing, incomplete or not one."""
 
 
 class ChunkWriter:
@@ -75,11 +73,18 @@ class ChunkedTrace:
         return len(self.chunks)
 
     def chunk(self, i: int) -> SwapTrace:
-        f = os.path.join(self.path, self.chunks[i]["file"])
+        """Chunk ``i``, checked as ``SwapTrace.load`` checks a trace (its ids also below the meta's
+        ``total_pages``): ``TraceFileError`` naming the directory, the chunk and the row."""
+        name = self.chunks[i].get("file") if isinstance(self.chunks[i], dict) else None
+        if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
+            raise TraceFileError(f"{self.path}: chunk {i}: the manifest names {name!r}, not a chunk file")
+        where = f"{self.path}: chunk {i} ({name})"
+        limit = self.meta.get("total_pages") if isinstance(self.meta, dict) else None
         try:
-            return SwapTrace.load(f)
-        except (OSError, ValueError, KeyError) as e:
-            raise TraceFileError(f"{f}: cannot read this chunk: {e}") from None
+            return SwapTrace.load(os.path.join(self.path, name), where,
+                                  int(limit) if isinstance(limit, int) and limit > 0 else None)
+        except OSError as e:
+            raise TraceFileError(f"{where}: cannot read it ({e.strerror or e})") from None
 
     def __iter__(self):
         return (self.chunk(i) for i in range(len(self)))

@@ -4,7 +4,8 @@ through any ``SwapBackend`` in seconds, without the workload itself.
 
 File format (``.npz``): ``ops`` uint8 (0 swap_in, 1 swap_out, 2 discard, 3 idle, 4 overlap), ``streams``
 int32, ``idle_s`` float64 (the idle window of op 3, else 0), ``bounds`` int64 (event k's ids are
-``ids[bounds[k]:bounds[k+1]]``), ``ids`` int64, and ``meta`` (a JSON string).
+``ids[bounds[k]:bounds[k+1]]``), ``ids`` int64, and ``meta`` (a JSON string). ``load`` checks them (``trace_check``: known op codes,
+bounds from 0 non-decreasing to the ids' count, idle windows finite and >= 0, ids >= 0).
 
 An ``overlap`` marker (op 4, no ids) says that the events after it, up to the next idle window, ran
 while the workload computed (a lookahead prefetch): on a device clock they overlap that window.
@@ -74,9 +75,21 @@ class SwapTrace:
                             bounds=self.bounds, ids=self.ids, meta=np.array(json.dumps(self.meta)))
 
     @classmethod
-    def load(cls, path: str) -> "SwapTrace":
-        with np.load(path) as f:
-            return cls(f["ops"], f["streams"], f["idle_s"], f["bounds"], f["ids"], json.loads(str(f["meta"])))
+    def load(cls, path: str, where: str | None = None, id_limit: int | None = None) -> "SwapTrace":
+        """The trace in ``path``, checked (``trace_check``): ``TraceFileError`` (one line naming
+        ``where``, default the path, and the first bad row) for a file that is not a whole, sound
+        trace; ``FileNotFoundError`` for none. ``id_limit``: page ids must be below it."""
+        from .trace_check import TraceFileError, checked_arrays
+
+        where = where or path
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                a, meta = checked_arrays(f, where, id_limit)
+        except (TraceFileError, FileNotFoundError):
+            raise
+        except Exception as e:  # noqa: BLE001 - truncated zip, bad header: whatever numpy or zipfile raised
+            raise TraceFileError(f"{where}: cannot read it ({type(e).__name__}: {e})") from None
+        return cls(a["ops"], a["streams"], a["idle_s"], a["bounds"], a["ids"], meta)
 
 
 class TraceBuilder:

@@ -93,6 +93,7 @@ class EmuConvScheme(DeviceScheme):
             if "size" in p and p["size"] != saved["size"]:
                 raise DeviceSpecError(f"{path} was created with size={saved['size']}, not {p['size']}")
             p["size"] = saved["size"]
+            _reopen_block_size(path, saved, p)
             p.setdefault("preset", saved.get("preset") or "none")
             if saved.get("op") is not None:
                 p.setdefault("op", saved["op"])
@@ -177,6 +178,19 @@ def _reopen_zns(path: str, saved: dict, p: dict) -> None:
     if "preset" not in p:
         p["preset"] = saved.get("preset") or "none"
     p.update({k: saved["nr_zones" if k == "zones" else k] for k in _GEOMETRY_KEYS})
+
+
+def _reopen_block_size(path: str, saved: dict, p: dict) -> None:
+    """The saved block size of a conventional device, checked (issue 34: a corrupt 0 was silently
+    replaced by 4096) and against the URL's; a sidecar without one (older) keeps the URL's."""
+    bs = sidecar_field(saved, "block_size", path, optional=True)
+    if bs is None:
+        return
+    if bs < 512 or bs & (bs - 1):
+        raise DeviceSpecError(f"{path}.json is corrupt: block_size = {bs!r} (a power of two >= 512 expected)")
+    if "block_size" in p and p["block_size"] != bs:
+        raise DeviceSpecError(f"{path} was created with block_size={bs}, not {p['block_size']}")
+    p["block_size"] = bs
 
 
 def _check_total(size: int, url: str) -> None:
