@@ -851,3 +851,19 @@ def test_swap_in_matches_the_committed_golden():
 
 if __name__ == "__main__":
     regen_main("baseline_golden.npz", _baseline_golden_run)
+
+
+def test_calls_after_close_raise_store_closed_error_as_the_store_does():
+    """Issue 34 item 8: every call but close (a no-op) and stats raises StoreClosedError after close,
+    as SwapStore's do (it raised a plain ValueError)."""
+    from zswap_host.errors import StoreClosedError
+
+    sw = ConventionalSwap(dev("16MiB"))
+    ids = np.arange(4, dtype=np.int64)
+    sw.swap_out(ids, np.ones((4, 4096), np.uint8))
+    sw.close()
+    sw.close()
+    for call in (lambda: sw.swap_in(ids), lambda: sw.swap_out(ids, np.ones((4, 4096), np.uint8)),
+                 lambda: sw.discard(ids), sw.flush, lambda: sw.idle(0.1)):
+        with pytest.raises(StoreClosedError):
+            call()

@@ -569,3 +569,30 @@ def test_with_prefetch_the_device_busy_time_and_the_slowdown_are_reported():
         assert s["compute_s"] > 0 and s["slowdown_vs_dram"] == (s["compute_s"] + s["stall_s"]) / s["compute_s"]
     assert s0["slowdown_vs_dram"] > 1 and s1["slowdown_vs_dram"] >= 1
     assert SwappedEmbeddingBag(100, 4).stats()["slowdown_vs_dram"] is None
+
+
+@pytest.mark.parametrize("idx,off", [(torch.int16, torch.int64), (torch.int64, torch.int16), (torch.uint8, torch.int32),
+                                     (torch.int16, torch.int16), (torch.int16, None), (torch.float32, torch.int64)])
+def test_index_dtypes_are_nn_embedding_bags(idx, off):
+    """Issue 34 item 8: indices and offsets of other integer types are taken exactly when
+    nn.EmbeddingBag takes them (their promoted type int32 or int64), with the same rows."""
+    m = SwappedEmbeddingBag(10, 4, "sum")
+    e = nn.EmbeddingBag(10, 4, mode="sum")
+    with torch.no_grad():
+        e.weight.copy_(m.read_rows(torch.arange(10)))
+    args = (torch.tensor([1, 2, 3, 7], dtype=idx), torch.tensor([0, 1], dtype=off)) if off is not None \
+        else (torch.tensor([[1, 2], [3, 7]], dtype=idx),)
+    try:
+        want = e(*args)
+    except RuntimeError:
+        with pytest.raises(RuntimeError):
+            m(*args)
+        return
+    with torch.no_grad():
+        assert torch.equal(m(*args), want)
+
+
+def test_keyed_jagged_refuses_duplicate_keys():
+    """Issue 34 item 8: a key given twice would have its first lookups silently dropped."""
+    with pytest.raises(ValueError, match="'u'"):
+        KeyedJagged(["u", "u"], torch.tensor([1, 2, 3]), torch.tensor([2, 1]))

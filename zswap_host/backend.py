@@ -30,7 +30,10 @@ class SwapBackend(Protocol):
 
     Errors: ``KeyError`` from ``swap_in`` of an id not stored; ``ValueError`` for malformed
     arguments (ids out of range, pages of the wrong shape, a negative or non-finite idle window);
-    ``SwapFullError`` when the pages do not fit; the device's ``DeviceIOError`` when it fails.
+    ``SwapFullError`` when the pages do not fit; the device's ``DeviceIOError`` when it fails;
+    ``StoreClosedError`` for a call after ``close()`` (a second ``close()`` is a no-op). ``gc_step``
+    is ``SwapStore``'s own (host-side GC), not the protocol's: Linux swap has none (its SSD's FTL
+    collects in the device, in ``idle`` windows where it models idle-time GC).
     """
 
     page_size: int

@@ -57,7 +57,7 @@ from collections import Counter
 import numpy as np
 
 from ..backend import LatencyLog, SwapStats
-from ..errors import SwapFullError
+from ..errors import StoreClosedError, SwapFullError
 from ..neighbours import check_limit, first_distinct, slots_near
 from ..store.idmap import MAX_PAGE_ID, IdMap, as_page_ids
 from .readahead import SWAP_RA_ORDER_CEILING, SwapCache, VmaReadahead, merge_runs
@@ -214,7 +214,7 @@ class ConventionalSwap:
     # -- helpers ----------------------------------------------------------------------------
     def _check_open(self) -> None:
         if self._closed:
-            raise ValueError("ConventionalSwap is closed")
+            raise StoreClosedError("ConventionalSwap is closed")
 
     def _hx(self, ids: np.ndarray) -> np.ndarray:
         """State index (handle + 1) of each id; 0 for ids not held."""

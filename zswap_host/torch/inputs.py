@@ -44,15 +44,20 @@ def check_mode(mode: str) -> str:
 
 def bags(input, offsets=None, per_sample_weights=None, *, mode: str = "mean",
          include_last_offset: bool = False) -> Bags:
-    """``nn.EmbeddingBag.forward``'s arguments, checked: ``RuntimeError`` for indices that are not
-    int32/int64, ``ValueError`` for a bad shape or a 2-D input with offsets, ``NotImplementedError``
+    """``nn.EmbeddingBag.forward``'s arguments, checked: ``RuntimeError`` for indices (with
+    1-D indices: indices and offsets promoted to one type, as torch does) that are not int32/int64, ``ValueError`` for a bad shape or a 2-D input with offsets, ``NotImplementedError``
     for ``per_sample_weights`` with a mode other than ``"sum"``. With ``include_last_offset`` the
     lookups past the last offset (which pool into no bag) are dropped."""
     if not isinstance(input, torch.Tensor):
         raise TypeError(f"input must be a Tensor, not {type(input).__name__}")
-    if input.dtype not in (torch.int64, torch.int32):
+    # as torch: 1-D indices and offsets of different types are promoted to a common one (int16
+    # indices with int64 offsets are int64), which must be int32 or int64
+    common = input.dtype
+    if input.dim() == 1 and isinstance(offsets, torch.Tensor) and offsets.dtype != input.dtype:
+        common = torch.promote_types(input.dtype, offsets.dtype)
+    if common not in (torch.int64, torch.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar "
-                           f"types: Long, Int; but got {input.dtype} instead")
+                           f"types: Long, Int; but got {common} instead")
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
@@ -67,8 +72,6 @@ def bags(input, offsets=None, per_sample_weights=None, *, mode: str = "mean",
     elif input.dim() == 1:
         if not isinstance(offsets, torch.Tensor) or offsets.dim() != 1:
             raise ValueError(f"offsets has to be a 1D Tensor but got {offsets if offsets is None else offsets.shape}")
-        if offsets.dtype not in (torch.int64, torch.int32):
-            raise RuntimeError(f"offsets must be int32 or int64, not {offsets.dtype}")
         offsets = offsets.to(torch.int64)
         if include_last_offset and offsets.numel() and int(offsets[-1]) < input.numel():
             end = int(offsets[-1])
@@ -84,7 +87,8 @@ def bags(input, offsets=None, per_sample_weights=None, *, mode: str = "mean",
 class KeyedJagged:
     """TorchRec's ``KeyedJaggedTensor``, lightly: ``values`` holds every key's lookups, key after key
     and sample after sample; ``lengths`` (``len(keys) * B``) the number of lookups of each (key,
-    sample); ``weights`` optional per-lookup weights (``per_sample_weights``, mode ``"sum"``)."""
+    sample); ``weights`` optional per-lookup weights (``per_sample_weights``, mode ``"sum"``).
+    ``ValueError`` for a key given twice, or lengths and values that do not fit."""
 
     keys: list[str]
     values: torch.Tensor
@@ -93,6 +97,9 @@ class KeyedJagged:
 
     def __post_init__(self) -> None:
         self.keys = list(self.keys)
+        dup = next((k for i, k in enumerate(self.keys) if k in self.keys[:i]), None)
+        if dup is not None:                 # to_dict would keep only its last lookups
+            raise ValueError(f"key {dup!r} appears twice in keys {self.keys}")
         if self.values.dim() != 1 or self.lengths.dim() != 1:
             raise ValueError("values and lengths must be 1-D")
         if self.keys and self.lengths.numel() % len(self.keys):
