@@ -375,6 +375,7 @@ HOSTILE_TRACES = [
     ("bounds-past-ids", lambda t: _with(t, ids=t.ids[:-3]), "bounds end at"),
     ("negative-stream", lambda t: _with(t, streams=_set(t.streams, 1, -3)), "row 1: negative stream -3"),
     ("2d-ops", lambda t: _with(t, ops=t.ops.reshape(1, -1)), "ops has shape"),
+    ("id-past-its-pages", lambda t: _with(t, ids=_set(t.ids, 4, 1 << 38)), "beyond the trace's 2000 pages"),
 ]
 
 

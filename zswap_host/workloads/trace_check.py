@@ -22,7 +22,8 @@ class TraceFileError(ZswapError):
 def checked_arrays(f, where: str, id_limit: int | None = None) -> tuple[dict, dict]:
     """The arrays and meta of an opened trace ``.npz`` (``np.load``'s result), as the replay takes
     them (ops uint8, streams int32, idle_s float64, bounds and ids int64). ``where`` names the file
-    (and chunk) in the message. ``id_limit``: page ids must be below it (the trace's id space)."""
+    (and chunk) in the message. ``id_limit``: page ids must be below it (the trace's id space;
+    None: the meta's ``total_pages`` or ``pages`` where it has one)."""
     missing = [k for k in (*ARRAYS, "meta") if k not in f]
     if missing:
         raise TraceFileError(f"{where}: not a swap trace (no {', '.join(missing)} array)")
@@ -65,6 +66,9 @@ def checked_arrays(f, where: str, id_limit: int | None = None) -> tuple[dict, di
     if ids.size and int(ids.min()) < 0:
         bad = int(np.argmax(ids < 0))
         _id_row(where, b, bad, f"negative page id {int(ids[bad])}")
+    if id_limit is None:                 # the trace's own id space, where its meta records one
+        own = meta.get("total_pages", meta.get("pages"))
+        id_limit = own if isinstance(own, int) and not isinstance(own, bool) and own > 0 else None
     if id_limit and ids.size and int(ids.max()) >= id_limit:
         bad = int(np.argmax(ids >= id_limit))
         _id_row(where, b, bad, f"page id {int(ids[bad])} beyond the trace's {id_limit} pages")
