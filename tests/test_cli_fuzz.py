@@ -468,17 +468,19 @@ def late_cases(tmp):
         ["replay", "--generate", "tiny", "--trace", f"{tmp}/t", "--out", f"{f}/out"],
         ["replay", "--generate", "tiny", "--trace", f"{tmp}/t", "--out", str(f)],
         ["characterize", "--quick", "--json", "/nonexistent/c.json"],
+        ["replay", "--generate", "tiny", "--trace", f"{tmp}/t", "--ssd", "nosuch"],
+        ["replay", "--generate", "tiny", "--trace", f"{tmp}/t", "--geometry", "real"],
     ]
 
 
-@pytest.mark.parametrize("i", range(13))
+@pytest.mark.parametrize("i", range(15))
 def test_outputs_and_options_are_checked_before_any_work(tmp_path, i):
     (tmp_path / "notes.txt").write_text("mine\n")
     (tmp_path / "keep").mkdir()                       # the sweep's --out {tmp}: a directory with other files
     (tmp_path / "keep" / "a.txt").write_text("a\n")
     args = late_cases(tmp_path)[i]
     line = run_real(args, str(tmp_path), timeout=120)
-    assert "--" in line, line                          # names the option
+    assert "--" in line or "SSD preset" in line or "geometry" in line, line     # names the option
 
 
 def test_a_deeply_nested_device_json_is_one_line(template, tmp_path):

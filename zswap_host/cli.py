@@ -877,7 +877,9 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
         with Progress("trace", 1, "trace", work="it", quiet=quiet, overall=False) as bars:
             made = ensure_trace(trace_path, gen_preset, budget=budget, iterations=iterations,
                                 us_per_sample=compute_us_per_sample, seed=seed or 0, lookahead=lookahead or 0,
-                                progress=lambda done, total: bars.update("generating", done, total))
+                                progress=lambda done, total: bars.update("generating", done, total),
+                                sizing={"utilisation": utilisation, "op": op, "erase_block": erase_bytes,
+                                        "ssd": ssd, "geometry": geometry})
         if not quiet:
             click.echo(f"{'generated' if made else 'reusing'} the {gen_preset} trace in {trace_path}", err=True)
 

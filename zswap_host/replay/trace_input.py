@@ -122,10 +122,13 @@ class ReplayTrace:
 
 
 def ensure_trace(path: str, preset: str, *, budget=None, iterations: int | None = None,
-                 us_per_sample: float | None = None, seed: int = 0, lookahead: int = 0, progress=None) -> bool:
+                 us_per_sample: float | None = None, seed: int = 0, lookahead: int = 0, progress=None,
+                 sizing: dict | None = None) -> bool:
     """Generate ``preset``'s page trace into directory ``path`` unless a finished trace of the same
     parameters (None: the preset's) is there already; True when it generated one. ``progress(done,
     total)`` per chunk of iterations. ``lookahead``: batches prefetched ahead (``generate_dlrm_trace``).
+    ``sizing``: the replay's ``ReplayTrace.sizing`` arguments (``utilisation``, ``op``, ``erase_block``,
+    ``ssd``, ``geometry``), checked against the preset before anything is generated.
     ``ReplayError`` for bad parameters, or a ``path`` that is a file."""
     from ..workloads import ChunkedTrace, TraceFileError, TraceGenError, generate_dlrm_trace
     from ..workloads.train import preset as train_preset
@@ -146,7 +149,7 @@ def ensure_trace(path: str, preset: str, *, budget=None, iterations: int | None 
             return False
     except TraceFileError:
         pass
-    _check_budget(preset, budget, iterations)          # before anything is written
+    _check_budget(preset, budget, iterations, sizing or {})          # before anything is written
     try:
         generate_dlrm_trace(path, preset, budget=budget, iterations=iterations, us_per_sample=us_per_sample,
                             seed=seed, lookahead=lookahead, progress=progress)
@@ -155,15 +158,16 @@ def ensure_trace(path: str, preset: str, *, budget=None, iterations: int | None 
     return True
 
 
-def _check_budget(preset: str, budget, iterations: int | None) -> None:
+def _check_budget(preset: str, budget, iterations: int | None, sizing: dict) -> None:
     """``ReplayError`` for a budget the bench would refuse (all the tables, less than a batch, not
-    a budget): the trace would not swap, or could not be made."""
+    a budget), or devices it could not size (``sizing``: an unknown SSD preset, a real geometry too
+    large for the tables): the trace would not swap, could not be made, or could not be replayed."""
     from ..bench import BenchSpec, plan
     from ..bench.compute import ComputeBasis
     from ..errors import ZswapError
 
     try:
         plan(BenchSpec(preset=preset, budget=bench_budget(budget), lookahead=0, iterations=iterations,
-                       compute=ComputeBasis("pinned", 1.0, 1, "check")))
+                       compute=ComputeBasis("pinned", 1.0, 1, "check"), **sizing))
     except ZswapError as e:
         raise ReplayError(str(e)) from None
