@@ -21,7 +21,8 @@ TABLES = [(20000, 16), (6000, 8)]      # 360 pages; the store writes 128 KiB uni
 
 def module(optimizer="adagrad"):
     dev = open_device("emu://?zones=64&zone_size=1MiB&preset=none")
-    m = SwappedEmbeddingBagCollection(TABLES, keys=["p", "q"], backend=SwapStore(dev, StoreConfig(write_size=128 << 10)), budget=0.2,
+    store = SwapStore(dev, StoreConfig(write_size=128 << 10))
+    m = SwappedEmbeddingBagCollection(TABLES, keys=["p", "q"], backend=store, budget=0.2,
                                       optimizer=optimizer, lr=0.05, seed=3)
     return m, dev
 

@@ -45,8 +45,9 @@ def check_mode(mode: str) -> str:
 def bags(input, offsets=None, per_sample_weights=None, *, mode: str = "mean",
          include_last_offset: bool = False) -> Bags:
     """``nn.EmbeddingBag.forward``'s arguments, checked: ``RuntimeError`` for indices (with
-    1-D indices: indices and offsets promoted to one type, as torch does) that are not int32/int64, ``ValueError`` for a bad shape or a 2-D input with offsets, ``NotImplementedError``
-    for ``per_sample_weights`` with a mode other than ``"sum"``. With ``include_last_offset`` the
+    1-D indices: indices and offsets promoted to one type, as torch does) that are not int32/int64,
+    ``ValueError`` for a bad shape or a 2-D input with offsets, ``NotImplementedError`` for
+    ``per_sample_weights`` with a mode other than ``"sum"``. With ``include_last_offset`` the
     lookups past the last offset (which pool into no bag) are dropped."""
     if not isinstance(input, torch.Tensor):
         raise TypeError(f"input must be a Tensor, not {type(input).__name__}")

@@ -4,8 +4,9 @@ through any ``SwapBackend`` in seconds, without the workload itself.
 
 File format (``.npz``): ``ops`` uint8 (0 swap_in, 1 swap_out, 2 discard, 3 idle, 4 overlap), ``streams``
 int32, ``idle_s`` float64 (the idle window of op 3, else 0), ``bounds`` int64 (event k's ids are
-``ids[bounds[k]:bounds[k+1]]``), ``ids`` int64, and ``meta`` (a JSON string). ``load`` checks them (``trace_check``: known op codes,
-bounds from 0 non-decreasing to the ids' count, idle windows finite and >= 0, ids >= 0).
+``ids[bounds[k]:bounds[k+1]]``), ``ids`` int64, and ``meta`` (a JSON string). ``load`` checks them
+(``trace_check``: known op codes, bounds from 0 non-decreasing to the ids' count, idle windows
+finite and >= 0, ids >= 0 and below the meta's page count where it has one).
 
 An ``overlap`` marker (op 4, no ids) says that the events after it, up to the next idle window, ran
 while the workload computed (a lookahead prefetch): on a device clock they overlap that window.
