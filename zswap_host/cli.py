@@ -547,7 +547,7 @@ def _study_progress(study: str, quiet: bool):
               "table-wise over the ranks (the largest row-wise when it exceeds a rank's share), each rank with "
               "its own --budget (of its shards) and its own device (--device: a URL template, {rank} replaced; "
               "default: a fresh emulated ZNS device per rank). Runs dram-only and store-on-zns (--runs: either), "
-              "without lookahead, next to the 1-rank losses.")
+              "without lookahead (a --lookahead above 0 is refused), next to the 1-rank losses.")
 @io_engine_option
 @friendly_errors
 @plugin_option
