@@ -102,3 +102,19 @@ def test_a_refused_load_changes_nothing(tmp_path, damage):
     assert m.stats()["steps"] == steps
     out.pow(2).sum().backward()                        # the pending step was not ended
     assert m.stats()["steps"] == [s + 1 for s in steps]
+
+
+def test_replacing_without_renameat2_leaves_one_directory(tmp_path, monkeypatch):
+    """Where the atomic exchange is missing the old directory is renamed aside first, then removed."""
+    from zswap_host.torch import atomic_dir
+
+    monkeypatch.setattr(atomic_dir, "_exchange", lambda a, b: False)
+    m, _ = module()
+    d = str(tmp_path / "ck")
+    m.save(d)
+    train(m, 2)
+    m.save(d + "/")                                    # a trailing slash names the same directory
+    assert sorted(os.listdir(tmp_path)) == ["ck"]
+    m2, _ = module()
+    m2.load(d)
+    assert all(torch.equal(a, b) for a, b in zip(rows(m), rows(m2)))

@@ -50,6 +50,7 @@ def _exchange(a: str, b: str) -> bool:
 def install(staged: str, path: str) -> None:
     """Make the directory ``staged`` (from ``staging(path)``) be ``path``; the directory that was at
     ``path`` (if any) is removed once the new one is in place."""
+    path = os.path.abspath(path)                        # "ckpt/" names the directory ckpt
     if not os.path.lexists(path):
         os.rename(staged, path)
         return
