@@ -15,8 +15,13 @@
  * fewest valid units is found in O(1) amortized.  When a die must open a new host block and its
  * free-block count is at or below gc_low, GC cleans victims on that die until it has gc_high
  * free blocks: each flash page holding valid units is read (t_read + channel), the units are
- * re-placed in the die's GC block (programs of full units: channel + t_prog), then the victim is
+ * re-placed in a GC block (programs of full units: channel + t_prog), then the victim is
  * erased (t_erase).  All of that is die/channel time the host's programs queue behind.
+ * Where the units go (ssd_params.gc_striped): by default into the victim die's own GC block, so
+ * a victim's programs run one after another on its die; striped, program unit by program unit
+ * over all dies in turn (each die keeps its own GC block), as a drive's superblock GC and
+ * NVMeVirt's line GC spread relocation over the dies.  The victim's reads and its erase stay on
+ * its die either way.
  *
  * FDP (NVMe Flexible Data Placement, conv_new_fdp): every write names a reclaim unit handle
  * (RUH, conv_submit_h).  A reclaim unit (RU) is one erase block.  Each handle has its own open
@@ -80,6 +85,8 @@ struct conv_ftl {
     int32_t gc_low_blocks;      /* per die: foreground GC starts at or below this many free blocks */
     int32_t gc_high_blocks;     /* per die: foreground GC stops at this many */
     int32_t gc_bg_blocks;       /* per die: idle-time GC target (0 = no idle-time GC) */
+    int32_t gc_striped;         /* 1: GC units go to the dies in turn (gc_die), not the victim's */
+    int32_t *gc_die;            /* per GC frontier set (striped): die of the next GC program unit */
     int64_t valid_units;        /* mapped logical units */
     uint32_t *page_lpns;        /* GC scratch: the valid units of one victim page */
     int64_t *erases;            /* per block: erases since the model was built (wear); last, off the hot lines */
@@ -181,10 +188,16 @@ CONV_HOT void invalidate(conv_ftl *F, uint32_t ppn)
     F->valid_units--;
 }
 
-/* GC frontier (index into gc_blk[]) that the valid units of a block tagged `tag` on die d go to. */
+/* GC frontier set (gc_blk[] row) that the valid units of a block tagged `tag` go to. */
+static inline int32_t gc_set(const conv_ftl *F, int32_t tag)
+{
+    return F->persistent ? tag : 0;
+}
+
+/* GC frontier (index into gc_blk[]) of set gs on die d. */
 static inline int32_t gc_frontier(const conv_ftl *F, int32_t tag, int d)
 {
-    return F->persistent ? tag * F->n_dies + d : d;
+    return gc_set(F, tag) * F->n_dies + d;
 }
 
 /* Units past the last programmed unit of an open block are still in the DRAM buffer.  A frontier
@@ -227,17 +240,59 @@ static inline int place_units(conv_ftl *F, int32_t b, int32_t *wp_units, const u
     return ssd_rem(F->by_units_per_prog, (uint32_t)*wp_units) == 0;
 }
 
-/* Re-place the n valid units lpns[] of one victim page, read by `ready`, in GC frontier gf of
-   die d, whose blocks are tagged `tag`. */
-static void gc_place(conv_ftl *F, int d, int32_t gf, int32_t tag, const uint32_t *lpns, int32_t n,
-                     int64_t ready)
+/* Units the GC blocks of set gs can still take on die e: the open block's rest and free blocks. */
+static inline int64_t gc_room_on(const conv_ftl *F, int32_t gs, int e)
+{
+    int32_t gf = gs * F->n_dies + e;
+    int64_t open = F->gc_blk[gf] >= 0 ? F->units_per_block - F->gc_wp_units[gf] : 0;
+    return open + (int64_t)F->free_cnt[e] * F->units_per_block;
+}
+
+/* Die of the next GC units of set gs for a victim on die d, relocated from time t: d itself, or
+   (striped) the set's current die while it holds a partly filled program unit (a unit never
+   straddles dies), else the die with room that can start a program first, ties in turn after the
+   current one.  -1: no room anywhere (the caller checked there is). */
+static inline int gc_target(conv_ftl *F, int32_t gs, int d, int64_t t)
+{
+    if (!F->gc_striped)
+        return d;
+    int e = F->gc_die[gs];
+    int32_t gf = gs * F->n_dies + e;
+    if (F->gc_blk[gf] >= 0 && ssd_rem(F->by_units_per_prog, (uint32_t)F->gc_wp_units[gf]) != 0)
+        return e;
+    int best = -1;
+    int64_t bs = 0;
+    for (int k = 1; k <= F->n_dies; k++) {
+        int c = (e + k) % F->n_dies;
+        int64_t s = F->T.die_free_ns[c] > t ? F->T.die_free_ns[c] : t;
+        if (gc_room_on(F, gs, c) > 0 && (best < 0 || s < bs)) {
+            best = c;
+            bs = s;
+        }
+    }
+    if (best >= 0)
+        F->gc_die[gs] = best;
+    return best;
+}
+
+/* Re-place the n valid units lpns[] of one victim page of die d in GC frontier set gs, whose
+   blocks are tagged `tag`; the victim's GC started at t, the page's read ends at `ready`.  On the
+   victim's die a program waits for its data.  Striped, it starts when its die is free (from t):
+   a busy-until die waiting for a read on another die would lose the gap to the host work a real
+   die does in it (NVMeVirt's GC times its reads and programs from "now" the same way). */
+static void gc_place(conv_ftl *F, int d, int32_t gs, int32_t tag, const uint32_t *lpns, int32_t n,
+                     int64_t t, int64_t ready)
 {
     F->T.cnt.gc_write_bytes += (int64_t)n * SSD_UNIT;
+    if (F->gc_striped)
+        ready = t;
     while (n > 0) { /* in runs up to the next program-unit boundary (blocks end on one) */
+        int e = gc_target(F, gs, d, t);
+        int32_t gf = gs * F->n_dies + e;
         if (F->gc_blk[gf] < 0 || F->gc_wp_units[gf] == F->units_per_block) {
             if (F->gc_blk[gf] >= 0)
                 seal_block(F, F->gc_blk[gf]);
-            F->gc_blk[gf] = alloc_block(F, d, tag); /* caller guaranteed a free block */
+            F->gc_blk[gf] = alloc_block(F, e, tag); /* caller guaranteed a free block */
             F->gc_wp_units[gf] = 0;
         }
         if (ready > F->gc_ready_ns[gf])
@@ -246,12 +301,26 @@ static void gc_place(conv_ftl *F, int d, int32_t gf, int32_t tag, const uint32_t
                        (int32_t)ssd_rem(F->by_units_per_prog, (uint32_t)F->gc_wp_units[gf]);
         int32_t m = n < left ? n : left;
         if (place_units(F, F->gc_blk[gf], &F->gc_wp_units[gf], lpns, m)) {
-            ssd_nand_prog(&F->T, d, F->gc_ready_ns[gf], (int64_t)F->units_per_prog * SSD_UNIT);
+            ssd_nand_prog(&F->T, e, F->gc_ready_ns[gf], (int64_t)F->units_per_prog * SSD_UNIT);
             F->gc_ready_ns[gf] = 0;
         }
         lpns += m;
         n -= m;
     }
+}
+
+/* Whether set gs has room for n units of a victim on die d (without the victim's own block). */
+static int gc_has_room(const conv_ftl *F, int32_t gs, int d, int64_t n)
+{
+    if (!F->gc_striped) {
+        int32_t gf = gs * F->n_dies + d;
+        int32_t room = (F->gc_blk[gf] >= 0) ? F->units_per_block - F->gc_wp_units[gf] : 0;
+        return n <= room || F->free_cnt[d] > 0;
+    }
+    int64_t room = 0;
+    for (int e = 0; e < F->n_dies && room < n; e++)
+        room += gc_room_on(F, gs, e);
+    return n <= room;
 }
 
 /* Clean the greedy victim of die d, its work issued at t.  Returns 0 if there is none worth
@@ -262,10 +331,9 @@ static int gc_victim(conv_ftl *F, int d, int64_t t)
     if (b < 0)
         return 0;
     int32_t vtag = F->blk_ruh[b];
-    int32_t gf = gc_frontier(F, vtag, d);     /* where its valid units go */
+    int32_t gs = gc_set(F, vtag);             /* where its valid units go */
     int32_t gtag = F->persistent ? vtag : F->n_ruh;
-    int32_t room = (F->gc_blk[gf] >= 0) ? F->units_per_block - F->gc_wp_units[gf] : 0;
-    if ((int32_t)F->valid_cnt[b] >= F->units_per_block || ((int32_t)F->valid_cnt[b] > room && F->free_cnt[d] == 0)) {
+    if ((int32_t)F->valid_cnt[b] >= F->units_per_block || !gc_has_room(F, gs, d, F->valid_cnt[b])) {
         bucket_insert(F, b); /* nothing to gain / nowhere to put it */
         return 0;
     }
@@ -295,7 +363,7 @@ static int gc_victim(conv_ftl *F, int d, int64_t t)
         F->valid_cnt[b] -= (uint32_t)c;
         F->valid_units -= c;
         int64_t ready = ssd_nand_read(&F->T, d, t, (int64_t)c * SSD_UNIT);
-        gc_place(F, d, gf, gtag, lpns, c, ready);
+        gc_place(F, d, gs, gtag, lpns, c, t, ready);
     }
     ssd_nand_erase(&F->T, d, t);
     F->erases[b]++;
@@ -502,6 +570,7 @@ conv_ftl *conv_new_fdp(const ssd_params *p, int64_t logical_units, int32_t block
     F->n_ruh = n_ruh;
     F->persistent = persistent ? 1 : 0;
     F->n_gcf = F->persistent ? n_ruh : 1;
+    F->gc_striped = p->gc_striped ? 1 : 0;
     F->units_per_page = p->page_size / SSD_UNIT;
     F->units_per_prog = F->units_per_page * p->oneshot_pages;
     F->pages_per_block = p->pages_per_block;
@@ -541,13 +610,14 @@ conv_ftl *conv_new_fdp(const ssd_params *p, int64_t logical_units, int32_t block
     F->gc_blk = (int32_t *)malloc(ngf * sizeof(int32_t));
     F->gc_wp_units = (int32_t *)calloc(ngf, sizeof(int32_t));
     F->gc_ready_ns = (int64_t *)calloc(ngf, sizeof(int64_t));
+    F->gc_die = (int32_t *)calloc((size_t)F->n_gcf, sizeof(int32_t));
     F->ruh_die = (int32_t *)calloc((size_t)F->n_ruh, sizeof(int32_t));
     F->ruh_cnt = (int64_t *)calloc((size_t)(F->n_ruh + 1) * RUH_NCNT, sizeof(int64_t));
     F->page_lpns = (uint32_t *)malloc((size_t)F->units_per_page * sizeof(uint32_t));
     F->erases = (int64_t *)calloc((size_t)F->n_blocks, sizeof(int64_t));
     if (!F->l2p || !F->p2l || !F->valid_cnt || !F->blk_next || !F->blk_prev || !F->blk_state || !F->bucket_head ||
         !F->min_valid || !F->free_head || !F->free_cnt || !F->blk_ruh || !F->host_blk || !F->host_wp_units ||
-        !F->gc_blk || !F->gc_wp_units || !F->gc_ready_ns || !F->ruh_die || !F->ruh_cnt || !F->page_lpns ||
+        !F->gc_blk || !F->gc_wp_units || !F->gc_ready_ns || !F->gc_die || !F->ruh_die || !F->ruh_cnt || !F->page_lpns ||
         !F->erases) {
         conv_free(F);
         return NULL;
@@ -599,6 +669,7 @@ void conv_free(conv_ftl *F)
     free(F->gc_blk);
     free(F->gc_wp_units);
     free(F->gc_ready_ns);
+    free(F->gc_die);
     free(F->ruh_die);
     free(F->ruh_cnt);
     free(F->page_lpns);
@@ -669,6 +740,14 @@ int64_t conv_n_blocks(conv_ftl *F) { return F->n_blocks; }
 void conv_erase_counts(conv_ftl *F, int64_t *out)
 {
     memcpy(out, F->erases, (size_t)F->n_blocks * sizeof(int64_t));
+}
+
+void conv_lpn_dies(conv_ftl *F, int64_t n, const int64_t *lpns, int32_t *out)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t p = (lpns[i] >= 0 && lpns[i] < F->n_lpn) ? F->l2p[lpns[i]] : SSD_NONE;
+        out[i] = p == SSD_NONE ? -1 : (int32_t)(p / ((uint32_t)F->units_per_block * (uint32_t)F->blocks_per_die));
+    }
 }
 
 /* Idle-time GC target in free blocks per die; 0 turns idle-time GC off.  A target at or below
@@ -852,6 +931,17 @@ int conv_check(conv_ftl *F, char *msg, int msglen)
     for (int32_t h = 0; h < F->n_ruh; h++)
         if (F->ruh_die[h] < 0 || F->ruh_die[h] >= F->n_dies)
             FAIL("handle %d stripe pointer at die %d", h, F->ruh_die[h]);
+    for (int32_t g = 0; g < F->n_gcf; g++) {
+        if (F->gc_die[g] < 0 || F->gc_die[g] >= F->n_dies)
+            FAIL("GC set %d stripe pointer at die %d", g, F->gc_die[g]);
+        for (int d = 0; d < F->n_dies; d++) { /* striped: only the current die holds a partial unit */
+            int32_t i = g * F->n_dies + d;
+            if (F->gc_striped && d != F->gc_die[g] && F->gc_blk[i] >= 0 &&
+                ssd_rem(F->by_units_per_prog, (uint32_t)F->gc_wp_units[i]) != 0)
+                FAIL("GC set %d: die %d holds a partial program unit, the stripe is at die %d", g, d,
+                     F->gc_die[g]);
+        }
+    }
     int64_t sum[RUH_NCNT] = {0, 0, 0};
     for (int32_t h = 0; h <= F->n_ruh; h++)
         for (int k = 0; k < RUH_NCNT; k++)

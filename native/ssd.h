@@ -6,7 +6,8 @@
  *              DRAM write buffer, the queue-depth issue loop, and (optional) program/erase
  *              suspend for host reads.
  *   conv_ftl.c page-mapped conventional FTL (4 KiB mapping unit), hidden over-provisioning,
- *              TRIM, greedy per-die GC (bucket lists) triggered by a free-block low watermark,
+ *              TRIM, greedy per-die GC (bucket lists; relocation on the victim's die or striped
+ *              over all dies) triggered by a free-block low watermark,
  *              (optional) background GC in host idle time, and (optional) NVMe Flexible Data
  *              Placement: a write frontier per reclaim unit handle.
  *   zns_ftl.c  zoned mapping: a zone is a fixed set of erase blocks striped across dies,
@@ -138,6 +139,8 @@ typedef struct {
     int32_t finish_pads_zone;   /* zoned: finish programs the rest of a non-empty zone (pad) */
     double t_finish_us;         /* zoned: latency of a finish beyond its padding */
     int32_t zone_die_stagger;   /* zoned: zone z starts on die z (not z * dies_per_zone) mod n_dies */
+    int32_t gc_striped;         /* conventional: GC re-programs a victim's valid data over all dies
+                                   (superblock-style), not on the victim's own die */
 } ssd_params;
 
 typedef struct {
@@ -207,6 +210,9 @@ int64_t conv_n_blocks(conv_ftl *F);     /* erase blocks: dies * blocks_per_die *
    entries, die-major: b = die * blocks_per_die + block (the FTL's block index; die d is on
    channel d % channels).  Every erase is a GC victim's, so they add up to cnt.erase_count. */
 void conv_erase_counts(conv_ftl *F, int64_t *out);
+/* Placement: out[i] = the die holding logical unit lpns[i]'s data, -1 if it is unmapped or out
+   of range. */
+void conv_lpn_dies(conv_ftl *F, int64_t n, const int64_t *lpns, int32_t *out);
 int conv_check(conv_ftl *F, char *msg, int msglen);
 void conv_set_idle_gc(conv_ftl *F, int32_t bg_blocks);
 void conv_idle(conv_ftl *F, int64_t until);

@@ -397,7 +397,7 @@ def test_the_built_in_schemes_are_listed():
 
 
 @pytest.mark.parametrize("url,words", [
-    ("emu-conv://?zones=4", "unknown parameter 'zones'.*known: block_size, erase_block, idle_gc, op, payload, preset, size, suspend"),
+    ("emu-conv://?zones=4", "unknown parameter 'zones'.*known: block_size, erase_block, gc_striped, idle_gc, op, payload, preset, size, suspend"),
     ("emu://?size=1MiB", "unknown parameter 'size'.*known: block_size, max_active, max_append"),
     ("emu://?idle_gc=1", "unknown parameter 'idle_gc'"),
     ("emu://?suspend=2", "bad value for suspend.*must be 0 or 1"),

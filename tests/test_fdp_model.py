@@ -262,7 +262,7 @@ def test_constructor_validation_and_geometry():
     assert m.blocks_per_die >= live_blocks(m) + THESIS.gc_high_blocks + 8 + 1
     p = FdpSSD(THESIS, 16 * MiB, ruhs=8, ru_bytes=ru)
     assert p.blocks_per_die >= live_blocks(p) + THESIS.gc_high_blocks + 8 + 8   # a GC RU per handle
-    assert m.options == {"idle_gc": False, "suspend": False, "ruhs": 8, "isolation": "initial"}
+    assert m.options == {"idle_gc": False, "suspend": False, "gc_striped": False, "ruhs": 8, "isolation": "initial"}
     assert "ruhs=8" in repr(m) and "isolation=initial" in repr(m)
     assert int(lib.conv_n_ruh(p._h)) == 8
     assert FdpSSD(THESIS, 16 * MiB).ru_bytes == ConvSSD(THESIS, 16 * MiB).pages_per_block * THESIS.page_size

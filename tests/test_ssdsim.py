@@ -549,7 +549,7 @@ def test_idle_gc_cleans_in_idle_windows_and_shortens_bursts():
     # idle GC stopped at its target (every die), above the foreground watermark
     assert on.idle_gc_blocks > THESIS.gc_high_blocks
     assert on.free_blocks >= on.idle_gc_blocks * THESIS.n_dies
-    assert on.options == {"idle_gc": True, "suspend": False}
+    assert on.options == {"idle_gc": True, "suspend": False, "gc_striped": False}
 
 
 def test_idle_gc_starts_work_only_inside_the_window():

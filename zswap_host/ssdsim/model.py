@@ -287,15 +287,21 @@ class ConvSSD(_Model):
     ``erase_block`` (bytes, a multiple of the program unit): that erase block instead of the
     scaling rule; the preset's ``block_bytes`` is the real drive's geometry.  Raw flash still rounds
     up to what GC needs per die, so a large block on a small device raises the effective OP
-    (``effective_op``)."""
+    (``effective_op``).
+    ``gc_striped`` (default: the preset's ``controller.gc_striped``): GC re-programs a victim's
+    valid data over all dies in turn, program unit by program unit (a drive's superblock GC), instead
+    of on the victim's own die, where its programs run one after another (docs/ssd-model.md)."""
 
 
     def __init__(self, preset: NandPreset, logical_bytes: int, op: float | None = None,
-                 idle_gc: bool = False, suspend: bool = False, erase_block: int | None = None):
-        self._build(preset, logical_bytes, op, idle_gc, suspend, block_pages=_block_pages(preset, erase_block))
+                 idle_gc: bool = False, suspend: bool = False, erase_block: int | None = None,
+                 gc_striped: bool | None = None):
+        self._build(preset, logical_bytes, op, idle_gc, suspend, block_pages=_block_pages(preset, erase_block),
+                    gc_striped=gc_striped)
 
     def _build(self, preset: NandPreset, logical_bytes: int, op: float | None, idle_gc: bool,
-               suspend: bool, ruhs: int = 1, persistent: bool = True, block_pages: int | None = None):
+               suspend: bool, ruhs: int = 1, persistent: bool = True, block_pages: int | None = None,
+               gc_striped: bool | None = None):
         """Size the flash and build the C model: ``ruhs`` reclaim unit handles (FDP; 1 = none),
         ``block_pages`` an erase block chosen by the caller (None: the scaling rule above)."""
         logical_bytes = int(logical_bytes)
@@ -325,7 +331,10 @@ class ConvSSD(_Model):
         self.pages_per_block = ppb
         self.blocks_per_die = bpd
         self.raw_bytes = bpd * n_dies * upb * UNIT
-        h = lib.conv_new_fdp(_params(preset, ppb, suspend), logical_units, bpd, preset.gc_low_blocks,
+        params = _params(preset, ppb, suspend)
+        self.gc_striped = preset.controller.gc_striped if gc_striped is None else bool(gc_striped)
+        params.gc_striped = int(self.gc_striped)
+        h = lib.conv_new_fdp(params, logical_units, bpd, preset.gc_low_blocks,
                              preset.gc_high_blocks, ruhs, int(bool(persistent)))
         if h == ffi.NULL:
             raise MemoryError(f"cannot build a {logical_bytes}-byte conventional SSD model")
@@ -345,7 +354,7 @@ class ConvSSD(_Model):
 
     @property
     def options(self) -> dict:
-        return {"idle_gc": self.idle_gc, "suspend": self.suspend}
+        return {"idle_gc": self.idle_gc, "suspend": self.suspend, "gc_striped": self.gc_striped}
 
     @property
     def effective_op(self) -> float:
@@ -367,6 +376,15 @@ class ConvSSD(_Model):
         victim's, so the entries add up to ``counters()["erase_count"]``."""
         return self._erase_counts(lib.conv_erase_counts, int(lib.conv_n_blocks(self._h)))
 
+    def dies_of(self, offsets) -> np.ndarray:
+        """Placement: the die (int32) holding the 4 KiB logical unit at each byte offset, -1 where
+        it is unmapped (never written, or trimmed) or beyond the device."""
+        lpns = np.ascontiguousarray(np.asarray(offsets, dtype=np.int64).reshape(-1) // UNIT)
+        out = np.empty(lpns.size, np.int32)
+        lib.conv_lpn_dies(self._h, lpns.size, ffi.from_buffer("int64_t[]", lpns),
+                          ffi.from_buffer("int32_t[]", out, require_writable=True))
+        return out
+
     def check_invariants(self) -> None:
         """Walk the C mapping tables; RuntimeError naming the first broken invariant."""
         buf = ffi.new("char[]", 256)
@@ -374,7 +392,8 @@ class ConvSSD(_Model):
             raise RuntimeError("conventional FTL invariant broken: " + ffi.string(buf).decode())
 
     def _reject_hint(self) -> str:
-        return " (no die has a free block: live data exceeds the flash)"
+        return (" (no die has a free block and GC could free none: too little spare flash for the live data "
+                "at this erase block; GC on the victim's own die (gc_striped off) needs that room on each die)")
 
     def __repr__(self) -> str:
         return (f"ConvSSD({self.preset.name}, logical={self.logical_bytes}, op={self.op:.3f}, "
@@ -399,15 +418,15 @@ class FdpSSD(ConvSSD):
     ``"mixed"``).  ``ru_bytes``: the erase block = RU size, a positive multiple of the program unit
     (``preset.program_unit_bytes``); None keeps ``ConvSSD``'s sizing (the erase block scaled down
     on small devices).  The raw flash leaves room for every open RU (one host RU per handle per
-    die, plus the GC RUs) besides the over-provisioning.  ``op``, ``idle_gc``, ``suspend`` as for
-    ``ConvSSD``; with ``ruhs=1`` the device is exactly a ``ConvSSD``.
+    die, plus the GC RUs) besides the over-provisioning.  ``op``, ``idle_gc``, ``suspend``,
+    ``gc_striped`` as for ``ConvSSD``; with ``ruhs=1`` the device is exactly a ``ConvSSD``.
 
     Raises ValueError for ``ruhs`` outside 1..256, an unknown ``isolation`` or a bad ``ru_bytes``
     (and for what ``ConvSSD`` rejects)."""
 
     def __init__(self, preset: NandPreset, logical_bytes: int, op: float | None = None, ruhs: int = 8,
                  ru_bytes: int | None = None, isolation: str = "persistent", idle_gc: bool = False,
-                 suspend: bool = False):
+                 suspend: bool = False, gc_striped: bool | None = None):
         if isinstance(ruhs, bool) or not isinstance(ruhs, (int, np.integer)) or not 1 <= ruhs <= MAX_RUHS:
             raise ValueError(f"ruhs {ruhs!r}: an FDP device has 1..{MAX_RUHS} reclaim unit handles")
         if isolation not in ISOLATIONS:
@@ -422,7 +441,7 @@ class FdpSSD(ConvSSD):
             block_pages = int(ru_bytes) // preset.page_size
         self.ruhs, self.isolation = int(ruhs), isolation
         self._build(preset, logical_bytes, op, idle_gc, suspend, ruhs=self.ruhs,
-                    persistent=isolation == "persistent", block_pages=block_pages)
+                    persistent=isolation == "persistent", block_pages=block_pages, gc_striped=gc_striped)
         self.ru_bytes = self.pages_per_block * preset.page_size
         self._submit_fn, self._submit_groups_fn = lib.conv_submit_h, lib.conv_submit_groups_h
 

@@ -29,6 +29,8 @@ class ControllerModel:
     finish_pads_zone: bool = False   # zoned: a finish programs the rest of a non-empty zone
     t_finish_us: float = 0.0         # zoned: latency of a finish beyond its padding
     zone_die_stagger: bool = False   # zoned: zone z's stripe starts on die z (zones written together differ)
+    gc_striped: bool = False         # conventional: GC re-programs a victim's valid data striped over all
+                                     # dies, program unit by program unit (superblock GC), not on its own die
 
 
 @dataclass(frozen=True)
@@ -157,23 +159,25 @@ PRESETS: dict[str, NandPreset] = {
                 "Geometry, assumed (not published for the drive): the ZN540 platform of the same testbed as "
                 "NVMeVirt models it (8 ch x 4 dies, 32 KiB pages, TLC one-shot 3 pages), 96-layer TLC erase block "
                 "576 x 32 KiB = 18 MiB (96 layers x 4 strings x 3 bits x 16 KiB x 2 planes), 1.92 TB exported "
-                "(characterize_conv.DRIVE_BYTES), erase 3 ms (TLC datasheet class).  Fitted: host_link_mb_s "
+                "(characterize_conv.DRIVE_BYTES), erase 3 ms (TLC datasheet class); GC relocation striped over the dies "
+                "(controller.gc_striped, as a drive's superblock GC).  Fitted: host_link_mb_s "
                 "1952 MB/s (reads: the drive's 1.8 GiB/s random-read peak), controller.write_link_mb_s 1235 MB/s "
-                "(write-ingest ceiling, ~1.19 GiB/s), controller.ctrl_read_us 1.045 us and ctrl_write_us 0.4666 us "
-                "(serial per command), cmd_overhead_us 5.346 us, t_read_us 59.535 us, t_prog_us 403.92 us, "
-                "channel_mb_s 496.125 MB/s, conv_op 0.04 (effective OP, fitted to the GC steady state at full "
+                "(write-ingest ceiling, ~1.19 GiB/s), controller.ctrl_read_us 1.1756 us and ctrl_write_us 1.0688 us "
+                "(serial per command), cmd_overhead_us 5.94 us, t_read_us 56.7 us, t_prog_us 448.8 us, "
+                "channel_mb_s 496.125 MB/s, conv_op 0.045 (effective OP, fitted to the GC steady state at full "
                 "size: it absorbs GC costs the model does not have; the geometry's raw-minus-exported share is "
                 "0.127)"),
         channels=8, dies_per_channel=4,
         page_size=32 * KiB, oneshot_pages=3,
         pages_per_block=576,             # 18 MiB erase block, unscaled at every device size (min_blocks_per_die=1)
-        t_read_us=59.535, t_prog_us=403.92, t_erase_us=3000.0,
-        channel_mb_s=496.125, host_link_mb_s=1952.0, cmd_overhead_us=5.346,
-        conv_op=0.04,
+        t_read_us=56.7, t_prog_us=448.8, t_erase_us=3000.0,
+        channel_mb_s=496.125, host_link_mb_s=1952.0, cmd_overhead_us=5.94,
+        conv_op=0.045,
         zone_capacity=1152 * MiB, zone_size=2 * GiB, max_open=14, max_active=14,   # unused (conventional)
         max_append=256 * KiB,
         min_blocks_per_die=1,
-        controller=ControllerModel(write_link_mb_s=1235.0, ctrl_read_us=1.045, ctrl_write_us=0.4666),
+        controller=ControllerModel(write_link_mb_s=1235.0, ctrl_read_us=1.1756, ctrl_write_us=1.0688,
+                                   gc_striped=True),
     ),
 }
 

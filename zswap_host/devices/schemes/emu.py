@@ -69,14 +69,15 @@ class EmuScheme(DeviceScheme):
 
 
 class EmuConvScheme(DeviceScheme):
-    """``emu-conv://PATH?size=…&op=0.15&block_size=…&preset=…&suspend=0|1&idle_gc=0|1&erase_block=…``:
-    an emulated conventional SSD (page-mapped FTL, device-side GC); ``erase_block`` sets the FTL's
-    erase block (default: scaled down on small devices, docs/ssd-model.md)."""
+    """``emu-conv://PATH?size=…&op=0.15&block_size=…&preset=…&suspend=0|1&idle_gc=0|1&erase_block=…
+    &gc_striped=0|1``: an emulated conventional SSD (page-mapped FTL, device-side GC); ``erase_block``
+    sets the FTL's erase block (default: scaled down on small devices), ``gc_striped`` where GC
+    re-programs a victim's data (default: the preset's; docs/ssd-model.md)."""
 
     name = "emu-conv"
     summary = "emulated conventional SSD (in memory, or a sparse file PATH): size, op, idle_gc, ..."
     params = {"size": "size", "op": "fraction", "preset": "name", "block_size": "size", "suspend": "flag",
-              "idle_gc": "flag", "payload": "flag", "erase_block": "size"}
+              "idle_gc": "flag", "payload": "flag", "erase_block": "size", "gc_striped": "flag"}
 
     kind = "conventional"           # the sidecar's kind
 
@@ -125,7 +126,7 @@ class EmuConvScheme(DeviceScheme):
         from ...ssdsim import ConvSSD
 
         return ConvSSD(preset, size, op, idle_gc=p.get("idle_gc", False), suspend=p.get("suspend", False),
-                       erase_block=p.get("erase_block"))
+                       erase_block=p.get("erase_block"), gc_striped=p.get("gc_striped"))
 
     def _device(self, size: int, *, p: dict, **kw):
         return EmulatedBlockDevice(size, **kw)

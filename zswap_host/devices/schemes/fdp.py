@@ -17,7 +17,7 @@ DEFAULT_RUHS = 8
 
 class FdpScheme(EmuConvScheme):
     """``fdp://PATH?size=…&op=…&ruhs=…&ru_size=…&isolation=…&block_size=…&preset=…&suspend=0|1
-    &idle_gc=0|1``: an emulated FDP SSD."""
+    &idle_gc=0|1&gc_striped=0|1``: an emulated FDP SSD."""
 
     name = "fdp"
     kind = "fdp"
@@ -50,7 +50,7 @@ class FdpScheme(EmuConvScheme):
 
         return FdpSSD(preset, size, op, ruhs=p.get("ruhs", DEFAULT_RUHS), ru_bytes=p.get("ru_size"),
                       isolation=p.get("isolation", "persistent"), idle_gc=p.get("idle_gc", False),
-                      suspend=p.get("suspend", False))
+                      suspend=p.get("suspend", False), gc_striped=p.get("gc_striped"))
 
     def _device(self, size: int, *, p: dict, **kw):
         return EmulatedFdpDevice(size, p.get("ruhs", DEFAULT_RUHS), p.get("isolation", "persistent"),
