@@ -44,7 +44,6 @@ REACH_CEILING = {
     "workloads/paged_stream.py": 8,
     "torch/checkpoint.py": 4,
     "devices/linux_zoned.py": 3,
-    "store/store.py": 2,
     "torch/tables.py": 2,
     "baseline/conventional.py": 1,
     "pager/pager.py": 1,

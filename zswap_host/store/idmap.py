@@ -75,6 +75,25 @@ class IdMap:
         """Size the handle-indexed arrays need (one past the largest handle handed out)."""
         return self._next
 
+    @property
+    def reusable(self) -> int:
+        """Discarded handles waiting to be handed out again (``insert`` takes them first)."""
+        return self._nfree
+
+    @property
+    def direct(self) -> np.ndarray:
+        """The direct array itself (id -> handle for ids below its size, -1: none), for C code that
+        looks ids up and inserts them in place (store/native.py, store/express.py). Replaced when
+        widened: compare by identity."""
+        return self._direct
+
+    def handed_out(self, count: int) -> None:
+        """Count ``count`` handles that C code handed out in place (``st_insert``: the next ``count``
+        handles from ``handles``, written to ``direct`` and ``ids``): ``handles`` and ``n`` grow by
+        it. Only when ``reusable`` is 0 and ``ids`` holds them (the C callers check both first)."""
+        self._next += count
+        self.n += count
+
     def _slot0(self, ids: np.ndarray) -> np.ndarray:
         bits = self._keys.size.bit_length() - 1
         return ((ids.astype(np.uint64) * _MUL) >> np.uint64(64 - bits)).astype(np.int64)

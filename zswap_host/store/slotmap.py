@@ -45,6 +45,13 @@ class SlotMap:
         """Handles the map has room for."""
         return self._loc.size
 
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(loc, rmap, valid) themselves, for C code that commits in place (store/native.py): handle
+        -> slot (uint32, ``UNMAPPED``: none), slot -> handle + 1 (0: none), valid pages per zone.
+        ``loc`` is replaced when grown (compare by identity); the other two live as long as the map."""
+        return self._loc, self._rmap, self._valid
+
     def grow(self, size: int) -> None:
         """Room for handles ``0..size-1`` (new ones unmapped)."""
         n = self._loc.size
