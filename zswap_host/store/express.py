@@ -100,7 +100,7 @@ class Express:
         with s.lock:
             idm = s.idmap
             room = s.room()
-            if room < 0 or idm.reusable:
+            if room < 0:
                 return False
             k = stream % self._mod if self._mod else 0
             zones = s.zones

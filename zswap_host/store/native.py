@@ -8,7 +8,7 @@ state.
 The C functions take pointers into the store's arrays; those are cached and refreshed whenever
 an array was replaced (grown), so a call costs one cffi call plus one ``from_buffer`` per batch
 array. The arrays come from the rooms' public members (``IdMap.direct``, ``SlotMap.arrays``) and
-the store's ``_HelperPort`` (``handle_flags``), never from private attributes.
+the store's ``_HelperPort`` (``flags``), never from private attributes.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class NativeBook:
         the arrays was replaced (grown); ``arrays`` holds the arrays themselves."""
         idm = self._idmap
         loc, rmap, valid = self._slots.arrays
-        buffer_of, in_flight = self._port.handle_flags()
+        buffer_of, in_flight = self._port.flags
         a = self.arrays
         if not a or a[0] is not idm.direct or a[1] is not idm.ids or a[2] is not loc \
                 or a[3] is not rmap or a[4] is not valid or a[5] is not buffer_of or a[6] is not in_flight:

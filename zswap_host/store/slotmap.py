@@ -38,6 +38,10 @@ class SlotMap:
         self._loc = np.full(0, UNMAPPED, np.uint32)
         self._rmap = np.zeros(nr_zones * slots_per_zone, np.int64)
         self._valid = np.zeros(nr_zones, np.int64)
+        # (loc, rmap, valid) themselves, for C code that commits in place (store/native.py; read on
+        # every call, so a plain attribute): handle -> slot (uint32, UNMAPPED: none), slot -> handle
+        # + 1 (0: none), valid pages per zone. Replaced with loc when it grows: compare by identity
+        self.arrays = (self._loc, self._rmap, self._valid)
 
     # -- growth ----------------------------------------------------------------------------------
     @property
@@ -45,18 +49,12 @@ class SlotMap:
         """Handles the map has room for."""
         return self._loc.size
 
-    @property
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(loc, rmap, valid) themselves, for C code that commits in place (store/native.py): handle
-        -> slot (uint32, ``UNMAPPED``: none), slot -> handle + 1 (0: none), valid pages per zone.
-        ``loc`` is replaced when grown (compare by identity); the other two live as long as the map."""
-        return self._loc, self._rmap, self._valid
-
     def grow(self, size: int) -> None:
         """Room for handles ``0..size-1`` (new ones unmapped)."""
         n = self._loc.size
         if size > n:
             self._loc = np.concatenate([self._loc, np.full(size - n, UNMAPPED, np.uint32)])
+            self.arrays = (self._loc, self._rmap, self._valid)
 
     # -- updates ---------------------------------------------------------------------------------
     def commit(self, handles: np.ndarray, first_slot: int) -> None:

@@ -130,7 +130,7 @@ class SwapStore:
         self._device_base = device.stats()
         self.fast_path = {"prepared": 0, "one_commit_batches": 0, "one_batch_calls": 0}   # taken (tests look)
         lib = load_native() if native else None     # per-page bookkeeping in C (store/native.py)
-        port = _HelperPort(self) if lib is not None else None
+        port = self._port = _HelperPort(self) if lib is not None else None
         self._native = NativeBook(port, *lib) if lib is not None else None
         self._lens_cache: dict = {}                 # plan of write units -> (zones, byte lengths) arrays
         # the device's append_batch that also says whether the units landed back to back where the
@@ -169,6 +169,8 @@ class SwapStore:
         for name in ("_buffer_of", "_prefetch_pos", "_swap_outs", "_lost", "_in_flight"):
             a = getattr(self, name)
             setattr(self, name, np.concatenate([a, np.zeros(new - n, a.dtype)]))
+        if self._port is not None:
+            self._port.flags = (self._buffer_of, self._in_flight)
 
     # -- public API ------------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -1248,12 +1250,17 @@ class _HelperPort:
         # the general path's steps (SwapStore's, bound): the express path hands a call over to them
         self.buffer, self.seal, self.zone_for = s._buffer, s._seal, s._zone_for
         self.send_units, self.stream_write, self.raise_write_error = s._send_units, s._stream_write, s._raise_write_error
+        # (buffer_of, in_flight) themselves, per handle: the write buffer + 1 holding its newest copy
+        # (uint8, 0: none), whether a swap_out is writing it now (bool). SwapStore._grow replaces them
+        # (and this pair): compare by identity
+        self.flags = (s._buffer_of, s._in_flight)
 
     def room(self) -> int:
         """Pages the store may still take; -1 when only the general path may write now: the store
-        is closed, over capacity (zones were retired), holds pages flagged lost, or prefetched pages."""
+        is closed, over capacity (zones were retired), holds pages flagged lost or prefetched pages,
+        or the id map would hand discarded handles out again."""
         s = self._store
-        if s._closed or s._live > s._capacity or s._lost_count or s._prefetch.size:
+        if s._closed or s._live > s._capacity or s._lost_count or s._prefetch.size or self.idmap.reusable:
             return -1
         return s._capacity - s._live
 
@@ -1263,9 +1270,3 @@ class _HelperPort:
         s._live += pages
         s.host_write_bytes += nbytes
 
-    def handle_flags(self) -> tuple[np.ndarray, np.ndarray]:
-        """(buffer_of, in_flight) themselves, per handle: the write buffer + 1 holding its newest
-        copy (uint8, 0: none), and whether a swap_out is writing it now (bool). Replaced when the
-        handle arrays grow: compare by identity."""
-        s = self._store
-        return s._buffer_of, s._in_flight
