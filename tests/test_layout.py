@@ -11,7 +11,7 @@ counts, also one inside a function (a lazy import is still a dependency); the C 
 from __future__ import annotations
 
 import ast
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "zswap_host"

@@ -1249,7 +1249,8 @@ class _HelperPort:
         self.unit_pages, self.min_write_pages = s._unit_pages, s._min_write_pages
         # the general path's steps (SwapStore's, bound): the express path hands a call over to them
         self.buffer, self.seal, self.zone_for = s._buffer, s._seal, s._zone_for
-        self.send_units, self.stream_write, self.raise_write_error = s._send_units, s._stream_write, s._raise_write_error
+        self.send_units, self.stream_write = s._send_units, s._stream_write
+        self.raise_write_error = s._raise_write_error
         # (buffer_of, in_flight) themselves, per handle: the write buffer + 1 holding its newest copy
         # (uint8, 0: none), whether a swap_out is writing it now (bool). SwapStore._grow replaces them
         # (and this pair): compare by identity
@@ -1269,4 +1270,3 @@ class _HelperPort:
         s = self._store
         s._live += pages
         s.host_write_bytes += nbytes
-
