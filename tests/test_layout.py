@@ -45,7 +45,6 @@ REACH_CEILING = {
     "torch/checkpoint.py": 4,
     "devices/linux_zoned.py": 3,
     "torch/tables.py": 2,
-    "baseline/conventional.py": 1,
     "pager/pager.py": 1,
     "torch/base.py": 1,
 }
