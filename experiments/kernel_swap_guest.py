@@ -13,7 +13,7 @@ What it does (``setup`` mode, the default):
 4. starts the job (this file with ``--job``) inside the cgroup, and records /proc/vmstat and
    /sys/block/DEV/stat before and after.
 
-The job trains DLRM (``workloads.train.train``, ``backend=None``: every table in DRAM) with the
+The job trains DLRM (``torch.training.train``, ``backend=None``: every table in DRAM) with the
 tables laid out like real DLRM tables: one page-aligned (2 MiB-aligned) anonymous mapping, virtual
 page ``p`` = embedding page ``p`` (so the kernel's VMA readahead sees the same neighbourhood the
 model's page ids give). After ``--warm`` iterations it sets ``memory.max`` to its non-table memory

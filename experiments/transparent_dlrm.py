@@ -165,7 +165,7 @@ def run_one(name: str, a: dict, progress=None) -> dict:
     import torch
 
     from zswap_host.bench.runs import DISCARD_DIRTY, _swap_run
-    from zswap_host.workloads.train import train
+    from zswap_host.torch.training import train
     from zswap_host.workloads.transparent import train_plain
 
     torch.set_num_threads(1)

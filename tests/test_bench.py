@@ -189,7 +189,7 @@ def test_pinned_compute_makes_the_report_deterministic(report, monkeypatch):
     second run with every step's measured compute inflated agrees to the last bit."""
     import importlib
 
-    train_mod = importlib.import_module("zswap_host.workloads.train")
+    train_mod = importlib.import_module("zswap_host.torch.training")
     step = train_mod.Trainer.step
 
     slowed = []

@@ -336,7 +336,8 @@ def test_committed_sample_is_its_scripts_output_and_parses():
 
 def test_train_takes_a_file_source():
     pytest.importorskip("torch")
-    from zswap_host.workloads import data_preset, train
+    from zswap_host.torch.training import train
+    from zswap_host.workloads import data_preset
 
     dc = data_preset("tiny")
     src = CriteoFile(SAMPLE, dc.tables)

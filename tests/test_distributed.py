@@ -21,7 +21,7 @@ TIMEOUT = 600
 
 @pytest.fixture(scope="module")
 def one_rank_loss():
-    from zswap_host.workloads.train import train
+    from zswap_host.torch.training import train
     return train("tiny", "tiny", None, 1.0, ITER, 64, 0).loss
 
 

@@ -11,8 +11,9 @@ from zswap_host.workloads.paged_embedding import PagedEmbedding
 
 torch = pytest.importorskip("torch")
 
+from zswap_host.torch.training import train  # noqa: E402
 from zswap_host.workloads.dlrm import DLRM, model_preset  # noqa: E402
-from zswap_host.workloads.train import PRESETS, preset, train  # noqa: E402
+from zswap_host.workloads.train import PRESETS, preset  # noqa: E402
 
 
 # -- data ------------------------------------------------------------------------------------

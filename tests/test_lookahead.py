@@ -15,7 +15,7 @@ from zswap_host.workloads.paged_embedding import PagedEmbedding
 torch = pytest.importorskip("torch")
 
 from zswap_host.bench import BenchSpec, run_bench  # noqa: E402
-from zswap_host.workloads.train import train  # noqa: E402
+from zswap_host.torch.training import train  # noqa: E402
 
 ZNS = "emu://?zones=64&zone_size=1MiB&preset=thesis-ssd"
 

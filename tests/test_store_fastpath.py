@@ -49,8 +49,8 @@ def state(st: SwapStore) -> dict:
     order = np.argsort(keys)
     return {
         "loc": st._slots._loc.copy(), "rmap": st._slots._rmap.copy(), "valid": st._slots._valid.copy(),
-        "ids": keys[order], "handles": vals[order], "next": st._idmap._next, "n": st._idmap.n,
-        "free": list(st._idmap._free[:st._idmap._nfree]), "buffer_of": st._buffer_of.copy(), "in_flight": st._in_flight.copy(),
+        "ids": keys[order], "handles": vals[order], "next": st._idmap.handles, "n": st._idmap.n,
+        "free": list(st._idmap._free[:st._idmap.reusable]), "buffer_of": st._buffer_of.copy(), "in_flight": st._in_flight.copy(),
         "lost": st._lost.copy(), "live": st._live, "capacity": st.capacity_pages,
         "buffers": [(b.n, b.ids[:b.n].copy(), b.data[:b.n].copy()) for b in st._buffers],
         "written": st._zones._written.copy(), "zstate": st._zones._state.copy(), "clock": st._zones.clock,
@@ -251,12 +251,12 @@ def test_prepare_leaves_the_maps_as_it_found_them():
     st = SwapStore(dev, StoreConfig())
     ids = np.arange(0, 200, 2, dtype=np.int64)
     st.swap_out(ids, pages_for(ids))
-    before = (st._idmap._direct.copy(), st._in_flight.copy())
+    before = (st._idmap.direct.copy(), st._in_flight.copy())
     nat = st._native
     for probe, rc in [(np.array([4, 5, 4], np.int64), -3), (np.array([5, 7, 5], np.int64), -3),
                       (np.array([4, -2], np.int64), -1), (np.array([4, 1 << 50], np.int64), -2)]:
         assert nat.prepare(probe)[0] == rc
-        assert np.array_equal(st._idmap._direct, before[0]) and np.array_equal(st._in_flight, before[1])
+        assert np.array_equal(st._idmap.direct, before[0]) and np.array_equal(st._in_flight, before[1])
     rc, h, fresh, new, buffered = nat.prepare(np.array([4, 5, 6, 7], np.int64))
     assert rc == 0 and fresh == 2 and new == 2 and h[0] == st._idmap.lookup(np.array([4]))[0] and h[1] == -1
 

@@ -16,7 +16,7 @@ pytest.importorskip("zswap_host.pager")
 from zswap_host.bench import BenchSpec, plan  # noqa: E402
 from zswap_host.bench.plan import backend_factories  # noqa: E402
 from zswap_host.bench.runs import DISCARD_DIRTY  # noqa: E402
-from zswap_host.workloads.train import train  # noqa: E402
+from zswap_host.torch.training import train  # noqa: E402
 from zswap_host.workloads.transparent import PlainDLRM, initial_weights, train_plain  # noqa: E402
 
 if not os.path.exists("/dev/userfaultfd") and os.geteuid() != 0:

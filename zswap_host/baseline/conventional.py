@@ -551,7 +551,7 @@ class ConventionalSwap:
         (the walk maps pages in order); ids are looked up once per call, when a window first
         covers them or a neighbour of theirs."""
         cache, ra = self._cache, self._ra
-        cd = cache._d
+        cd = cache.held
         on_fault, on_hit, put, take = ra.on_fault, ra.on_hit, cache.put, cache.take
         top = MAX_PAGE_ID + 1
         req_slot, req_cnt, grp_n, grp_qd = p.req_slot, p.req_cnt, p.grp_n, p.grp_qd

@@ -154,6 +154,12 @@ class SwapCache:
     def __len__(self) -> int:
         return len(self._d)
 
+    @property
+    def held(self):
+        """The held pages' ids, as a live read-only view (``pid in held``, ``bool(held)``): the
+        dict's keys, so a per-fault loop tests membership without a method call each time."""
+        return self._d.keys()
+
     def __contains__(self, pid: int) -> bool:
         return pid in self._d
 

@@ -83,11 +83,12 @@ def measure_compute(model_cfg, data_cfg, iterations: int, batch_size: int, seed:
     synthetic); a replica whose loss differs raises RuntimeError."""
     import torch
 
-    from ..workloads.train import Trainer, _resolve, batch_source
+    from ..torch.training import Trainer
+    from ..workloads.train import batch_source, resolve
 
     if threads is not None:
         torch.set_num_threads(int(threads))
-    mc, dc = _resolve(model_cfg, data_cfg)
+    mc, dc = resolve(model_cfg, data_cfg)
     t0 = time.perf_counter()
     reps = [Trainer(mc, dc, None, 1.0, seed) for _ in range(int(repeats))]
     R, n = len(reps), int(iterations)

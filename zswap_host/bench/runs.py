@@ -70,7 +70,7 @@ def _dram_run(name: str, pl, spec: BenchSpec, basis, progress=None) -> tuple[dic
 def _swap_run(name: str, pl, spec: BenchSpec, charged: np.ndarray, progress=None) -> tuple[dict, dict]:
     """One swap run on fresh devices: (record, extras)."""
     from ..workloads.trace import TraceBuilder
-    from ..workloads.train import train
+    from ..torch.training import train
 
     backend, dev = backend_factories(pl, spec)[name]()
     if spec.verify:

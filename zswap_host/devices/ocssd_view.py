@@ -650,3 +650,9 @@ class OcssdZonedView(EmulatedZonedDevice):
 
     def close(self) -> None:
         self.ocssd.close()
+
+
+def ocssd_units(device, zone_size, zone_capacity, **options) -> OcssdZonedView:
+    """The ``ocssd`` interface's placement units (``devices/units.py``): chunk stripes, whose size
+    is the chunks', not the caller's (``zone_size`` / ``zone_capacity`` are ignored)."""
+    return OcssdZonedView(device, **options)

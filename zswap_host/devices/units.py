@@ -20,6 +20,7 @@ Every interface has default units, so ``SwapStore(open_device(url))`` works on a
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -80,14 +81,21 @@ class UnitTraits:
         return asdict(self)
 
 
-# interface -> adapter(device, zone_size, zone_capacity, **options) -> ZonedDevice
+# interface -> adapter(device, zone_size, zone_capacity, **options) -> ZonedDevice, or its dotted
+# path "module:function", imported on first use (as devices/url.py's schemes): the adapters import
+# the views, which import base.py, which imports this module, so naming them here breaks the cycle
 Adapter = Callable[..., object]
-_ADAPTERS: dict[str, Adapter] = {}
+_ADAPTERS: dict[str, Adapter | str] = {
+    "conventional": "zswap_host.devices.zoned_view:block_units",
+    "fdp": "zswap_host.devices.zoned_view:block_units",
+    "ocssd": "zswap_host.devices.ocssd_view:ocssd_units",
+}
 
 
-def register_interface(interface: str, adapt: Adapter) -> None:
+def register_interface(interface: str, adapt: Adapter | str) -> None:
     """Let :func:`placement_units` open units on devices whose ``interface`` is ``interface``:
-    ``adapt(device, zone_size, zone_capacity, **options)`` returns a ``ZonedDevice`` over it."""
+    ``adapt(device, zone_size, zone_capacity, **options)`` returns a ``ZonedDevice`` over it.
+    ``adapt`` may be a ``"module:function"`` string, imported when first used."""
     _ADAPTERS[interface] = adapt
 
 
@@ -112,6 +120,9 @@ def placement_units(device, zone_size: int | None = None, zone_capacity: int | N
     if adapt is None:
         raise DeviceSpecError(f"{getattr(device, 'url', device)}: no placement units for interface {interface!r} "
                               f"(known: {', '.join(interfaces())})")
+    if isinstance(adapt, str):
+        module, _, name = adapt.partition(":")
+        adapt = _ADAPTERS[interface] = getattr(importlib.import_module(module), name)
     return adapt(device, zone_size, zone_capacity, **options)
 
 
@@ -128,25 +139,6 @@ def default_unit_size(device) -> int:
     if ru > 0:
         unit = -(-unit // ru) * ru          # whole reclaim units: an FDP SSD's natural unit
     return -(-unit // block) * block
-
-
-def _block_units(device, zone_size, zone_capacity, **options):
-    from .zoned_view import ZonedBlockView
-
-    return ZonedBlockView(device, default_unit_size(device) if zone_size is None else zone_size, zone_capacity,
-                          **options)
-
-
-def _ocssd_units(device, zone_size, zone_capacity, **options):
-    from .ocssd_view import OcssdZonedView
-
-    # a unit is one chunk per parallel unit of its stripe: its size is the chunks', not the caller's
-    return OcssdZonedView(device, **options)
-
-
-register_interface("conventional", _block_units)
-register_interface("fdp", _block_units)
-register_interface("ocssd", _ocssd_units)
 
 
 class ZoneUnits:

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import DeviceSpecError
 from .base import BlockDevice, DeviceStats
 from .emulated import EmulatedZonedDevice
-from .units import UnitTraits
+from .units import UnitTraits, default_unit_size
 from .zone import ZoneGeometry
 
 
@@ -109,3 +109,10 @@ class ZonedBlockView(EmulatedZonedDevice):
 
     def close(self) -> None:
         self.block.close()
+
+
+def block_units(device, zone_size, zone_capacity, **options) -> ZonedBlockView:
+    """The ``conventional`` and ``fdp`` interfaces' placement units (``devices/units.py``): LBA
+    ranges of ``zone_size`` (default :func:`default_unit_size`)."""
+    return ZonedBlockView(device, default_unit_size(device) if zone_size is None else zone_size, zone_capacity,
+                          **options)

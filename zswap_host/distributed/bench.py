@@ -22,7 +22,7 @@ def run_sharded_bench(spec: DistSpec, runs=SHARDED_RUNS, timeout_s: float | None
     a bad spec; ``RankFailed`` as ``run_distributed``."""
     from ..bench import BenchSpec
     from ..bench.plan import plan
-    from ..workloads.train import train
+    from ..torch.training import train
 
     runs = current_names(runs)      # an old name (run_names) as its name now
     bad = [r for r in runs if r not in SHARDED_RUNS]

@@ -20,6 +20,11 @@ takes the general path. A batch that was sent but did not land back to back (a f
 another order) continues on the general path from that point (``SwapStore._stream_write(sent=)``:
 ``_land``'s commits and retries). tests/test_store_express.py checks both paths leave the same
 state.
+
+Everything it uses of the store comes through ``store.py``'s ``_HelperPort`` (the rooms, the
+counters it advances, the general path's steps) and the rooms' public members (``IdMap.direct`` /
+``handed_out``, ``SlotMap.arrays``, ``ZoneAllocator.cursors``): the state it reads in place is named
+there, so a change to the write path shows which of the two paths it touches.
 """
 
 from __future__ import annotations
@@ -36,39 +41,41 @@ _U8 = np.dtype(np.uint8)
 class Express:
     """One store's usual ``swap_out`` call in C (see the module docstring). Use ``make``."""
 
-    def __init__(self, store, ffi, lib, stream_mod: int) -> None:
-        self._s = store
+    def __init__(self, port, native, ffi, lib, stream_mod: int) -> None:
+        self._s = port                              # what the store lets its C helpers use (store.py)
+        self._native = native                       # the store's NativeBook
         self._ffi, self._lib = ffi, lib
         self._fb = ffi.from_buffer
         self._mod = stream_mod                      # stream of a call: stream % mod (0: always 0)
         o = self._o = ffi.new("st_out *")
-        z = store._zones
-        o.slots_per_zone = store._slots.slots_per_zone
+        z = port.zones
+        o.slots_per_zone = port.slots.slots_per_zone
         o.data_slots = z.data_slots
-        o.page_size = store.page_size
-        o.unit = store._unit_pages
-        o.least = store._min_write_pages
-        self._ps = store.page_size
+        o.page_size = port.page_size
+        o.unit = port.unit_pages
+        o.least = port.min_write_pages
+        self._ps = port.page_size
         self._p: tuple = ()                         # NativeBook's pointers the struct holds
-        self._written = None
-        self._bufs: list = [None] * len(store._buffers)   # per stream: (ids, data) the struct may point at
+        self._written = None                        # the zones' cursors the struct points at
+        self._bufs: list = [None] * len(port.buffers)   # per stream: (ids, data) the struct may point at
         self._h = np.empty(0, np.int64)             # scratch: the batch's handles, the run's page ids
         self._ids_out = np.empty(0, np.int64)
-        port = getattr(store.device, "store_out_port", None)
-        self._port = port(int(ffi.cast("uintptr_t", o))) if port is not None else None
+        out_port = getattr(port.device, "store_out_port", None)
+        self._port = out_port(int(ffi.cast("uintptr_t", o))) if out_port is not None else None
         self.taken = 0                              # calls done here
         self.split = 0                              # ... of them written as two runs (a zone's end)
         self.declined: dict[int, int] = {}          # st_out_plan's reason -> calls left to the general path
 
     @classmethod
-    def make(cls, store, ffi, lib) -> "Express | None":
-        """The store's express path, or None when its placement looks at more than the call's
-        stream (``counts_swap_outs``, or an ``assign`` of its own) or the build lacks the helpers."""
-        pl = store._placement
+    def make(cls, port, native, ffi, lib) -> "Express | None":
+        """The store's express path (``port``: ``store.py``'s ``_HelperPort``; ``native``: its
+        ``NativeBook``), or None when its placement looks at more than the call's stream
+        (``counts_swap_outs``, or an ``assign`` of its own) or the build lacks the helpers."""
+        pl = port.placement
         assign = type(pl).assign
         if pl.counts_swap_outs or assign not in (Placement.assign, Streams.assign) or not hasattr(lib, "st_out_plan"):
             return None
-        return cls(store, ffi, lib, store._n_user if assign is Streams.assign else 0)
+        return cls(port, native, ffi, lib, port.n_user if assign is Streams.assign else 0)
 
     @property
     def in_one_call(self) -> bool:
@@ -90,19 +97,21 @@ class Express:
         except ValueError:                          # not C-contiguous
             return False
         s = self._s
-        with s._lock:
-            idm = s._idmap
-            if s._closed or s._live > s._capacity or s._lost_count or s._prefetch.size or idm._nfree:
+        with s.lock:
+            idm = s.idmap
+            room = s.room()
+            if room < 0:
                 return False
             k = stream % self._mod if self._mod else 0
-            z = s._zones._owner.get(s._group_of[k])
+            zones = s.zones
+            z = zones.current(s.group_of[k])
             if z is None:
                 return False
             o = self._o
-            p = s._native._ptrs()
-            if p is not self._p or s._zones._written is not self._written:
+            p = self._native.pointers()
+            if p is not self._p:                    # (the zones' cursors are one array for good)
                 self._refresh(p)
-            buf = s._buffers[k]
+            buf = s.buffers[k]
             c = self._bufs[k]
             if c is None or c[0] is not buf.ids or c[1] is not buf.data:
                 c = self._bufs[k] = (buf.ids, buf.data, self._fb("int64_t[]", buf.ids), self._fb("uint8_t[]", buf.data))
@@ -110,21 +119,18 @@ class Express:
                 self._scratch(n)
             o.buf_ids, o.buf_data, o.buf_cap = c[2], c[3], c[0].size
             o.ids, o.pages, o.n, o.zone, o.buf_n, o.tag = idp, pgp, n, z, buf.n, k + 1
-            o.next_handle, o.room_pages = idm._next, s._capacity - s._live
-            zones = s._zones
-            o.split_ok, o.phase = len(zones._free) > zones.reserve, 1    # zones.can_take(False)
+            o.next_handle, o.room_pages = idm.handles, room
+            o.split_ok, o.phase = zones.can_take(False), 1
             rc = self._run(o, pages)
             if rc <= 0:
                 self.declined[rc] = self.declined.get(rc, 0) + 1
                 return False
             # -- past the commit point: the batch is accepted (the handles are handed out)
-            idm._next = o.next_handle
-            idm.n += o.fresh
-            s._live += o.new_pages
-            s.host_write_bytes += n * self._ps
+            idm.handed_out(o.fresh)                 # st_insert's handles: next_handle moved by as many
+            s.stored(o.new_pages, n * self._ps)
             fp = s.fast_path
             fp["prepared"] += 1
-            group = s._group_of[k]
+            group = s.group_of[k]
             b, w, at, w2 = o.b, o.w, o.top, o.w2
             for phase in (1, 2):
                 if rc <= 0 or rc >> 8 != 1:         # not landed back to back: the general path goes on
@@ -142,24 +148,24 @@ class Express:
                 if usual or o.nunits > 1:           # (else _write_jobs / _write_one: _land's usual batch)
                     fp["one_commit_batches"] += 1
                 if full:
-                    s._seal(group, z)
+                    s.seal(group, z)
                 if phase == 2 or not w2:
                     break
                 b, w, at = 0, w2, at + w
                 try:
-                    z = o.zone = s._zone_for(group, False)   # a fresh zone: split_ok said one can be taken
+                    z = o.zone = s.zone_for(group, False)   # a fresh zone: split_ok said one can be taken
                 except Exception as e:              # as from _write_one: the rest waits in the buffer
                     buf.n = o.buf_n
-                    s._buffer(k, self._h[at:n].copy(), pages[at:])
+                    s.buffer(k, self._h[at:n].copy(), pages[at:])
                     if not isinstance(e, (DeviceIOError, SwapFullError)):
                         raise
-                    s._collector.background()
-                    s._raise_write_error(e)
+                    s.collector.background()
+                    s.raise_write_error(e)
                 o.phase = 2
                 self.split += 1
                 rc = self._run(o, pages)
             self.taken += 1
-            s._collector.background()
+            s.collector.background()
             return True
 
     def _run(self, o, pages: np.ndarray) -> int:
@@ -174,9 +180,9 @@ class Express:
             return rc
         lib.st_out_stage(o)
         s, b, w, at = self._s, o.b, o.w, o.at
-        buf = s._buffers[o.tag - 1]
+        buf = s.buffers[o.tag - 1]
         buf.n = o.buf_n
-        out = s._send_units(o.zone, b, w, buf, pages[at:at + w], o.first_slot)
+        out = s.send_units(o.zone, b, w, buf, pages[at:at + w], o.first_slot)
         if out is True:
             lib.st_out_end(o)
             return (1 << 8) | o.nunits
@@ -189,18 +195,18 @@ class Express:
         device write: ``swap_out``'s in-flight marks (phase 2: on the pages not written yet),
         ``_stream_write`` from ``_one_batch``'s landing, GC's turn, and the errors ``swap_out``
         raises past its commit point."""
-        s, nat = self._s, self._s._native
-        s._buffers[k].n = self._o.buf_n
+        s, nat = self._s, self._native
+        s.buffers[k].n = self._o.buf_n
         h = self._h[:ids.size].copy()
         hp = self._fb("int64_t[]", h)
-        nat._batch = (ids, idp, h, hp)
+        nat.prepared(ids, idp, h, hp)
         error = None
         nat.fill(6, h if phase == 1 else h[plan[1]:], 1)
         fp = s.fast_path
         calls = fp["one_batch_calls"]
         try:
             try:
-                s._stream_write(k, h, pages, sent=(plan, (hp, pgp), out))
+                s.stream_write(k, h, pages, sent=(plan, (hp, pgp), out))
             except (DeviceIOError, SwapFullError) as e:
                 error = e
         finally:
@@ -211,24 +217,24 @@ class Express:
                 # count it as they do (a commit of several units, not a one-batch call)
                 fp["one_batch_calls"] -= 1
                 fp["one_commit_batches"] -= o.nunits == 1
-        s._collector.background()
-        s._raise_write_error(error)
+        s.collector.background()
+        s.raise_write_error(error)
 
     def _refresh(self, p: tuple) -> None:
         """Point the struct at the store's arrays (one was replaced: grown)."""
         s, o = self._s, self._o
-        a = s._native._arrays
+        a = self._native.arrays
         o.direct, o.id_of, o.loc, o.rmap, o.valid, o.buffer_of, o.in_flight = p
         o.direct_size = a[0].size
         o.handle_cap = min(a[1].size, a[2].size, a[5].size, a[6].size)
-        self._written = s._zones._written
+        self._written = s.zones.cursors             # the struct points at it: keep it alive here
         o.written = self._fb("int64_t[]", self._written)
         self._p = p
 
     def _scratch(self, n: int) -> None:
         n = max(n, 2 * self._h.size)
         self._h = np.empty(n, np.int64)
-        self._ids_out = np.empty(n + self._s._unit_pages, np.int64)
+        self._ids_out = np.empty(n + self._s.unit_pages, np.int64)
         self._o.h = self._fb("int64_t[]", self._h)
         self._o.ids_out = self._fb("int64_t[]", self._ids_out)
 

@@ -55,7 +55,14 @@ class IdMap:
     """id (int64 >= 0) -> handle (int64 >= 0). Memory: a direct array for small ids (at most
     ``max(65536, 4 x ids held)`` entries), a hash table of ~2-4x the other ids, and the handle -> id
     column. ``direct``: ids below it use the direct array from the start, whatever the ids held (a
-    known dense id space, e.g. a trace's pages: 8 bytes per id, no hashing)."""
+    known dense id space, e.g. a trace's pages: 8 bytes per id, no hashing).
+
+    Read-only outside (plain attributes: the store's C helpers read them on every call): ``n`` ids
+    held; ``handles``, one past the largest handle handed out (the size handle-indexed arrays
+    need); ``reusable``, discarded handles ``insert`` hands out again first; ``ids`` (handle -> id)
+    and ``direct`` (id -> handle below its size, -1: none), the arrays themselves for C code that
+    looks ids up and inserts them in place (store/native.py), replaced when grown: compare by
+    identity. C code that handed handles out reports it with ``handed_out``."""
 
     def __init__(self, capacity: int = 1024, direct: int = 0) -> None:
         cap = 1 << max(10, int(capacity - 1).bit_length())
@@ -63,17 +70,19 @@ class IdMap:
         self._vals = np.zeros(cap, np.int64)
         self._used = 0                                   # live keys + tombstones
         self._hashed = 0                                 # live keys in the hash table
-        self._direct = np.full(max(0, int(direct)), -1, np.int64)   # id -> handle below its size (-1: none)
+        self.direct = np.full(max(0, int(direct)), -1, np.int64)    # id -> handle below its size (-1: none)
         self.n = 0                                       # ids held
         self.ids = np.zeros(1024, np.int64)              # handle -> id (garbage for free handles)
         self._free = np.zeros(1024, np.int64)            # a stack of discarded handles, reused first
-        self._nfree = 0
-        self._next = 0                                   # handles ever handed out
+        self.reusable = 0                                # discarded handles on that stack
+        self.handles = 0                                 # handles ever handed out
 
-    @property
-    def handles(self) -> int:
-        """Size the handle-indexed arrays need (one past the largest handle handed out)."""
-        return self._next
+    def handed_out(self, count: int) -> None:
+        """Count ``count`` handles that C code handed out in place (``st_insert``: the next ``count``
+        handles from ``handles``, written to ``direct`` and ``ids``): ``handles`` and ``n`` grow by
+        it. Only when ``reusable`` is 0 and ``ids`` holds them (the C callers check both first)."""
+        self.handles += count
+        self.n += count
 
     def _slot0(self, ids: np.ndarray) -> np.ndarray:
         bits = self._keys.size.bit_length() - 1
@@ -100,7 +109,7 @@ class IdMap:
 
     def lookup(self, ids: np.ndarray) -> np.ndarray:
         """Handle of each id, -1 for ids not held."""
-        d = self._direct
+        d = self.direct
         if ids.size and int(ids.max()) < d.size:        # all small: one gather
             return d[ids]
         out = np.full(ids.size, -1, np.int64)
@@ -142,26 +151,26 @@ class IdMap:
         n = ids.size
         if n == 0:
             return np.zeros(0, np.int64)
-        take = min(n, self._nfree)
+        take = min(n, self.reusable)
         h = np.empty(n, np.int64)
         if take:
-            h[:take] = self._free[self._nfree - take:self._nfree]
-            self._nfree -= take
-        h[take:] = np.arange(self._next, self._next + n - take)
-        self._next += n - take
-        if self._next > self.ids.size:
-            self.ids = np.resize(self.ids, max(self._next, 2 * self.ids.size))
+            h[:take] = self._free[self.reusable - take:self.reusable]
+            self.reusable -= take
+        h[take:] = np.arange(self.handles, self.handles + n - take)
+        self.handles += n - take
+        if self.handles > self.ids.size:
+            self.ids = np.resize(self.ids, max(self.handles, 2 * self.ids.size))
         self.ids[h] = ids
         self.n += n
         top = int(ids.max())
-        if top >= self._direct.size:
+        if top >= self.direct.size:
             limit = max(_DIRECT_MIN, 4 * self.n)
             under = top if top < limit else int(ids[ids < limit].max(initial=-1))
             # widen only by doubling: capped by a slowly moving limit it would otherwise copy the
             # array and scan the hash table on nearly every insert (ids above it hash, as before)
-            if under >= self._direct.size and min(limit, max(under + 1, 2 * self._direct.size)) >= 2 * self._direct.size:
+            if under >= self.direct.size and min(limit, max(under + 1, 2 * self.direct.size)) >= 2 * self.direct.size:
                 self._widen(under + 1, limit)
-        d = self._direct
+        d = self.direct
         if top < d.size:
             d[ids] = h
             return h
@@ -174,12 +183,12 @@ class IdMap:
     def _widen(self, need: int, limit: int) -> None:
         """Let the direct array cover ids below ``need`` (doubling, never past ``limit``); hashed
         ids it now covers move into it."""
-        size = min(max(need, 2 * self._direct.size, 1024), limit)
-        self._direct = np.concatenate([self._direct, np.full(size - self._direct.size, -1, np.int64)])
+        size = min(max(need, 2 * self.direct.size, 1024), limit)
+        self.direct = np.concatenate([self.direct, np.full(size - self.direct.size, -1, np.int64)])
         if self._hashed:
             move = (self._keys >= 0) & (self._keys < size)
             if move.any():
-                self._direct[self._keys[move]] = self._vals[move]
+                self.direct[self._keys[move]] = self._vals[move]
                 self._keys[move] = _TOMB
                 self._hashed -= int(move.sum())
 
@@ -221,8 +230,8 @@ class IdMap:
         h = self.lookup(ids)
         held = h >= 0
         ids, h = ids[held], h[held]
-        small = ids < self._direct.size
-        self._direct[ids[small]] = -1
+        small = ids < self.direct.size
+        self.direct[ids[small]] = -1
         if not small.all():
             found, _ = self._find(ids[~small])
             self._keys[found] = _TOMB
@@ -230,11 +239,11 @@ class IdMap:
             if self._used > 3 * self._keys.size // 8 and self._used > 2 * self._hashed:   # mostly tombstones
                 self._rehash(3 * self._hashed)
         self.n -= ids.size
-        top = self._nfree + h.size
+        top = self.reusable + h.size
         if top > self._free.size:
             self._free = np.resize(self._free, max(top, 2 * self._free.size))
-        self._free[self._nfree:top] = h
-        self._nfree = top
+        self._free[self.reusable:top] = h
+        self.reusable = top
         return h
 
     def _rehash(self, slots: int) -> None:
@@ -265,5 +274,5 @@ class IdMap:
     def items(self) -> tuple[np.ndarray, np.ndarray]:
         """(ids, handles) of every id held."""
         live = self._keys >= 0
-        small = np.flatnonzero(self._direct >= 0)
-        return np.concatenate([small, self._keys[live]]), np.concatenate([self._direct[small], self._vals[live]])
+        small = np.flatnonzero(self.direct >= 0)
+        return np.concatenate([small, self._keys[live]]), np.concatenate([self.direct[small], self._vals[live]])

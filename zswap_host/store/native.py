@@ -7,7 +7,8 @@ state.
 
 The C functions take pointers into the store's arrays; those are cached and refreshed whenever
 an array was replaced (grown), so a call costs one cffi call plus one ``from_buffer`` per batch
-array.
+array. The arrays come from the rooms' public members (``IdMap.direct``, ``SlotMap.arrays``) and
+the store's ``_HelperPort`` (``flags``), never from private attributes.
 """
 
 from __future__ import annotations
@@ -30,14 +31,16 @@ def load():
 
 
 class NativeBook:
-    """C bookkeeping on one store's arrays (see the module docstring)."""
+    """C bookkeeping on one store's arrays (see the module docstring). ``port``: what the store
+    lets its C helpers use (``store.py``'s ``_HelperPort``: its id map, slot map, per-handle flags)."""
 
-    def __init__(self, store, ffi, lib) -> None:
-        self._s = store
+    def __init__(self, port, ffi, lib) -> None:
+        self._port = port
+        self._idmap, self._slots = port.idmap, port.slots
         self._ffi, self._lib = ffi, lib
         self._counts = np.zeros(3, np.int64)
         self._counts_p = ffi.from_buffer("int64_t[]", self._counts)
-        self._arrays: tuple = ()
+        self.arrays: tuple = ()           # the arrays ``pointers`` points at (see there)
         self._p: tuple = ()
         # the last prepared batch's ids and handles with their pointers: insert and fill get them
         # again without a from_buffer each (a call costs tens of microseconds in a TCG guest)
@@ -45,16 +48,17 @@ class NativeBook:
         self._bufs: dict = {}             # id(write buffer) -> (ids, data, their pointers)
         self.staged = hasattr(lib, "st_commit_run")   # st_stage / st_commit_run (older builds: no)
 
-    def _ptrs(self) -> tuple:
+    def pointers(self) -> tuple:
         """Pointers to (direct, id_of, loc, rmap, valid, buffer_of, in_flight), refreshed when one of
-        the arrays was replaced."""
-        s = self._s
-        idm, sl = s._idmap, s._slots
-        a = self._arrays
-        if not a or a[0] is not idm._direct or a[1] is not idm.ids or a[2] is not sl._loc \
-                or a[3] is not sl._rmap or a[4] is not sl._valid or a[5] is not s._buffer_of or a[6] is not s._in_flight:
+        the arrays was replaced (grown); ``arrays`` holds the arrays themselves."""
+        idm = self._idmap
+        loc, rmap, valid = self._slots.arrays
+        buffer_of, in_flight = self._port.flags
+        a = self.arrays
+        if not a or a[0] is not idm.direct or a[1] is not idm.ids or a[2] is not loc \
+                or a[3] is not rmap or a[4] is not valid or a[5] is not buffer_of or a[6] is not in_flight:
             fb = self._ffi.from_buffer
-            a = self._arrays = (idm._direct, idm.ids, sl._loc, sl._rmap, sl._valid, s._buffer_of, s._in_flight)
+            a = self.arrays = (idm.direct, idm.ids, loc, rmap, valid, buffer_of, in_flight)
             self._p = (fb("int64_t[]", a[0]), fb("int64_t[]", a[1]), fb("uint32_t[]", a[2]), fb("int64_t[]", a[3]),
                        fb("int64_t[]", a[4]), fb("uint8_t[]", a[5]), fb("uint8_t[]", a[6]))
         return self._p
@@ -62,12 +66,12 @@ class NativeBook:
     def prepare(self, ids: np.ndarray) -> tuple[int, np.ndarray | None, int, int, int]:
         """(status, handles, not held, new pages, buffered pages): ``st_prepare``. Status 0: classified;
         -1 a negative id; -2 an id beyond the direct array; -3 a repeated id (then only the status)."""
-        p = self._ptrs()
+        p = self.pointers()
         n = ids.size
         h = np.empty(n, np.int64)
         fb = self._ffi.from_buffer
         idp, hp = fb("int64_t[]", ids), fb("int64_t[]", h)
-        rc = self._lib.st_prepare(idp, n, p[0], self._arrays[0].size, p[2], p[5], p[6], hp, self._counts_p)
+        rc = self._lib.st_prepare(idp, n, p[0], self.arrays[0].size, p[2], p[5], p[6], hp, self._counts_p)
         if rc:
             return rc, None, 0, 0, 0
         self._batch = (ids, idp, h, hp)
@@ -77,11 +81,11 @@ class NativeBook:
     def insert(self, ids: np.ndarray, h: np.ndarray, fresh: int) -> bool:
         """Give the ids with ``h < 0`` new handles (``IdMap.insert``'s result, in place) when the id
         map can take them without reusing handles or growing; False (nothing done) otherwise."""
-        idm = self._s._idmap
-        nxt = idm._next
-        if idm._nfree or nxt + fresh > idm.ids.size:
+        idm = self._idmap
+        nxt = idm.handles
+        if idm.reusable or nxt + fresh > idm.ids.size:
             return False
-        p = self._ptrs()
+        p = self.pointers()
         b = self._batch
         if ids is b[0] and h is b[2]:
             idp, hp = b[1], b[3]
@@ -89,13 +93,18 @@ class NativeBook:
             fb = self._ffi.from_buffer
             idp, hp = fb("int64_t[]", ids), fb("int64_t[]", h)
         self._lib.st_insert(idp, ids.size, hp, p[0], p[1], nxt)
-        idm._next = nxt + fresh
-        idm.n += fresh
+        idm.handed_out(fresh)
         return True
+
+    def prepared(self, ids: np.ndarray, idp, h: np.ndarray, hp) -> None:
+        """Make ``ids`` / handles ``h`` (with their C pointers ``idp`` / ``hp``) the prepared batch,
+        as ``prepare`` does: ``insert``, ``fill`` and ``batch_ctx`` reuse its pointers (the express
+        path, store/express.py, prepares a batch in C and hands it to the general path)."""
+        self._batch = (ids, idp, h, hp)
 
     def fill(self, which: int, h: np.ndarray, value: int) -> None:
         """``buffer_of[h] = value`` (which = 5) or ``in_flight[h] = value`` (which = 6)."""
-        p = self._ptrs()
+        p = self.pointers()
         if h is self._batch[2]:
             self._lib.st_fill(p[which], self._batch[3], h.size, value)
             return
@@ -104,9 +113,9 @@ class NativeBook:
 
     def commit(self, h: np.ndarray, first_slot: int, buffered: bool) -> None:
         """``SlotMap.commit(h, first_slot)``, ``in_flight[h] = False`` and (buffered) ``buffer_of[h] = 0``."""
-        p = self._ptrs()
+        p = self.pointers()
         h = np.ascontiguousarray(h, np.int64)
-        self._lib.st_commit(p[2], p[3], p[4], self._s._slots.slots_per_zone, self._ffi.from_buffer("int64_t[]", h),
+        self._lib.st_commit(p[2], p[3], p[4], self._slots.slots_per_zone, self._ffi.from_buffer("int64_t[]", h),
                             h.size, first_slot, p[6], p[5], int(buffered))
 
     # -- the one-batch call (store.py ``_stream_write`` / ``_one_batch``) --------------------------
@@ -134,7 +143,7 @@ class NativeBook:
             return False
         c = self._buf(buf)
         ps = buf.page_size
-        self._lib.st_stage(c[2], c[3], at, ctx[0] + a, ctx[1] + a * ps, n, ps, self._ptrs()[5], tag)
+        self._lib.st_stage(c[2], c[3], at, ctx[0] + a, ctx[1] + a * ps, n, ps, self.pointers()[5], tag)
         buf.n = at + n
         return True
 
@@ -142,9 +151,9 @@ class NativeBook:
         """``commit`` of the buffer's first ``nb`` handles (buffered) and then the batch's
         ``h[a:a + w]``, at consecutive slots from ``first_slot``, in one C call; returns their page
         ids in slot order (a new array: the zone's summary keeps it)."""
-        p = self._ptrs()
+        p = self.pointers()
         out = np.empty(nb + w, np.int64)
         hb = self._buf(buf)[2] if nb else self._ffi.NULL
-        self._lib.st_commit_run(p[2], p[3], p[4], self._s._slots.slots_per_zone, hb, nb, ctx[0] + a, w, first_slot,
+        self._lib.st_commit_run(p[2], p[3], p[4], self._slots.slots_per_zone, hb, nb, ctx[0] + a, w, first_slot,
                                 p[6], p[5], p[1], self._ffi.from_buffer("int64_t[]", out))
         return out

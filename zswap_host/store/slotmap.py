@@ -38,6 +38,10 @@ class SlotMap:
         self._loc = np.full(0, UNMAPPED, np.uint32)
         self._rmap = np.zeros(nr_zones * slots_per_zone, np.int64)
         self._valid = np.zeros(nr_zones, np.int64)
+        # (loc, rmap, valid) themselves, for C code that commits in place (store/native.py; read on
+        # every call, so a plain attribute): handle -> slot (uint32, UNMAPPED: none), slot -> handle
+        # + 1 (0: none), valid pages per zone. Replaced with loc when it grows: compare by identity
+        self.arrays = (self._loc, self._rmap, self._valid)
 
     # -- growth ----------------------------------------------------------------------------------
     @property
@@ -50,6 +54,7 @@ class SlotMap:
         n = self._loc.size
         if size > n:
             self._loc = np.concatenate([self._loc, np.full(size - n, UNMAPPED, np.uint32)])
+            self.arrays = (self._loc, self._rmap, self._valid)
 
     # -- updates ---------------------------------------------------------------------------------
     def commit(self, handles: np.ndarray, first_slot: int) -> None:

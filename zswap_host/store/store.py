@@ -128,8 +128,10 @@ class SwapStore:
         self.host_write_bytes = 0
         self.host_read_bytes = 0
         self._device_base = device.stats()
+        self.fast_path = {"prepared": 0, "one_commit_batches": 0, "one_batch_calls": 0}   # taken (tests look)
         lib = load_native() if native else None     # per-page bookkeeping in C (store/native.py)
-        self._native = NativeBook(self, *lib) if lib is not None else None
+        port = self._port = _HelperPort(self) if lib is not None else None
+        self._native = NativeBook(port, *lib) if lib is not None else None
         self._lens_cache: dict = {}                 # plan of write units -> (zones, byte lengths) arrays
         # the device's append_batch that also says whether the units landed back to back where the
         # store expects them (LinuxZonedDevice: one C call on the uring-cmd path), or None
@@ -137,9 +139,8 @@ class SwapStore:
         self._word_reads = bool(getattr(device, "word_reads", False))     # read_batch(..., words=True)
         # a payload-free device keeps a page's first word only: GC then moves words, not pages
         self._gc_words = self._word_reads and getattr(device, "payload", True) is False
-        self.fast_path = {"prepared": 0, "one_commit_batches": 0, "one_batch_calls": 0}   # taken (tests look)
         # the usual call in one C call (store/express.py), or None
-        self._express = Express.make(self, *lib) if lib is not None else None
+        self._express = Express.make(port, self._native, *lib) if lib is not None else None
 
     # -- set-up ----------------------------------------------------------------------------------
     @property
@@ -168,6 +169,8 @@ class SwapStore:
         for name in ("_buffer_of", "_prefetch_pos", "_swap_outs", "_lost", "_in_flight"):
             a = getattr(self, name)
             setattr(self, name, np.concatenate([a, np.zeros(new - n, a.dtype)]))
+        if self._port is not None:
+            self._port.flags = (self._buffer_of, self._in_flight)
 
     # -- public API ------------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -253,7 +256,7 @@ class SwapStore:
                     if not nat.insert(ids, h, fresh_n):
                         fresh = h < 0
                         h[fresh] = self._idmap.insert(ids[fresh])
-                    if self._idmap._next > self._slots._loc.size:
+                    if self._idmap.handles > self._slots.handles:
                         self._grow(self._idmap.handles)
                 if buffered_n:
                     self._unbuffer(h)
@@ -1227,3 +1230,43 @@ class _GcPort:
 
     def now(self) -> float:
         return self._store._now()
+
+
+class _HelperPort:
+    """What the store's C helpers (``NativeBook``, store/native.py; ``Express``, store/express.py)
+    use of it, in one place: its rooms and settings (fixed for the store's life, plain attributes:
+    the express path reads them on every call), the per-handle arrays they update in place, the
+    counters they advance, and the general path's steps the express path continues with."""
+
+    def __init__(self, store: SwapStore) -> None:
+        s = self._store = store
+        self.lock, self.config, self.device, self.page_size = s._lock, s.config, s.device, s.page_size
+        self.fast_path = s.fast_path                # counters: the express path counts as the general path would
+        self.idmap, self.slots, self.zones, self.buffers = s._idmap, s._slots, s._zones, s._buffers
+        self.collector, self.placement = s._collector, s._placement
+        self.n_user = s._n_user                     # user streams
+        self.group_of = s._group_of                 # write buffer (stream) -> write group (open zone)
+        self.unit_pages, self.min_write_pages = s._unit_pages, s._min_write_pages
+        # the general path's steps (SwapStore's, bound): the express path hands a call over to them
+        self.buffer, self.seal, self.zone_for = s._buffer, s._seal, s._zone_for
+        self.send_units, self.stream_write = s._send_units, s._stream_write
+        self.raise_write_error = s._raise_write_error
+        # (buffer_of, in_flight) themselves, per handle: the write buffer + 1 holding its newest copy
+        # (uint8, 0: none), whether a swap_out is writing it now (bool). SwapStore._grow replaces them
+        # (and this pair): compare by identity
+        self.flags = (s._buffer_of, s._in_flight)
+
+    def room(self) -> int:
+        """Pages the store may still take; -1 when only the general path may write now: the store
+        is closed, over capacity (zones were retired), holds pages flagged lost or prefetched pages,
+        or the id map would hand discarded handles out again."""
+        s = self._store
+        if s._closed or s._live > s._capacity or s._lost_count or s._prefetch.size or self.idmap.reusable:
+            return -1
+        return s._capacity - s._live
+
+    def stored(self, pages: int, nbytes: int) -> None:
+        """A call past its commit point stored ``pages`` new pages from ``nbytes`` of the caller's."""
+        s = self._store
+        s._live += pages
+        s.host_write_bytes += nbytes

@@ -111,6 +111,12 @@ class ZoneAllocator:
     def written(self, z: int) -> int:
         return int(self._written[z])
 
+    @property
+    def cursors(self) -> np.ndarray:
+        """Data pages written per zone (the write cursors): the array itself, for C code that plans
+        a run in place (store/express.py). The same array for the allocator's life."""
+        return self._written
+
     def written_at(self, zones: np.ndarray) -> np.ndarray:
         """Data pages written per zone (vectorised)."""
         return self._written[zones]

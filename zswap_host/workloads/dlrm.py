@@ -1,5 +1,5 @@
 """DLRM (facebookresearch/dlrm's structure) in PyTorch: the dense part; the embedding tables are a
-``zswap_host.torch.SwappedEmbeddingBagCollection`` (``train.Trainer`` puts the two together).
+``zswap_host.torch.SwappedEmbeddingBagCollection`` (``torch/training.py``'s ``Trainer`` puts the two together).
 
 - bottom MLP over the 13 dense features (ReLU after every layer), output width = embedding dim;
 - 26 embedding tables, sum pooling over each table's lookups (multi-hot);

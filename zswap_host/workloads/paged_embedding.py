@@ -79,19 +79,8 @@ def _bookkeeping(method):
     return timed
 
 
-@dataclass
-class _Pending:
-    """The rows of the last gather, until they are updated: per unique row its frame and slot, its
-    table, and its state frames (Adagrad: accumulator frame/slot; Adam: exp_avg/exp_avg_sq frames,
-    same slot as the row)."""
-
-    f: np.ndarray
-    slot: np.ndarray
-    table: np.ndarray
-    sf: np.ndarray | None
-    sslot: np.ndarray | None
-    rows: np.ndarray | None          # (U, dim) when every table has one dim
-    tables: np.ndarray | None = None  # gather_tables: the tables in the step
+# the rows of the last gather (held in paged_stream.py, whose pieces are ones too)
+_Pending = paged_stream.Pending
 
 
 @dataclass

@@ -25,6 +25,21 @@ import numpy as np
 
 
 @dataclass
+class Pending:
+    """The rows of ``PagedEmbedding``'s last gather (or of one piece of a streamed step), until
+    they are updated: per unique row its frame and slot, its table, and its state frames (Adagrad:
+    accumulator frame/slot; Adam: exp_avg/exp_avg_sq frames, same slot as the row)."""
+
+    f: np.ndarray
+    slot: np.ndarray
+    table: np.ndarray
+    sf: np.ndarray | None
+    sslot: np.ndarray | None
+    rows: np.ndarray | None          # (U, dim) when every table has one dim
+    tables: np.ndarray | None = None  # gather_tables: the tables in the step
+
+
+@dataclass
 class StreamedStep:
     """One streamed step. Per unique row (sorted by page): its weight page and slot, its table,
     its state pages (Adagrad: (U,), Adam: (2, U); None for SGD) and state slots (Adagrad). ``cuts``:
@@ -80,8 +95,7 @@ def _pieces(emb, upage: np.ndarray, spage: np.ndarray | None) -> np.ndarray:
 
 
 def _piece(emb, step: StreamedStep, a: int, b: int):
-    """Make rows [a, b) of the step resident (only they pinned); their frames as a ``_Pending``."""
-    from .paged_embedding import _Pending
+    """Make rows [a, b) of the step resident (only they pinned); their frames as a ``Pending``."""
     up = step.upage[a:b]
     sp = step.spage[..., a:b] if step.spage is not None else None
     pages = np.unique(up) if sp is None else np.union1d(up, sp.reshape(-1))
@@ -89,7 +103,7 @@ def _piece(emb, step: StreamedStep, a: int, b: int):
     emb._make_resident(pages)
     f = emb.page_frame[up].astype(np.int64)
     sf = emb.page_frame[sp].astype(np.int64) if sp is not None else None
-    return _Pending(f, step.uslot[a:b], step.table[a:b], sf,
+    return Pending(f, step.uslot[a:b], step.table[a:b], sf,
                     step.sslot[a:b] if step.sslot is not None else None, None)
 
 

@@ -1,5 +1,5 @@
 """DLRM with plain ``torch.nn.EmbeddingBag`` tables, optionally paged by the userfaultfd pager
-(issue 15): the unmodified-code counterpart of ``train.train``'s module-based training.
+(issue 15): the unmodified-code counterpart of ``torch.training.train``'s module-based training.
 
 The model is the one facebookresearch/dlrm builds: the dense part (:class:`.dlrm.DLRM`, the same
 class and seed as the bench) and one ``nn.EmbeddingBag(rows, dim, mode="sum", sparse=True)`` per
@@ -137,7 +137,7 @@ def train_plain(mc, dc, iterations: int, batch_size: int, seed: int, *, backend=
     clock's advance from the step's start until the pager is quiet again (``Pager.quiesce``: every
     fault served and every eviction the step set off written) — the device time of the step's
     faults and write-outs, none of it overlapped with compute. Then ``on_idle(charged_compute_s[i])``
-    hands the step's compute to the backend as an idle window (as ``train.train`` does); if the
+    hands the step's compute to the backend as an idle window (as ``torch.training.train`` does); if the
     clock moved past the window, the excess is stall too. Building the tables (adoption: their
     initial values written out through eviction) happens before step 0 and is reported apart
     (``init_io_s``). ``progress(done, total)`` after each step. ``on_end()``: called after the last
