@@ -21,8 +21,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "zswap_host"
 # import, takes its place here. Read bottom up: what a room knows of is always below it.
 LAYERS: list[set[str]] = [
     # foundations: errors, sizes, the swap protocol, the SSD timing model, small CLI helpers
-    {"backend", "errors", "neighbours", "progress", "renamed_options", "report", "run_names", "ssdsim",
-     "text_table", "units"},
+    {"backend", "errors", "neighbours", "output_paths", "progress", "renamed_options", "report",
+     "run_names", "ssdsim", "text_table", "units"},
     # devices (know nothing of swap), GC policy, the pager, plugins, verification, model fidelity
     {"characterize", "characterize_common", "devices", "gc", "pager", "plugins", "verify"},
     # the swap store and the workloads (the page cache, traces, DLRM data and presets)
