@@ -45,6 +45,8 @@ class StreamedStep:
     tables: np.ndarray | None = None        # the tables in the step (set by gather_tables)
     done: int = 0
     pieces: list = field(default_factory=list)
+    order: np.ndarray | None = None         # packing: the rows in row order (PagedEmbedding._ordered)
+    rank: np.ndarray | None = None
 
     def flat_rows(self) -> np.ndarray | None:
         return self.flat
