@@ -56,11 +56,11 @@ def test_tiers_are_page_aligned_and_grow():
 
 
 def test_plans_are_permutations_within_the_cap_and_converge_to_the_tiers():
-    R, n = 16, 4000
+    R, n = 16, 2000                                  # counts up to 2000: exact in float16
     pk = RowPacker([n, 10], [R, R], RowPacking(decay=1.0))
     rng = np.random.default_rng(1)
     hot = rng.permutation(n)
-    pk.counts[hot] = np.linspace(1000, 1, n).astype(np.float32)   # row hot[0] the hottest
+    pk.counts[hot] = np.arange(n, 0, -1)                           # row hot[0] the hottest
     b = pk.tiers[0]
     for _ in range(200):
         plan = pk.plan(300)
@@ -166,10 +166,10 @@ def test_hot_rows_end_up_sharing_pages_and_the_budget_holds_them():
     faults = {}
     for pack in (False, True):
         pc = PagedEmbedding([n], d, backend=zns(), budget=0.1, seed=1,
-                            pack=RowPacking(every=10) if pack else None)
+                            pack=RowPacking() if pack else None)
         rng = np.random.default_rng(3)
-        for i in range(150):
-            if i == 100:
+        for i in range(300):
+            if i == 200:
                 f0 = pc.counters.faults
             rows, _ = pc.gather_tables([skewed(rng, n, 128, a=1.1).numpy()])[0]
             pc.apply_tables([np.zeros_like(rows)])
@@ -189,7 +189,7 @@ WRITES_TO_FAIL = 5                 # more than the store's retries absorb: swap_
 class Pair:
     """A packed module over the store on an emulated ZNS device, and its reference trained alike."""
 
-    def __init__(self, optimizer="adagrad", warm=12):
+    def __init__(self, optimizer="adagrad", warm=12, flush=True):
         self.dev = open_device("emu://?zones=64&zone_size=1MiB&preset=none")
         self.m = SwappedEmbeddingBag(N, D, "sum", backend=SwapStore(self.dev, StoreConfig(write_size=128 << 10)),
                                      budget=0.2, optimizer=optimizer, lr=0.05, pack_hot_rows=RowPacking(every=4))
@@ -198,6 +198,8 @@ class Pair:
         self.w = torch.linspace(0.5, 1.5, D)
         for _ in range(warm):         # repacks at gathers 5 and 9; the phase's first gather repacks
             self.step()
+        if flush:                     # on the device, not in the store's write buffer: reads reach it
+            self.m.flush()
 
     def step(self):
         x = skewed(self.rng, N, (16, 4))
@@ -212,15 +214,16 @@ class Pair:
         return True
 
 
-@pytest.mark.parametrize("kind,optimizer", [("read", "sgd"), ("read", "adagrad"), ("write", "sgd")])
+@pytest.mark.parametrize("kind,optimizer", [("read", "sgd"), ("read", "adagrad"), ("write", "adagrad")])
 def test_a_fault_at_every_request_of_a_repack_moves_nothing_and_training_goes_on(kind, optimizer):
     """The k-th read (write) after the warm-up fails, for every k the step reaches: whether it hits
     the repack (counted, nothing moved, retried at the next step) or the forward (the step fails and
     is skipped, as the reference skips it), the rows equal the reference's, none lost or doubled.
-    (Writes: with SGD the repack evicts enough to fill one of the store's 128 KiB write units.)"""
+    (Writes: the store's write buffer is left as the warm-up leaves it, so that the repack's
+    evictions complete one of its 128 KiB write units.)"""
     hit = 0
     for k in range(200):
-        p = Pair(optimizer)
+        p = Pair(optimizer, flush=kind == "read")
         before = p.m.stats()
         if kind == "read":
             p.dev.inject_read_failures(1, after=k)

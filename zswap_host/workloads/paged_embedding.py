@@ -709,17 +709,20 @@ class PagedEmbedding:
             fa = self.page_frame[self._ahead]
             self.pin[fa[fa >= 0]] = True
         room = self.nframes - int(np.count_nonzero(self.pin))
-        cap = room // paged_stream.pages_per_row(self)     # each moved row: its pages at most
-        if pk.cfg.max_rows is not None:
-            cap = min(cap, int(pk.cfg.max_rows))
-        plan = pk.plan(cap)
-        if not plan:
-            pk.decay()
-            return 0
         names = ARRAYS[self.optimizer]
-        layouts = {(t, nm): self.array_layout(t, nm) for t, _, _, _ in plan for nm in names}
-        pages = np.unique(np.concatenate([layouts[t, nm][0] + src // layouts[t, nm][1]
-                                          for t, _, src, _ in plan for nm in names]))
+        # rows moved: pack.max_rows, else a budget's worth of rows; fewer while their pages do not fit
+        cap = int(pk.cfg.max_rows) if pk.cfg.max_rows is not None else room * int(self.rpp.max())
+        while True:
+            plan = pk.plan(cap)
+            if not plan:
+                pk.decay()
+                return 0
+            layouts = {(t, nm): self.array_layout(t, nm) for t, _, _, _ in plan for nm in names}
+            pages = np.unique(np.concatenate([layouts[t, nm][0] + src // layouts[t, nm][1]
+                                              for t, _, src, _ in plan for nm in names]))
+            if pages.size <= room:
+                break
+            cap = min(cap - 1, int(cap * room / pages.size * 0.9))
         new = pages[self.page_frame[pages] < 0]
         c = self.counters
         refs, hits, f0 = c.page_refs, c.hits, c.faults

@@ -13,7 +13,7 @@ hottest rows waiting to enter the next tier with its coldest occupants. Every pl
 permutation of the slots it touches (the slots the moved rows leave are the slots they take), so
 ``PagedEmbedding`` moves the values (weights and optimizer state) within those pages only.
 
-Memory: 12 bytes a row (int32 slot, int32 inverse, float32 count; int64 indices for a table of
+Memory: 10 bytes a row (int32 slot, int32 inverse, float16 count; int64 indices for a table of
 2**31 rows or more), outside the DRAM budget (``nbytes``).
 """
 
@@ -27,9 +27,9 @@ import numpy as np
 @dataclass(frozen=True)
 class RowPacking:
     """How ``PagedEmbedding`` packs hot rows (``pack=``). ``every``: steps (gathers) between repacks;
-    ``max_rows``: rows moved per repack at most, over all tables (None: as many as the budget's
-    unpinned frames hold with their pages — each moved row needs at most its weight page and its
-    optimizer state's resident); ``decay``: the counts are multiplied by it after each repack (a
+    ``max_rows``: rows moved per repack at most, over all tables (None: a budget's worth of rows);
+    fewer when the pages they are on (weights and optimizer state) would not fit the budget's
+    unpinned frames at once; ``decay``: the counts are multiplied by it after each repack (a
     row's count is about the steps it was in over the last ``every / (1 - decay)`` steps);
     ``growth``: each tier of slots is this much larger than the one before (> 1; smaller: a finer
     sort, more rows moved)."""
@@ -86,7 +86,7 @@ class RowPacker:
         self.slot_of -= np.repeat(self.base[:-1], self.rows)
         self.slot_of = self.slot_of.astype(dt)
         self.row_of = self.slot_of.copy()
-        self.counts = np.zeros(n, np.float32)
+        self.counts = np.zeros(n, np.float16)       # +1 stops counting at 2048: enough to rank
         self.tiers = [tiers(int(r), int(p), cfg.growth) for r, p in zip(self.rows, rpp)]
         self.steps_since = 0
 
@@ -114,14 +114,14 @@ class RowPacker:
         """One step looked up these (unique) slots of tables ``t``."""
         self.steps_since += 1
         flat = self.base[t] + slots
-        self.counts[self.base[t] + self.row_of[flat]] += 1.0
+        self.counts[self.base[t] + self.row_of[flat]] += np.float16(1)
 
     def plan(self, cap: int) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
         """Moves of at most ``cap`` rows over all tables, shared by their lookups' weight: per table
         with more than one tier, ``(t, rows, from slots, to slots)``; every row's new slot is one
         some moved row leaves. Nothing changes until ``commit``."""
         T = len(self.rows)
-        mass = np.array([self.counts[self.base[t]:self.base[t + 1]].sum() if self.tiers[t].size > 2 else 0.0
+        mass = np.array([self.counts[self.base[t]:self.base[t + 1]].sum(dtype=np.float64) if self.tiers[t].size > 2 else 0.0
                          for t in range(T)])
         if cap < 2 or mass.sum() <= 0:
             return []
@@ -141,7 +141,7 @@ class RowPacker:
         ro = self.row_of[lo:hi].astype(np.int64)
         b = self.tiers[t]
         pos = np.flatnonzero(c > 0)
-        ranked = np.concatenate([pos[np.lexsort((s[pos], -c[pos]))], ro[c[ro] == 0]])
+        ranked = np.concatenate([pos[np.lexsort((s[pos], -c[pos].astype(np.float64)))], ro[c[ro] == 0]])
         rank = np.empty(n, np.int64)
         rank[ranked] = np.arange(n)
         tgt = np.searchsorted(b, rank, side="right") - 1
@@ -186,5 +186,5 @@ class RowPacker:
 
     def decay(self) -> None:
         """After a repack (or a skipped one): age the counts, restart the step count."""
-        self.counts *= np.float32(self.cfg.decay)
+        self.counts *= np.float16(self.cfg.decay)
         self.steps_since = 0
