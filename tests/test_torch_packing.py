@@ -249,3 +249,15 @@ def test_a_fault_at_every_request_of_a_repack_moves_nothing_and_training_goes_on
         if (r >= 1) if kind == "read" else (w >= WRITES_TO_FAIL):
             break                                          # the step no longer reached request k
     assert hit >= 1
+
+
+# -- the bench's option --------------------------------------------------------------------------------
+def test_bench_packs_every_swap_run_linux_included():
+    from zswap_host.bench import BenchSpec, run_bench
+
+    r = run_bench(BenchSpec(preset="tiny", iterations=60, lookahead=0, pack_hot_rows=True,
+                            runs=("linux-swap-batched", "store-on-zns")))
+    assert r["pack_hot_rows"] is True and r["ratios"]["losses_match"]
+    swap = [x for x in r["runs"] if x["name"] != "dram-only"]
+    assert [x["name"] for x in swap] == ["linux-swap-batched", "store-on-zns"]
+    assert all(x["paging"]["repacks"] >= 1 and x["paging"]["pack_bytes"] > 0 for x in swap)

@@ -33,6 +33,9 @@ class SwappedEmbeddingBag(SwappedModule):
     budget streams through it in pieces, with equal results. ``clock``: ``"device"`` (default: the
     backend device's modeled clock if it has one, else wall), ``"wall"``/None, or a callable
     (``clocks``). Device errors cost one step, never the module (``SwappedModule``).
+    ``pack_hot_rows``: False, True or a ``RowPacking`` — rows re-mapped to pages by measured access
+    frequency every ``RowPacking.every`` steps, so that the budget holds pages of hot rows; no value
+    changes (the package's docstring: cost and guarantees).
 
     Errors (as torch raises them): ``ValueError`` for a bad mode or input shape, or a budget below
     one row and its optimizer state, ``NotImplementedError`` for ``per_sample_weights`` with
