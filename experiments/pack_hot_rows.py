@@ -3,7 +3,7 @@ table (popular rows scattered, as hashed categorical values are) behave like a `
 oracle: rows frequency-sorted, the most popular sharing the first pages)?
 
     .venv/bin/python experiments/pack_hot_rows.py [--preset default] [--budgets 0.25,0.10]
-        [--compute-us-per-sample US] [--out experiments/results/pack_hot_rows.json]
+        [--compute-us-per-sample US] [--every N] [--out experiments/results/pack_hot_rows.json]
 
 Per DRAM budget, the bench's store-on-zns run (the bench's devices, sizing, lookahead and idle GC;
 modeled clock) trains the preset's DLRM four times, same seed, same batches:
@@ -32,13 +32,14 @@ import numpy as np
 from zswap_host.bench import BenchSpec, ComputeBasis
 from zswap_host.bench.plan import backend_factories, plan, run_lookahead
 from zswap_host.bench.runs import DISCARD_DIRTY
+from zswap_host.workloads.row_packing import RowPacking
 from zswap_host.workloads.train import train
 
 RUN = "store-on-zns"
 CONFIGS = ("hashed", "hashed+pack", "sorted", "hashed+meta")
 
 
-def one(preset: str, budget, layout: str, pack: bool, us: float | None, seed: int) -> dict:
+def one(preset: str, budget, layout: str, pack, us: float | None, seed: int) -> dict:
     compute = ComputeBasis("pinned", us, 1, "--compute-us-per-sample") if us is not None else None
     spec = BenchSpec(preset=preset, budget=budget, runs=(RUN,), compute=compute, seed=seed)
     pl = plan(spec)
@@ -52,7 +53,7 @@ def one(preset: str, budget, layout: str, pack: bool, us: float | None, seed: in
     backend.close()
     dev.close()
     p = res.paging
-    return {"layout": layout, "pack_hot_rows": pack, "budget_bytes": res.budget_bytes, "budget_pages": res.budget_pages,
+    return {"layout": layout, "pack_hot_rows": bool(pack), "budget_bytes": res.budget_bytes, "budget_pages": res.budget_pages,
             "table_bytes": res.table_bytes, "total_pages": res.total_pages,
             "pages_in_per_step": float(res.pages_in.mean()), "pages_out_per_step": float(res.pages_out.mean()),
             "page_hit_rate": p["hits"] / p["page_refs"] if p["page_refs"] else None,
@@ -73,12 +74,18 @@ def main() -> None:
     ap.add_argument("--compute-us-per-sample", type=float, default=None,
                     help="charged compute per sample [default: the preset's calibrated CPU figure]")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--every", type=int, default=None, help="steps between repacks [default: RowPacking's]")
+    ap.add_argument("--decay", type=float, default=None, help="the counts' decay per repack [default: RowPacking's]")
+    ap.add_argument("--configs", default=",".join(CONFIGS),
+                    help="configurations to run; the others are read from --out's earlier results")
     ap.add_argument("--out", default="experiments/results/pack_hot_rows.json")
     a = ap.parse_args()
     report = {"preset": a.preset, "run": RUN, "seed": a.seed, "command": "experiments/pack_hot_rows.py "
               f"--preset {a.preset} --budgets {a.budgets}"
-              + (f" --compute-us-per-sample {a.compute_us_per_sample}" if a.compute_us_per_sample else ""),
+              + (f" --compute-us-per-sample {a.compute_us_per_sample}" if a.compute_us_per_sample else "")
+              + (f" --every {a.every}" if a.every else "") + (f" --decay {a.decay}" if a.decay is not None else ""),
               "budgets": {}}
+    old = json.loads(Path(a.out).read_text()) if Path(a.out).exists() else {"budgets": {}}
     for b in (float(x) for x in a.budgets.split(",")):
         rows = {}
         for name in CONFIGS:
@@ -86,17 +93,22 @@ def main() -> None:
                 budget = int(b * rows["hashed"]["table_bytes"]) + rows["hashed+pack"]["pack_bytes"]
             else:
                 budget = b
-            r = one(a.preset, budget, "sorted" if name == "sorted" else "hashed", name == "hashed+pack",
-                    a.compute_us_per_sample, a.seed)
+            if name not in a.configs.split(","):
+                rows[name] = old["budgets"][f"{b:g}"][name]        # KeyError: not run before
+                continue
+            kw = {k: v for k, v in (("every", a.every), ("decay", a.decay)) if v is not None}
+            pack = RowPacking(**kw) if name == "hashed+pack" else False
+            r = one(a.preset, budget, "sorted" if name == "sorted" else "hashed", pack, a.compute_us_per_sample, a.seed)
             rows[name] = r
+            r["losses"] = r.pop("loss")
             print(f"budget {b:.0%} {name:12s} pages in/step {r['pages_in_per_step']:8.1f}  hit {r['page_hit_rate']:.3f}"
                   f"  stall {r['io_stall_s']:8.3f} s  p99 {r['step_stall_p99_s'] * 1e3:7.2f} ms  train {r['train_time_s']:8.3f} s"
                   f"  moved {r['rows_moved']}  ({r['wall_s']:.0f} s wall)", flush=True)
-        base = rows["hashed"]["loss"]
-        for name, r in rows.items():
-            r["losses_equal_hashed"] = r["loss"] == base
-            r["loss_final"] = r["loss"][-1]
-            del r["loss"]
+        base = rows["hashed"].get("losses")
+        for name, r in rows.items():      # rows read from an earlier run keep their comparison
+            if "losses" in r:
+                r["losses_equal_hashed"] = r["losses"] == base
+                r["loss_final"] = r.pop("losses")[-1]
         rows["summary"] = {
             "pages_in_ratio_pack_vs_hashed": rows["hashed+pack"]["pages_in_per_step"] / rows["hashed"]["pages_in_per_step"],
             "pages_in_ratio_sorted_vs_hashed": rows["sorted"]["pages_in_per_step"] / rows["hashed"]["pages_in_per_step"],

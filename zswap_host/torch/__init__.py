@@ -35,7 +35,7 @@ Contract.
   time; ``clock=`` overrides) and names it in ``stats()["clock"]``, with the device's busy time and
   the slowdown over DRAM (``clocks``, ``SwappedModule.stats``).
 - Hot rows packed together: ``pack_hot_rows=True`` (or a ``RowPacking``: ``every`` steps between
-  repacks, default 50; ``max_rows`` moved per repack; ``decay`` of the counts, 0.5; tier ``growth``,
+  repacks, default 50; ``max_rows`` moved per repack; ``decay`` of the counts, 0.9; tier ``growth``,
   1.25) keeps a row -> slot map per table, counts the steps each row is looked up in (decayed at
   every repack), and every ``every`` steps, at the start of a forward, moves rows so that the most
   looked-up ones share pages (tiers of slots by rank; a row moves only when its rank leaves its

@@ -30,13 +30,15 @@ class RowPacking:
     ``max_rows``: rows moved per repack at most, over all tables (None: a budget's worth of rows);
     fewer when the pages they are on (weights and optimizer state) would not fit the budget's
     unpinned frames at once; ``decay``: the counts are multiplied by it after each repack (a
-    row's count is about the steps it was in over the last ``every / (1 - decay)`` steps);
+    row's count is about the steps it was in over the last ``every / (1 - decay)`` steps: 500 by
+    default; on the bench's quick preset 0.9 packed better than 0.5, and 1.0 — no forgetting, for
+    data whose popularity never drifts — about as 0.9);
     ``growth``: each tier of slots is this much larger than the one before (> 1; smaller: a finer
     sort, more rows moved)."""
 
     every: int = 50
     max_rows: int | None = None
-    decay: float = 0.5
+    decay: float = 0.9
     growth: float = 1.25
 
     def __post_init__(self) -> None:
