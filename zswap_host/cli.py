@@ -486,6 +486,9 @@ def _study_progress(study: str, quiet: bool):
               help="Fault in the next K batches' pages while a step computes (the store runs, and "
               "linux-swap-lookahead: Linux swap announcing them with MADV_WILLNEED); on the modeled clock a "
               "step then costs max(compute, prefetch I/O) plus its own faults.")
+@click.option("--pack-hot-rows", is_flag=True, default=False,
+              help="Every swap run's embedding tables pack their hot rows together by measured access "
+              "frequency (the Linux runs too: it is the application's doing); losses unchanged.")
 @click.option("--sizing", type=click.Choice(["same-flash", "same-capacity"]), default="same-flash", show_default=True,
               help="same-flash: both emulated devices built from the same raw flash (ZNS exposes what the "
               "conventional SSD hides as over-provisioning); same-capacity: equal usable bytes.")
@@ -552,7 +555,7 @@ def _study_progress(study: str, quiet: bool):
 @friendly_errors
 @plugin_option
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed, runs_csv,
-          lookahead, sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
+          lookahead, pack_hot_rows, sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
           jobs, model_twin, twin_preset, geometry, data_path, data_format, max_ind_range, cat_mapping, skip_bad_lines,
           json_path, plot_dir, trace_out, force=False, yes=False, ranks=None, quiet=False) -> None:
     """Train DLRM in DRAM only and over five swap configurations, side by side, each changing one thing
@@ -587,7 +590,7 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
             ("baseline_device", baseline_device), ("data", data_path), ("trace_out", trace_out), ("plot", plot_dir),
             ("verify", verify), ("compute_us_per_sample", compute_us_per_sample), ("utilisation", utilisation),
             ("suspend", suspend), ("jobs", jobs), ("no_idle_gc", not idle_gc),
-            ("compute measured", compute_kind == "measured")) if v]
+            ("compute measured", compute_kind == "measured"), ("pack_hot_rows", pack_hot_rows)) if v]
         if given:
             _fail(f"{given[0]} does not apply to a sharded bench (--ranks)")
         return _sharded_bench(ranks, device, preset or ("quick" if quick else "default"), budget, placement, victim,
@@ -615,7 +618,7 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
                      verify=verify, idle_gc=idle_gc, suspend=suspend, jobs=jobs, model_twin=model_twin,
                      twin_preset=twin_preset, ssd=twin_preset, geometry=geometry, data=data_path, data_format=data_format or "auto",
                      max_ind_range=max_ind_range, cat_mapping=cat_mapping or "hash",
-                     skip_bad_lines=skip_bad_lines, lookahead=lookahead)
+                     skip_bad_lines=skip_bad_lines, lookahead=lookahead, pack_hot_rows=pack_hot_rows)
 
     def progress(name: str, done: int, total: int) -> None:   # a bar per run (runs may train at once)
         bars.update(name, done, total)

@@ -74,7 +74,9 @@ class BenchSpec:
     ``MADV_WILLNEED``); 0: none, and ``linux-swap-lookahead`` is left out. ``runs``: None = every run
     that applies. ``linux_handles``: on an FDP ``baseline_device``, ``"stream"`` writes the Linux
     runs' swap-outs under a handle per stream (``ConventionalSwap(handles=)``: a hypothetical
-    FDP-aware swap; Linux passes no hints)."""
+    FDP-aware swap; Linux passes no hints). ``pack_hot_rows``: every swap run's embedding module
+    packs its hot rows together (``SwappedEmbeddingBagCollection(pack_hot_rows=True)``): an
+    application-level lever, so the Linux runs get it too; losses unchanged."""
 
     preset: str = "default"
     device: str | None = None           # ZNS device URL or path (default: emulated, same flash as the baseline)
@@ -107,6 +109,7 @@ class BenchSpec:
     skip_bad_lines: bool = False        # drop and count malformed lines instead of failing
     lookahead: int = 1                  # batches prefetched ahead by LOOKAHEAD_RUNS (0: none)
     linux_handles: str | None = None    # FDP baseline device: None (Linux: no hints) or "stream"
+    pack_hot_rows: bool = False         # every swap run's tables pack hot rows together (application-level)
 
 
 @dataclass

@@ -90,7 +90,7 @@ def _swap_run(name: str, pl, spec: BenchSpec, charged: np.ndarray, progress=None
     res = train(pl.model, pl.data, backend, pl.budget, pl.iterations, pl.batch_size, spec.seed,
                 on_idle=on_idle, clock=dev.now if modeled else None, trace=trace,
                 discard_dirty=DISCARD_DIRTY[name], charged_compute_s=charged, source=pl.source,
-                lookahead=run_lookahead(spec, name),
+                lookahead=run_lookahead(spec, name), pack_hot_rows=spec.pack_hot_rows,
                 progress=(lambda d, t: progress(name, d, t)) if progress else None)
     if trace is not None:
         trace.meta["preset"] = spec.preset      # what sizes a replay's devices (zswap-host sweep)
@@ -153,7 +153,8 @@ def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None 
     report = {"preset": pl.preset.name, "model": pl.model.name, "iterations": pl.iterations,
               "batch_size": pl.batch_size, "seed": spec.seed, "table_bytes": pl.table_bytes,
               "budget_bytes": pl.budget_bytes, "placement": spec.placement, "victim": spec.victim,
-              "verify": spec.verify, "idle_gc": spec.idle_gc, "lookahead": spec.lookahead, "compute": basis.as_dict(),
+              "verify": spec.verify, "idle_gc": spec.idle_gc, "lookahead": spec.lookahead,
+              "pack_hot_rows": spec.pack_hot_rows, "compute": basis.as_dict(),
               **({"linux_handles": spec.linux_handles} if spec.linux_handles else {}),
               "sizing": pl.devices, "devices": {"baseline": pl.baseline_url, "zns": pl.zns_url},
               "runs": runs}

@@ -34,6 +34,21 @@ Contract.
 - Clocks: ``stats()`` reports stall on the backend device's modeled clock when it has one (else wall
   time; ``clock=`` overrides) and names it in ``stats()["clock"]``, with the device's busy time and
   the slowdown over DRAM (``clocks``, ``SwappedModule.stats``).
+- Hot rows packed together: ``pack_hot_rows=True`` (or a ``RowPacking``: ``every`` steps between
+  repacks, default 50; ``max_rows`` moved per repack; ``decay`` of the counts, 0.9; tier ``growth``,
+  1.25) keeps a row -> slot map per table, counts the steps each row is looked up in (decayed at
+  every repack), and every ``every`` steps, at the start of a forward, moves rows so that the most
+  looked-up ones share pages (tiers of slots by rank; a row moves only when its rank leaves its
+  tier). Their values and optimizer state move with them within the pages of the slots involved,
+  made resident together (within the budget's unpinned frames: that bounds the moves) and dirtied:
+  the cost is those pages' faults and later write-backs (``stats()``: ``repacks``, ``rows_moved``,
+  ``repack_pages``, ``repack_faults``) and 10 bytes a row of DRAM outside the budget
+  (``pack_bytes``). Guarantees: no value ever changes — forwards, updates, losses, ``state_dict``,
+  ``optimizer_state_dict`` and checkpoints (row order, loadable with or without packing) equal
+  those without it bit for bit; a repack's device error moves nothing, is counted
+  (``repack_errors``, ``last_repack_error``), never raised, and the next step tries again. A
+  prefetch issued before a repack may have brought pages the moved rows left (their rows then fault
+  in on demand).
 - ``flush()`` writes dirty pages to the backend; ``close()`` discards the tables' pages from the
   backend and frees the cache; ``stats()`` reports the page cache's counters. The backend belongs to
   the caller: modules never close it; several modules may share it (disjoint page ids, ``ranges``).
@@ -51,6 +66,7 @@ from .embedding_bag import SwappedEmbeddingBag
 from .inputs import EmbeddingIndexError, KeyedJagged
 from .lookahead import prefetching
 from .optim import OPTIMIZERS, FusedOptimizer
+from ..workloads.row_packing import RowPacking
 
-__all__ = ["EmbeddingIndexError", "FusedOptimizer", "KeyedJagged", "OPTIMIZERS", "SwappedEmbeddingBag",
+__all__ = ["EmbeddingIndexError", "FusedOptimizer", "KeyedJagged", "OPTIMIZERS", "RowPacking", "SwappedEmbeddingBag",
            "SwappedEmbeddingBagCollection", "prefetching"]

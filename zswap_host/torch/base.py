@@ -46,14 +46,14 @@ class SwappedModule(nn.Module):
     part of the tables: retry it."""
 
     def __init__(self, keys, rows, dims, mode: str, *, backend, budget, optimizer, lr, eps, betas, seed: int,
-                 page_size: int, clock, discard_dirty: bool, trace=None) -> None:
+                 page_size: int, clock, discard_dirty: bool, trace=None, pack_hot_rows=False) -> None:
         super().__init__()
         self.mode = check_mode(mode)
         self._keys = list(keys)
         self._tables = SwappedTables(rows, dims, backend=backend, budget=budget,
                                      optimizer=fused(optimizer, lr, eps, betas), seed=int(seed),
                                      page_size=int(page_size), clock=clock, discard_dirty=discard_dirty,
-                                     trace=trace)
+                                     trace=trace, pack_hot_rows=pack_hot_rows)
         self._anchor = torch.zeros(0, requires_grad=True)      # makes backward reach the tables
 
     # -- lookups -----------------------------------------------------------------------------

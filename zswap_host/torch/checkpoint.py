@@ -14,6 +14,11 @@
   ``load_state_dict()``) streams *in*: it copies from the given tensors in chunks, so a state dict
   opened with ``torch.load(path, mmap=True)`` loads a table larger than DRAM.
 
+Hot rows packed together (``pack_hot_rows``): files and tensors are in row order, as without it;
+they are streamed in page (slot) order, each chunk's rows scattered to (or gathered from) their
+places in the file or tensor (``slot_rows``), so a table is still read and written page by page,
+once.
+
 Saved per table: ``weight`` (rows, dim), the optimizer's state (``sum`` (rows,) for row-wise Adagrad,
 ``exp_avg`` / ``exp_avg_sq`` (rows, dim) for Adam) and ``step`` (the table's step count). On load an
 array the checkpoint lacks (another optimizer's state) keeps its current values.
@@ -88,15 +93,30 @@ def _write_files(tables: SwappedTables, keys: list[str], path: str, chunk_bytes:
         for name in ARRAYS[st.optimizer]:
             shape = st.array_shape(t, name)
             fname = f"t{t}.{name}.npy"
-            with open(os.path.join(path, fname), "wb") as f:
-                np.lib.format.write_array_header_1_0(
-                    f, {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
-                        "shape": shape})
-                step = _chunk_rows(tables, t, name, chunk_bytes)
-                for lo in range(0, shape[0], step):            # chunks, not rows
-                    f.write(np.ascontiguousarray(st.read_array(t, name, lo, min(shape[0], lo + step)), "<f4").data)
-                f.flush()
-                os.fsync(f.fileno())
+            step = _chunk_rows(tables, t, name, chunk_bytes)
+            fpath = os.path.join(path, fname)
+            if st.packer is not None:        # rows scattered over the pages: into a mapped file
+                out = np.lib.format.open_memmap(fpath, mode="w+", dtype="<f4", shape=shape)
+                for lo in range(0, shape[0], step):            # chunks of slots, in page order
+                    hi = min(shape[0], lo + step)
+                    out[st.slot_rows(t, lo, hi)] = st.read_slots(t, name, lo, hi)
+                out.flush()
+                del out
+                fd = os.open(fpath, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            else:
+                with open(fpath, "wb") as f:
+                    np.lib.format.write_array_header_1_0(
+                        f, {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
+                            "shape": shape})
+                    for lo in range(0, shape[0], step):            # chunks, not rows
+                        f.write(np.ascontiguousarray(st.read_slots(t, name, lo, min(shape[0], lo + step)),
+                                                     "<f4").data)
+                    f.flush()
+                    os.fsync(f.fileno())
             files[name] = fname
         meta["tables"].append({"key": key, "rows": st.tables[t], "dim": int(st.dims[t]),
                                "step": int(st.steps[t]), "files": files})
@@ -178,7 +198,7 @@ def state_tensors(tables: SwappedTables, t: int, names, chunk_bytes: int = CHUNK
         step = _chunk_rows(tables, t, name, chunk_bytes)
         for lo in range(0, shape[0], step):                    # chunks, not rows
             hi = min(shape[0], lo + step)
-            xn[lo:hi] = st.read_array(t, name, lo, hi)
+            xn[st.slot_rows(t, lo, hi)] = st.read_slots(t, name, lo, hi)
         out[name] = x
     return out
 
@@ -199,9 +219,12 @@ def load_state_tensors(tables: SwappedTables, t: int, arrays: dict, chunk_bytes:
 def _write(tables: SwappedTables, t: int, name: str, src, chunk_bytes: int) -> None:
     step = _chunk_rows(tables, t, name, chunk_bytes)
     n = tables.store.array_shape(t, name)[0]
-    for lo in range(0, n, step):
+    for lo in range(0, n, step):                    # chunks of slots, in page order
         hi = min(n, lo + step)
-        c = src[lo:hi]
-        if isinstance(c, torch.Tensor):
+        rows = tables.store.slot_rows(t, lo, hi)
+        if isinstance(src, torch.Tensor):
+            c = src[rows if isinstance(rows, slice) else torch.from_numpy(rows)]
             c = c.detach().to("cpu", torch.float32).numpy()
-        tables.store.write_array(t, name, lo, np.asarray(c, np.float32))
+        else:
+            c = src[rows]
+        tables.store.write_slots(t, name, lo, np.asarray(c, np.float32))

@@ -33,7 +33,7 @@ class SwappedEmbeddingBagCollection(SwappedModule):
                  keys: Sequence[str] | None = None, backend: SwapBackend | None = None, budget=1.0,
                  optimizer: str | FusedOptimizer = "sgd", lr: float = 0.01, eps: float = 1e-8,
                  betas: tuple[float, float] = (0.9, 0.999), seed: int = 0, page_size: int = 4096,
-                 clock="device", discard_dirty: bool = False, trace=None) -> None:
+                 clock="device", discard_dirty: bool = False, trace=None, pack_hot_rows=False) -> None:
         rows, dims = [], []
         for spec in tables:
             if isinstance(spec, (tuple, list)):
@@ -51,7 +51,8 @@ class SwappedEmbeddingBagCollection(SwappedModule):
             raise ValueError(f"keys must name each of the {len(rows)} tables once: {keys}")
         super().__init__(keys, rows, dims, mode, backend=backend, budget=budget, optimizer=optimizer, lr=lr,
                          eps=eps, betas=betas, seed=seed, page_size=page_size, clock=clock,
-                         discard_dirty=discard_dirty, trace=trace)
+                         discard_dirty=discard_dirty, trace=trace,
+                         pack_hot_rows=pack_hot_rows)
         self._index = {k: t for t, k in enumerate(keys)}
         self.embedding_dims = dict(zip(keys, dims))
         self.num_embeddings = dict(zip(keys, rows))

@@ -33,6 +33,9 @@ class SwappedEmbeddingBag(SwappedModule):
     budget streams through it in pieces, with equal results. ``clock``: ``"device"`` (default: the
     backend device's modeled clock if it has one, else wall), ``"wall"``/None, or a callable
     (``clocks``). Device errors cost one step, never the module (``SwappedModule``).
+    ``pack_hot_rows``: False, True or a ``RowPacking`` — rows re-mapped to pages by measured access
+    frequency every ``RowPacking.every`` steps, so that the budget holds pages of hot rows; no value
+    changes (the package's docstring: cost and guarantees).
 
     Errors (as torch raises them): ``ValueError`` for a bad mode or input shape, or a budget below
     one row and its optimizer state, ``NotImplementedError`` for ``per_sample_weights`` with
@@ -44,10 +47,11 @@ class SwappedEmbeddingBag(SwappedModule):
                  include_last_offset: bool = False, backend: SwapBackend | None = None, budget=1.0,
                  optimizer: str | FusedOptimizer = "sgd", lr: float = 0.01, eps: float = 1e-8,
                  betas: tuple[float, float] = (0.9, 0.999), seed: int = 0, page_size: int = 4096,
-                 clock="device", discard_dirty: bool = False, trace=None) -> None:
+                 clock="device", discard_dirty: bool = False, trace=None, pack_hot_rows=False) -> None:
         super().__init__(["weight"], [int(num_embeddings)], [int(embedding_dim)], mode, backend=backend,
                          budget=budget, optimizer=optimizer, lr=lr, eps=eps, betas=betas, seed=seed,
-                         page_size=page_size, clock=clock, discard_dirty=discard_dirty, trace=trace)
+                         page_size=page_size, clock=clock, discard_dirty=discard_dirty, trace=trace,
+                         pack_hot_rows=pack_hot_rows)
         self.num_embeddings = int(num_embeddings)
         self.embedding_dim = int(embedding_dim)
         self.include_last_offset = bool(include_last_offset)

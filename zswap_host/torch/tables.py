@@ -12,6 +12,7 @@ from ..errors import ZswapError
 from ..workloads.lookahead import Lookahead, Overlap
 from ..workloads.paged_embedding import PagedEmbedding
 from ..workloads.paged_stream import pages_per_row
+from ..workloads.row_packing import packing
 from . import clocks
 from .inputs import EmbeddingIndexError
 from .optim import FusedOptimizer
@@ -25,12 +26,13 @@ class SwappedTables:
     modules on the same backend do not collide (``ranges.claim``)."""
 
     def __init__(self, rows, dims, *, backend, budget, optimizer: FusedOptimizer, seed: int,
-                 page_size: int, clock="device", discard_dirty: bool = False, trace=None) -> None:
+                 page_size: int, clock="device", discard_dirty: bool = False, trace=None,
+                 pack_hot_rows=False) -> None:
         self.optimizer = optimizer
         clock, self.clock_name = clocks.resolve(clock, backend)
         self.store = st = PagedEmbedding(rows, dims, backend=backend, budget=budget, page_size=page_size, seed=seed,
                                          optimizer=optimizer.name, lr=optimizer.lr, eps=optimizer.eps, clock=clock,
-                                         discard_dirty=discard_dirty, trace=trace)
+                                         discard_dirty=discard_dirty, trace=trace, pack=packing(pack_hot_rows))
         need = pages_per_row(st)
         if st.nframes < need:
             raise ValueError(f"a budget of {st.budget_bytes} bytes holds {st.nframes} page(s) of {st.page_size} "
@@ -211,6 +213,7 @@ class SwappedTables:
                  slowdown_vs_dram=(compute + stall) / compute if compute > 0 else None,
                  failed_steps=self.failed_steps, prefetch_errors=self.prefetch_errors,
                  last_prefetch_error=repr(self.last_prefetch_error) if self.last_prefetch_error else None,
+                 last_repack_error=repr(st.last_repack_error) if st.last_repack_error else None,
                  unsettled=st.unsettled)
         return d
 

@@ -27,13 +27,14 @@ class Trainer:
     :func:`zswap_host.bench.compute.measure_compute`). ``emb``: the tables' page cache."""
 
     def __init__(self, model_cfg, data_cfg, backend, budget, seed: int, *, clock=None, trace=None,
-                 discard_dirty: bool = False, lookahead: int = 0) -> None:
+                 discard_dirty: bool = False, lookahead: int = 0, pack_hot_rows=False) -> None:
         self.mc, self.dc = resolve(model_cfg, data_cfg)
         self.model = DLRM(self.mc, self.dc.num_tables, seed=seed)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=self.mc.lr)
         self.tables = SwappedEmbeddingBagCollection(
             self.dc.tables, self.mc.dim, "sum", backend=backend, budget=budget, optimizer=self.mc.emb_optimizer,
-            lr=self.mc.emb_lr, seed=seed, clock=clock, discard_dirty=discard_dirty, trace=trace)
+            lr=self.mc.emb_lr, seed=seed, clock=clock, discard_dirty=discard_dirty, trace=trace,
+            pack_hot_rows=pack_hot_rows)
         self.emb = self.tables.page_cache
         self.keys = self.tables.keys
         self.trace = trace
@@ -80,7 +81,8 @@ class Trainer:
 
 def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int, seed: int,
           on_idle=None, clock=None, progress=None, trace=None, *, threads: int | None = 1,
-          discard_dirty: bool = False, charged_compute_s=None, source=None, lookahead: int = 0) -> TrainResult:
+          discard_dirty: bool = False, charged_compute_s=None, source=None, lookahead: int = 0,
+          pack_hot_rows=False) -> TrainResult:
     """Train DLRM for ``iterations`` batches of ``batch_size`` with its embedding tables in a
     ``PagedEmbedding`` of ``budget`` (bytes, fraction of table bytes, or "25%"/"64MiB") over
     ``backend`` (None: DRAM only). ``seed`` fixes the MLP init, first-touch embedding init and the
@@ -96,6 +98,8 @@ def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int
     None: ``CriteoSynth(data_cfg)``, else e.g. a ``data.CriteoFile``); what the source's stream reports
     (its ``stats()``) ends in ``TrainResult.source``. ``lookahead``: upcoming batches whose pages are
     faulted in while a step computes (0: none; see ``workloads.train``'s docstring for the clock).
+    ``pack_hot_rows``: the tables' hot rows packed together (``SwappedEmbeddingBagCollection``'s
+    option: False, True or a ``RowPacking``; losses unchanged).
     """
     if threads is not None:
         torch.set_num_threads(int(threads))
@@ -109,7 +113,7 @@ def train(model_cfg, data_cfg, backend, budget, iterations: int, batch_size: int
     if lookahead < 0:
         raise ValueError(f"lookahead must be >= 0, not {lookahead}")
     tr = Trainer(model_cfg, data_cfg, backend, budget, seed, clock=clock, trace=trace, discard_dirty=discard_dirty,
-                 lookahead=lookahead)
+                 lookahead=lookahead, pack_hot_rows=pack_hot_rows)
     mc, dc, emb = tr.mc, tr.dc, tr.emb
     if trace is not None:
         trace.meta.update(kind="dlrm", model=asdict(mc), data={**asdict(dc), "tables": list(dc.tables)},

@@ -58,6 +58,7 @@ import numpy as np
 from ..errors import ZswapError
 from . import paged_stream
 from .criteo import splitmix64
+from .row_packing import RowPacker, RowPacking
 from .trace import DISCARD, SWAP_IN, SWAP_OUT
 
 UNTOUCHED, RESIDENT, SWAPPED = 0, 1, 2
@@ -104,6 +105,11 @@ class PagingCounters:
     prefetch_calls: int = 0     # prefetch() calls that had pages to bring in
     prefetched: int = 0         # pages a prefetch brought in (swapped in or created), counted in faults / first_touch too
     prefetch_cut: int = 0       # upcoming batches a prefetch left out: their pages would not fit beside the pinned ones
+    repacks: int = 0            # repacks that moved rows (``pack``)
+    rows_moved: int = 0         # rows a repack moved to another slot (their values and state with them)
+    repack_pages: int = 0       # pages a repack rewrote (made resident and dirtied)
+    repack_faults: int = 0      # pages swapped in for repacks, counted in faults too
+    repack_errors: int = 0      # repacks a device error cut short (nothing moved; retried at the next step)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -149,12 +155,16 @@ class PagedEmbedding:
     page id / stream handed to the backend (0: the ids are the page ids).
     ``payload=False``: pages carry no values (no frames): the paging decisions only, driven by
     ``touch`` (trace generation, ``trace_gen.py``).
+    ``pack``: a ``RowPacking`` — hot rows packed together (see ``repack``): rows move between slots
+    by measured access frequency, every ``pack.every`` steps; no value ever changes. None: row r
+    sits in slot r. Everything public takes rows; slots are internal, except ``read_slots`` /
+    ``write_slots`` / ``slot_rows`` (streaming in page order).
     """
 
     def __init__(self, tables, dim, backend=None, budget=1.0, page_size: int = 4096, seed: int = 0,
                  optimizer: str = "sgd", lr: float = 0.1, trace=None, *, eps: float = 1e-8,
                  clock=None, discard_dirty: bool = False, id_base: int = 0, stream_base: int = 0,
-                 payload: bool = True) -> None:
+                 payload: bool = True, pack: RowPacking | None = None) -> None:
         self.tables = tuple(int(n) for n in tables)
         if not self.tables or min(self.tables) < 1:
             raise ValueError("every table needs at least one row")
@@ -243,6 +253,9 @@ class PagedEmbedding:
         self._prefetching = False                 # backend calls now count as overlapped I/O
         self.io_overlap_s = 0.0                   # clock change across prefetch backend calls
         self.prefetch_wall_s = 0.0                # wall time inside prefetch backend calls
+        # hot rows packed together (row_packing): None = row r sits in slot r
+        self.packer = RowPacker(self.tables, self.rpp, pack) if pack is not None else None
+        self.last_repack_error: ZswapError | None = None
 
     # -- public ------------------------------------------------------------------------------
     @property
@@ -258,7 +271,13 @@ class PagedEmbedding:
 
     def page_of(self, table: int, rows: np.ndarray) -> np.ndarray:
         """Weight page ids of rows of one table."""
-        return self.page_base[table] + np.asarray(rows, np.int64) // self.rpp[table]
+        return self.page_base[table] + self._slots_of(table, np.asarray(rows, np.int64)) // self.rpp[table]
+
+    def _slots_of(self, table: int, rows: np.ndarray) -> np.ndarray:
+        """Slots of rows of one table (the rows themselves without packing)."""
+        if self.packer is None:
+            return rows
+        return self.packer.slots(np.full(rows.shape, table, np.int64), rows)
 
     @_bookkeeping
     def gather(self, sparse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -275,13 +294,16 @@ class PagedEmbedding:
             raise ValueError("gather() needs tables of one dim; use gather_tables()")
         idx = sp.reshape(T, -1).astype(np.int64, copy=False)
         R = self.rows_per_page
-        key = (self.page_base[:-1, None] * R + idx).reshape(-1)     # page * R + slot
         if idx.size:
             lo, hi = idx.min(axis=1), idx.max(axis=1)
             if (lo < 0).any() or (hi >= np.array(self.tables)).any():
                 t = int(np.flatnonzero((lo < 0) | (hi >= np.array(self.tables)))[0])
                 raise IndexError(f"table {t}: index out of range [0, {self.tables[t]})")
-        rows, inverse = self._gather_keys(key)
+        self._pack_tick()
+        if self.packer is not None:
+            idx = self.packer.slots(np.arange(T)[:, None], idx)
+        key = (self.page_base[:-1, None] * R + idx).reshape(-1)     # page * R + slot
+        rows, inverse = self._gather_keys(key, count=True)
         self.counters.lookups += int(idx.size)
         return rows, inverse
 
@@ -295,7 +317,9 @@ class PagedEmbedding:
         paging. Update with ``apply_tables``."""
         T = len(self.tables)
         present, lens, key = self._lookup_keys(indices)
-        rows, inverse = self._gather_keys(key)
+        if self._pack_tick():
+            key = self._lookup_keys(indices)[2]
+        rows, inverse = self._gather_keys(key, count=True)
         p = self._ctx
         p.tables = present
         self.counters.lookups += int(key.size)
@@ -307,6 +331,8 @@ class PagedEmbedding:
             lo, hi = int(cut[t]), int(cut[t + 1])
             r = rows[lo:hi] if rows is not None else \
                 p.rows[t] if streamed else self._view(t)[p.f[lo:hi], p.slot[lo:hi]]
+            if rows is None and p.order is not None:
+                r = r[p.order[lo:hi] - lo]
             out[t] = (r, inverse[koff[j]:koff[j + 1]] - lo)
         return out
 
@@ -331,19 +357,25 @@ class PagedEmbedding:
             pages = np.union1d(pages, spage)
         return upage, uslot, t, spage, sslot, pages
 
-    def _gather_keys(self, key: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    def _gather_keys(self, key: np.ndarray, count: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
         """Bring in and pin the pages of lookup keys; the step's context in ``_ctx``. A step whose
         pages do not fit the budget is gathered in pieces (``paged_stream``). On an error nothing
-        is pinned and no step is pending."""
+        is pinned and no step is pending. ``count``: a step's lookups (counted for packing)."""
         self.settle()
         ukeys, inverse = np.unique(key, return_inverse=True)
         upage, uslot, t, spage, sslot, pages = self._key_pages(ukeys)
+        order = rank = None
+        if count and self.packer is not None:
+            slots = (upage - self.page_base[t]) * self.rpp[t] + uslot
+            self.packer.count(t, slots)
+            order, rank = self._ordered(t, slots)
         self._ctx = None
         self.pin.fill(False)
         if pages.size > self.nframes and self.payload:
             self._ctx = step = paged_stream.gather(self, upage, uslot, t, spage, sslot)
             self.counters.unique_rows += int(ukeys.size)
-            return step.flat_rows(), inverse.reshape(-1)
+            step.order, step.rank = order, rank
+            return self._out(step.flat_rows(), inverse.reshape(-1), order, rank)
         if self._ahead is not None and self._ahead.size:      # keep what a prefetch queued, if both fit
             fa = self.page_frame[self._ahead]
             fa = fa[fa >= 0]
@@ -357,9 +389,38 @@ class PagedEmbedding:
         f = self.page_frame[upage].astype(np.int64)
         rows = self._rows[f, uslot] if self.uniform and self.payload else None
         sf = self.page_frame[spage].astype(np.int64) if spage is not None else None
-        self._ctx = _Pending(f, uslot, t, sf, sslot, rows)
+        self._ctx = _Pending(f, uslot, t, sf, sslot, rows, order=order, rank=rank)
         self.counters.unique_rows += int(ukeys.size)
-        return rows, inverse.reshape(-1)
+        return self._out(rows, inverse.reshape(-1), order, rank)
+
+    def _ordered(self, t: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """With packing, a step's unique rows (sorted by page) put back in (table, row) order, as
+        without it — so torch's pooling backward sums a row's duplicates in the same order, bit for
+        bit: ``order`` (that order's entries, by page-sorted index) and ``rank`` (its inverse)."""
+        rows = self.packer.rows_of_slots(t, slots)
+        order = np.lexsort((rows, t))
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        return order, rank
+
+    @staticmethod
+    def _out(rows, inverse, order, rank):
+        if order is None:
+            return rows, inverse
+        return (rows[order] if rows is not None else None), rank[inverse]
+
+    @staticmethod
+    def _to_pages(p, grads: list, present) -> list:
+        """Per-table gradients given in row order (``_ordered``) back in the step's page order."""
+        if p.rank is None:
+            return grads
+        cut = np.searchsorted(p.table, np.arange(len(grads) + 1))
+        out = list(grads)
+        for t in present.tolist():
+            lo, hi = int(cut[t]), int(cut[t + 1])
+            if hi > lo:
+                out[t] = np.asarray(grads[t])[p.rank[lo:hi] - lo]
+        return out
 
     @_bookkeeping
     def apply(self, grad: np.ndarray) -> None:
@@ -375,6 +436,8 @@ class PagedEmbedding:
                 raise ValueError("apply() needs tables of one dim; use apply_tables()")
             self._ctx = None
             g = np.asarray(grad, np.float32)
+            if p.rank is not None:
+                g = g[p.rank]
             paged_stream.apply(self, p, np.arange(len(self.tables)),
                                [g[p.tcut[t]:p.tcut[t + 1]] for t in range(len(self.tables))], None)
             return
@@ -384,6 +447,8 @@ class PagedEmbedding:
         g = np.asarray(grad, np.float32)
         if g.shape != p.rows.shape:
             raise ValueError(f"grad shape {g.shape} != rows shape {p.rows.shape}")
+        if p.rank is not None:
+            g = g[p.rank]
         stepped = np.arange(len(self.tables)) if p.tables is None else p.tables
         self.steps[stepped] += 1
         sel = slice(None)
@@ -410,6 +475,7 @@ class PagedEmbedding:
             raise ValueError("optimizer 'adam' has no built-in update: pass a rule")
         self._ctx = None
         present = np.arange(T) if p.tables is None else p.tables
+        grads = self._to_pages(p, grads, present)
         if isinstance(p, paged_stream.StreamedStep):
             paged_stream.apply(self, p, present, grads, rule)
             return
@@ -443,7 +509,9 @@ class PagedEmbedding:
         if self.payload:
             raise RuntimeError("touch() is the payload-free step; use gather_tables() and apply_tables()")
         present, _, key = self._lookup_keys(indices)
-        self._gather_keys(key)
+        if self._pack_tick():
+            key = self._lookup_keys(indices)[2]
+        self._gather_keys(key, count=True)
         p = self._ctx
         if between is not None:
             between()
@@ -459,7 +527,8 @@ class PagedEmbedding:
         if r.size and (r.min() < 0 or r.max() >= self.tables[table]):
             raise IndexError(f"table {table}: index out of range [0, {self.tables[table]})")
         R = self.rpp[table]
-        out, inv = self._gather_keys((self.page_base[table] + r // R) * self._kR + r % R)
+        s = self._slots_of(table, r)
+        out, inv = self._gather_keys((self.page_base[table] + s // R) * self._kR + s % R)
         p = self._ctx
         self._ctx = None
         if out is None:
@@ -476,9 +545,10 @@ class PagedEmbedding:
             raise IndexError(f"table {table}: index out of range [0, {self.tables[table]})")
         self.settle()
         R, d = int(self.rpp[table]), int(self.dims[table])
-        pages, inv = np.unique(self.page_base[table] + r // R, return_inverse=True)
+        s = self._slots_of(table, r)
+        pages, inv = np.unique(self.page_base[table] + s // R, return_inverse=True)
         data = self._read_pages(pages).view(np.float32)[:, :R * d].reshape(-1, R, d)
-        return data[inv.reshape(-1), r % R]
+        return data[inv.reshape(-1), s % R]
 
     def array_shape(self, table: int, name: str) -> tuple[int, ...]:
         """Shape of one of table ``table``'s arrays (``ARRAYS[optimizer]``): (rows, dim), or (rows,)
@@ -491,19 +561,39 @@ class PagedEmbedding:
         """Rows ``[lo, hi)`` of table ``table``'s array ``name`` (``"weight"`` or an optimizer state
         of ``ARRAYS[optimizer]``), float32, read page by page without going through the cache:
         resident pages from their frames, swapped-out pages with one ``swap_in``, pages never touched
-        as first touch creates them. Nothing is made resident or evicted (the current step stays)."""
-        first, R, w, n = self.array_layout(table, name)
+        as first touch creates them. Nothing is made resident or evicted (the current step stays).
+        With packing the rows may sit on up to ``hi - lo`` pages: ``read_slots`` streams in page order."""
+        lo, hi = self._range(table, name, lo, hi)
+        return self._read_at(table, name, self._slots_of(table, np.arange(lo, hi, dtype=np.int64)))
+
+    def read_slots(self, table: int, name: str, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """``read_array`` of slots ``[lo, hi)`` (the rows ``slot_rows(table, lo, hi)``), in page order."""
+        lo, hi = self._range(table, name, lo, hi)
+        return self._read_at(table, name, np.arange(lo, hi, dtype=np.int64))
+
+    def slot_rows(self, table: int, lo: int, hi: int):
+        """The rows held by slots ``[lo, hi)`` of a table: ``slice(lo, hi)`` without packing, else an
+        int64 array."""
+        if self.packer is None:
+            return slice(int(lo), int(hi))
+        return self.packer.rows_in(table, slice(int(lo), int(hi)))
+
+    def _range(self, table: int, name: str, lo, hi) -> tuple[int, int]:
+        n = self.array_layout(table, name)[3]
         hi = n if hi is None else int(hi)
         lo = int(lo)
         if not 0 <= lo <= hi <= n:
             raise IndexError(f"table {table}: rows [{lo}, {hi}) not within [0, {n})")
-        if hi == lo:
+        return lo, hi
+
+    def _read_at(self, table: int, name: str, slots: np.ndarray) -> np.ndarray:
+        first, R, w, _ = self.array_layout(table, name)
+        if not slots.size:
             return np.zeros((0,) if name == "sum" else (0, w), np.float32)
         self.settle()
-        p0, p1 = lo // R, (hi - 1) // R + 1
-        data = self._read_pages(np.arange(first + p0, first + p1, dtype=np.int64))
-        r = np.arange(lo - p0 * R, hi - p0 * R)
-        out = data.view(np.float32)[:, :R * w].reshape(p1 - p0, R, w)[r // R, r % R]
+        pages, inv = np.unique(first + slots // R, return_inverse=True)
+        data = self._read_pages(pages)
+        out = data.view(np.float32)[:, :R * w].reshape(pages.size, R, w)[inv.reshape(-1), slots % R]
         return out[:, 0] if name == "sum" else out
 
     def write_array(self, table: int, name: str, lo: int, values) -> None:
@@ -512,7 +602,16 @@ class PagedEmbedding:
         others go to free frames while there are any, then straight to the backend with one
         ``swap_out`` (``stream`` = the table). Pages only partly covered are read first. Ends the
         current step."""
-        first, R, w, n = self.array_layout(table, name)
+        v, lo, hi = self._values(table, name, lo, values)
+        self._write_at(table, name, self._slots_of(table, np.arange(lo, hi, dtype=np.int64)), v)
+
+    def write_slots(self, table: int, name: str, lo: int, values) -> None:
+        """``write_array`` of slots ``[lo, lo + len(values))`` (``slot_rows``), in page order."""
+        v, lo, hi = self._values(table, name, lo, values)
+        self._write_at(table, name, np.arange(lo, hi, dtype=np.int64), v)
+
+    def _values(self, table: int, name: str, lo, values) -> tuple[np.ndarray, int, int]:
+        _, _, w, n = self.array_layout(table, name)
         v = np.asarray(values, np.float32)
         want = (v.shape[0],) if name == "sum" else (v.shape[0], w)
         if v.ndim == 0 or v.shape != want:
@@ -521,22 +620,24 @@ class PagedEmbedding:
         hi = lo + v.shape[0]
         if not 0 <= lo <= hi <= n:
             raise IndexError(f"table {table}: rows [{lo}, {hi}) not within [0, {n})")
+        return v, lo, hi
+
+    def _write_at(self, table: int, name: str, slots: np.ndarray, v: np.ndarray) -> None:
+        first, R, w, n = self.array_layout(table, name)
         self.settle()
         self._ctx = None
-        if hi == lo:
+        if not slots.size:
             return
-        p0, p1 = lo // R, (hi - 1) // R + 1
-        ids = np.arange(first + p0, first + p1, dtype=np.int64)
-        buf = np.zeros((ids.size, self.page_size), np.uint8)
-        # the first and last page may hold rows outside [lo, hi): keep those
-        edge = np.unique([0, ids.size - 1])
-        plo, phi = (p0 + edge) * R, np.minimum((p0 + edge + 1) * R, n)
-        edge = edge[(plo < lo) | (phi > hi)]
-        if edge.size:
-            buf[edge] = self._read_pages(ids[edge])
-        r = np.arange(lo - p0 * R, hi - p0 * R)
-        buf.view(np.float32)[:, :R * w].reshape(ids.size, R, w)[r // R, r % R] = v.reshape(-1, w)
-        self._write_pages(table, ids, buf)
+        pages, inv = np.unique(first + slots // R, return_inverse=True)
+        inv = inv.reshape(-1)
+        buf = np.zeros((pages.size, self.page_size), np.uint8)
+        # pages holding slots outside these: read first, to keep them
+        full = np.minimum(R, n - (pages - first) * R)
+        part = np.flatnonzero(np.bincount(inv, minlength=pages.size) < full)
+        if part.size:
+            buf[part] = self._read_pages(pages[part])
+        buf.view(np.float32)[:, :R * w].reshape(pages.size, R, w)[inv, slots % R] = v.reshape(-1, w)
+        self._write_pages(table, pages, buf)
 
     def flush(self) -> None:
         """Write every dirty resident page to the backend (keeping it resident and now clean)."""
@@ -571,6 +672,85 @@ class PagedEmbedding:
             paged_stream.write_back(self, self._unsettled)
             self._unsettled = None
 
+    def repack(self) -> int:
+        """Pack hot rows together now (``pack``; also run by the first gather of every ``pack.every``
+        steps): the rows ``RowPacker.plan`` picks (at most ``pack.max_rows``, and at most what the
+        budget's unpinned frames hold with their pages) swap slots; their values and optimizer
+        state move with them, within the pages those slots are on: the pages are made resident
+        together (evicting as a gather does), the values moved in DRAM, the pages dirtied. No value
+        changes. Ends the current step. Returns the rows moved.
+
+        A device error (making the pages resident) is not raised: nothing has moved then (the
+        mapping and every value as before; pages evicted on the way stay evicted, each consistent),
+        it is counted (``repack_errors``, ``last_repack_error``) and the next step tries again."""
+        pk = self.packer
+        if pk is None:
+            return 0
+        try:
+            self.settle()
+        except ZswapError as e:
+            return self._repack_failed(e)
+        self._ctx = None                  # its frames are about to move: a new step starts anyway
+        self.pin.fill(False)
+        if self._ahead is not None and self._ahead.size:     # keep what a prefetch queued
+            fa = self.page_frame[self._ahead]
+            self.pin[fa[fa >= 0]] = True
+        room = self.nframes - int(np.count_nonzero(self.pin))
+        names = ARRAYS[self.optimizer]
+        # rows moved: pack.max_rows, else a budget's worth of rows; fewer while their pages do not fit
+        cap = int(pk.cfg.max_rows) if pk.cfg.max_rows is not None else room * int(self.rpp.max())
+        while True:
+            plan = pk.plan(cap)
+            if not plan:
+                pk.decay()
+                return 0
+            layouts = {(t, nm): self.array_layout(t, nm) for t, _, _, _ in plan for nm in names}
+            pages = np.unique(np.concatenate([layouts[t, nm][0] + src // layouts[t, nm][1]
+                                              for t, _, src, _ in plan for nm in names]))
+            if pages.size <= room:
+                break
+            cap = min(cap - 1, int(cap * room / pages.size * 0.9))
+        new = pages[self.page_frame[pages] < 0]
+        c = self.counters
+        refs, hits, f0 = c.page_refs, c.hits, c.faults
+        pin0 = self.pin.copy()
+        try:
+            self._make_resident(pages)    # atomic: on an error no frame taken, the pins as they were
+        except ZswapError as e:
+            return self._repack_failed(e)
+        finally:
+            c.page_refs, c.hits = refs, hits          # not lookups
+        c.repack_faults += c.faults - f0
+        if self.payload:                  # pure DRAM from here: nothing can fail half-way
+            for t, _, src, dst in plan:
+                for nm in names:
+                    first, R, w, _ = layouts[t, nm]
+                    v = np.lib.stride_tricks.as_strided(self._f32, shape=(self.nframes, R, w),
+                                                        strides=(self.page_size, 4 * w, 4), writeable=True)
+                    v[self.page_frame[first + dst // R], dst % R] = v[self.page_frame[first + src // R], src % R]
+        self._dirtied(self.page_frame[pages].astype(np.int64), None)
+        pk.commit(plan)
+        self.pin[:] = pin0
+        self.ref[self.page_frame[new]] = False        # brought in for the move only: first to go
+        moved = int(sum(r.size for _, r, _, _ in plan))
+        c.repacks += 1
+        c.rows_moved += moved
+        c.repack_pages += int(pages.size)
+        pk.decay()
+        return moved
+
+    def _pack_tick(self) -> bool:
+        """At a step's start (its indices checked, its keys not yet used): repack when due. True if
+        rows moved (the caller's keys are stale)."""
+        if self.packer is None or not self.packer.due():
+            return False
+        return self.repack() > 0
+
+    def _repack_failed(self, e: ZswapError) -> int:
+        self.counters.repack_errors += 1
+        self.last_repack_error = e
+        return 0
+
     @property
     def unsettled(self) -> bool:
         """Whether an applied update still waits to be written into the pages (``settle``)."""
@@ -581,7 +761,8 @@ class PagedEmbedding:
         d.update(total_pages=self.total_pages, budget_pages=self.nframes, resident_pages=self.resident_pages,
                  page_size=self.page_size, rows_per_page=self.rows_per_page, dram_only=self.dram_only,
                  io_wall_s=self.io_wall_s, io_stall_s=self.io_stall_s, io_overlap_s=self.io_overlap_s,
-                 prefetch_wall_s=self.prefetch_wall_s, bookkeeping_wall_s=self.bookkeeping_wall_s)
+                 prefetch_wall_s=self.prefetch_wall_s, bookkeeping_wall_s=self.bookkeeping_wall_s,
+                 pack_bytes=self.packer.nbytes if self.packer is not None else 0)
         return d
 
     # -- update rules ------------------------------------------------------------------------
@@ -710,6 +891,8 @@ class PagedEmbedding:
             t = int(tt[k])
             raise IndexError(f"table {t}: index {int(flat[k])} out of range [0, {self.tables[t]})")
         R = self.rpp[tt]
+        if self.packer is not None:
+            flat = self.packer.slots(tt, flat)
         return present, lens, (self.page_base[tt] + flat // R) * self._kR + flat % R
 
     def _make_resident(self, pages: np.ndarray) -> None:

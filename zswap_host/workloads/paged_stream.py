@@ -37,6 +37,8 @@ class Pending:
     sslot: np.ndarray | None
     rows: np.ndarray | None          # (U, dim) when every table has one dim
     tables: np.ndarray | None = None  # gather_tables: the tables in the step
+    order: np.ndarray | None = None   # packing: the unique rows in (table, row) order (``_ordered``)
+    rank: np.ndarray | None = None    # ... and each one's place in that order
 
 
 @dataclass
@@ -60,6 +62,8 @@ class StreamedStep:
     tables: np.ndarray | None = None        # the tables in the step (set by gather_tables)
     done: int = 0
     pieces: list = field(default_factory=list)
+    order: np.ndarray | None = None         # packing: the rows in row order (PagedEmbedding._ordered)
+    rank: np.ndarray | None = None
 
     def flat_rows(self) -> np.ndarray | None:
         return self.flat
