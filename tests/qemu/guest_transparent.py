@@ -4,8 +4,8 @@ DRAM once more, one process each, same preset, seed and batches::
 
     guest_transparent.py --out DIR [--preset quick --iterations 150 --warm 10 --runs dram,kernel,pager]
 
-The set-up process imports torch once and forks one child per run (``--job`` runs one in this
-process instead).
+The set-up process imports torch, the jobs' modules and torch's optimizer machinery once and forks
+one child per run (``--job`` runs one in this process instead).
 
 - ``dram``: the tables in DRAM, no limit: the reference losses, final tables and step times;
 - ``kernel``: the same, in a cgroup v2: two steps before the end of the warm-up everything the job
