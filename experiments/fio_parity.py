@@ -45,19 +45,21 @@ def config() -> ZnsVmConfig:
     return ZnsVmConfig(**CONFIG)
 
 
-def guest_command(out: str, write_mib: int = WRITE_MIB, read_pages: int = READ_PAGES) -> str:
+def guest_command(out: str, write_mib: int = WRITE_MIB, read_pages: int = READ_PAGES, pairs: int | None = None) -> str:
     # the checkout is read-only in the guest: no bytecode, HOME and cwd in the results folder;
     # PYTHONPATH: this checkout's zswap_host (a worktree's), not whichever the interpreter installs
     return (f"cd {out} && PYTHONDONTWRITEBYTECODE=1 PYTHONPATH={REPO} HOME={out} {sys.executable} {GUEST_SCRIPT} --out {out} "
-            f"--write-mib {write_mib} --read-pages {read_pages}")
+            f"--write-mib {write_mib} --read-pages {read_pages}" + ("" if pairs is None else f" --pairs {pairs}"))
 
 
-def run(workdir: str, write_mib: int = WRITE_MIB, read_pages: int = READ_PAGES, echo: bool = False):
-    """Boot, run the guest script, power off. Returns (GuestResult, parity dict or None)."""
+def run(workdir: str, write_mib: int = WRITE_MIB, read_pages: int = READ_PAGES, echo: bool = False,
+        pairs: int | None = None):
+    """Boot, run the guest script, power off. Returns (GuestResult, parity dict or None). ``pairs``:
+    interleaved fio / store pairs (None: the guest script's default)."""
     workdir = os.path.abspath(workdir)
     out = os.path.join(workdir, "results")
     os.makedirs(out, exist_ok=True)
-    res = run_in_guest(guest_command(out, write_mib, read_pages), config(), workdir, timeout=GUEST_TIMEOUT,
+    res = run_in_guest(guest_command(out, write_mib, read_pages, pairs), config(), workdir, timeout=GUEST_TIMEOUT,
                        cwd=REPO, echo=echo)
     with open(os.path.join(workdir, "guest.log"), "w") as f:
         f.write(res.output)

@@ -24,29 +24,22 @@ step() {
     tail -n 25 "$OUT/$name.log"
 }
 
-# NVMe discovery through libnvme (the nvme extra): the controller and both namespaces, as JSON
-step devices sh -c '"$1" -m zswap_host.cli devices --json > "$2"' sh "$PY" "$OUT/devices.json"
 PYTEST=("$PY" -m pytest -q -p no:cacheprovider --rootdir "$REPO" -c "$REPO/pyproject.toml")
-# conformance and store run with both I/O engines, in one interpreter each (the test ids name the engine):
-# io_uring (appends through /dev/ng0n2) and sync
-step conformance "${PYTEST[@]}" --junitxml "$OUT/conformance.xml" "$REPO/tests/qemu/guest_conformance.py"
-step blkzone "${PYTEST[@]}" --junitxml "$OUT/blkzone.xml" "$REPO/tests/qemu/guest_blkzone.py"
-step store "${PYTEST[@]}" --junitxml "$OUT/store.xml" "$REPO/tests/qemu/guest_store.py"
-# info as JSON and as text from one interpreter (each start-up imports the package: ~50 s under TCG)
-step engine "$PY" -c 'import sys
-from click.testing import CliRunner
-from zswap_host.cli import main
-r = [CliRunner().invoke(main, ["info", "/dev/nvme0n2"] + a) for a in (["--json"], [])]
-for res, path in zip(r, sys.argv[1:]):
-    open(path, "w").write(res.output)
-sys.exit(max(x.exit_code for x in r))' "$OUT/info.json" "$OUT/info.txt"
-step numerics "${PYTEST[@]}" --junitxml "$OUT/numerics.xml" "$REPO/tests/qemu/guest_numerics.py"
+# One interpreter for the guest's tests, one for the CLI commands (each Python start-up imports the
+# package, and pytest, numpy and hypothesis with it: tens of seconds under TCG, and as much to exit).
+# The tests, in this order (the host reads each module's outcomes from tests.xml): the conformance
+# suite and the store with both I/O engines (io_uring with appends through /dev/ng0n2, and sync; the
+# test ids name the engine), zones --json against blkzone, numpy's sorts.
+step tests "${PYTEST[@]}" --junitxml "$OUT/tests.xml" "$REPO/tests/qemu/guest_conformance.py" \
+    "$REPO/tests/qemu/guest_blkzone.py" "$REPO/tests/qemu/guest_store.py" "$REPO/tests/qemu/guest_numerics.py"
+# devices --json (libnvme's view of the controller and both namespaces), info as JSON and as text,
+# then reset for the bench: STEP lines of their own (tests/qemu/guest_cli.py)
+"$PY" "$REPO/tests/qemu/guest_cli.py" "$OUT" /dev/nvme0n2
 # The bench on the real namespaces, every swapped-in page checked against its swap-out fingerprint.
 # --quick trains 400 iterations: over 20 minutes under TCG (every swap-in is a real 4 KiB read through
 # QEMU's NVMe emulation). 20 iterations (577 faults per run, the model twins included) keep this step
 # near 3 minutes and the whole guest part near 10. ZSWAP_QEMU_BENCH=0 skips it.
 if [ "${ZSWAP_QEMU_BENCH:-1}" != 0 ]; then
-    step reset "$PY" -m zswap_host.cli reset /dev/nvme0n2 --all --yes
     step bench "$PY" -m zswap_host.cli bench --device /dev/nvme0n2 --baseline-device /dev/nvme0n1 --quick \
         ${ZSWAP_GUEST_BENCH_ARGS---iterations 20 --jobs 1} --verify --json "$OUT/bench.json"
 fi

@@ -4,8 +4,8 @@ DRAM once more, one process each, same preset, seed and batches::
 
     guest_transparent.py --out DIR [--preset quick --iterations 150 --warm 10 --runs dram,kernel,pager]
 
-The set-up process imports torch once and forks one child per run (``--job`` runs one in this
-process instead).
+The set-up process imports torch, the jobs' modules and torch's optimizer machinery once and forks
+one child per run (``--job`` runs one in this process instead).
 
 - ``dram``: the tables in DRAM, no limit: the reference losses, final tables and step times;
 - ``kernel``: the same, in a cgroup v2: two steps before the end of the warm-up everything the job
@@ -237,9 +237,17 @@ def setup(a) -> int:
     with open(os.path.join(a.out, "guest.json"), "w") as f:
         json.dump(info, f)
     t0 = time.monotonic()
-    import torch  # noqa: F401 - once, here (minutes under TCG); the runs are forked from this process
+    import torch  # once, here (minutes under TCG); the runs are forked from this process
 
     import zswap_host.pager  # noqa: F401
+    # and what every run imports, here too: the jobs' own imports, and torch's first optimizer, which
+    # imports torch._dynamo (3 s on the host, about 90 s under TCG, once per forked job otherwise)
+    import zswap_host.bench.plan  # noqa: F401
+    import zswap_host.workloads.criteo  # noqa: F401
+    import zswap_host.workloads.dlrm  # noqa: F401
+    import zswap_host.workloads.transparent  # noqa: F401
+
+    torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
     log(f"imports {time.monotonic() - t0:.0f} s")
     rc = 0
     for run in a.runs.split(","):
