@@ -51,6 +51,16 @@ def test_info_text_and_json(zns_file):
     assert d["geometry"]["nr_zones"] == 4 and d["zoned"] is True
 
 
+@pytest.mark.parametrize("url", ["emu://?zones=8&zone_size=4MiB&zone_capacity=3MiB", "emu-conv://?size=16MiB",
+                                 "emu-conv://?size=16MiB&preset=cluster23-nvme-a"])
+def test_info_json_carries_the_whole_preset(url):
+    """The preset's nested controller model is JSON too (it was a TypeError traceback)."""
+    r = run("info", url, "--json")
+    assert r.exit_code == 0, r.output
+    m = json.loads(r.output)["model"]
+    assert isinstance(m["controller"], dict) and "gc_striped" in m["controller"]
+
+
 def test_reset_asks_before_destroying_data(zns_file):
     r = run("reset", zns_file, "--all", input="n\n")
     assert r.exit_code != 0

@@ -182,10 +182,11 @@ def info(device: str, as_json: bool) -> None:
     try:
         d = dev.describe()
         if d.get("preset"):
+            import dataclasses
+
             from .ssdsim import get_preset
 
-            p = get_preset(d["preset"])
-            d["model"] = {k: getattr(p, k) for k in p.__dataclass_fields__}
+            d["model"] = dataclasses.asdict(get_preset(d["preset"]))   # the controller's fields too
         if as_json:
             click.echo(json.dumps(d, indent=2))
             return
