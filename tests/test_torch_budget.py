@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch import nn  # noqa: E402
 
-from torch_reference import RowwiseAdagrad  # noqa: E402
+from torch_reference import RowwiseAdagrad, reference  # noqa: E402
 from zswap_host import SwapStore, open_device  # noqa: E402
 from zswap_host.torch import SwappedEmbeddingBag, SwappedEmbeddingBagCollection  # noqa: E402
 
@@ -18,15 +17,6 @@ torch.set_num_threads(1)
 
 def zns():
     return SwapStore(open_device("emu://?zones=64&zone_size=1MiB&preset=none"))
-
-
-def reference(rows: torch.Tensor, mode: str, optimizer: str, lr: float):
-    ref = nn.EmbeddingBag(*rows.shape, mode=mode, sparse=optimizer == "adam")
-    with torch.no_grad():
-        ref.weight.copy_(rows)
-    opt = {"sgd": lambda p: torch.optim.SGD(p, lr=lr), "adam": lambda p: torch.optim.SparseAdam(p, lr=lr),
-           "adagrad": lambda p: RowwiseAdagrad(p, lr=lr)}[optimizer](ref.parameters())
-    return ref, opt
 
 
 @pytest.mark.parametrize("budget", [0.1, 16 * 4096, 3 * 4096], ids=["10%", "16-pages", "3-pages"])

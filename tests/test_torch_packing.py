@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch import nn  # noqa: E402
 
-from torch_reference import RowwiseAdagrad  # noqa: E402
+from torch_reference import RowwiseAdagrad, reference  # noqa: E402
 from zswap_host import StoreConfig, SwapStore, open_device  # noqa: E402
 from zswap_host.errors import DeviceIOError  # noqa: E402
 from zswap_host.torch import SwappedEmbeddingBag, SwappedEmbeddingBagCollection  # noqa: E402
@@ -27,15 +26,6 @@ def skewed(rng, n, shape, a=1.2, salt=7):
     """Zipf-skewed rows, the popular ones scattered (the ``hashed`` layout's point)."""
     perm = np.random.default_rng(salt).permutation(n)
     return torch.from_numpy(perm[np.minimum(rng.zipf(a, shape) - 1, n - 1)])
-
-
-def reference(rows: torch.Tensor, mode: str, optimizer: str, lr: float):
-    ref = nn.EmbeddingBag(*rows.shape, mode=mode, sparse=optimizer == "adam")
-    with torch.no_grad():
-        ref.weight.copy_(rows)
-    opt = {"sgd": lambda p: torch.optim.SGD(p, lr=lr), "adam": lambda p: torch.optim.SparseAdam(p, lr=lr),
-           "adagrad": lambda p: RowwiseAdagrad(p, lr=lr)}[optimizer](ref.parameters())
-    return ref, opt
 
 
 def assert_bijection(pc):

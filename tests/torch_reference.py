@@ -3,6 +3,7 @@ documents them, over dense gradients (tests/test_torch_module.py, tests/test_tor
 
 import numpy as np
 import torch
+from torch import nn
 
 
 class RowwiseAdagrad(torch.optim.Optimizer):
@@ -22,3 +23,14 @@ class RowwiseAdagrad(torch.optim.Optimizer):
                 acc += (g * g).mean(axis=1)
                 step = (np.float32(group["lr"]) / (np.sqrt(acc) + np.float32(group["eps"]))).astype(np.float32)
                 w[:] = w - step[:, None] * g
+
+
+def reference(rows: torch.Tensor, mode: str, optimizer: str, lr: float):
+    """``nn.EmbeddingBag`` holding ``rows`` and its optimizer (``sgd``, ``adam``: SparseAdam, ``adagrad``:
+    the row-wise reference above)."""
+    ref = nn.EmbeddingBag(*rows.shape, mode=mode, sparse=optimizer == "adam")
+    with torch.no_grad():
+        ref.weight.copy_(rows)
+    opt = {"sgd": lambda p: torch.optim.SGD(p, lr=lr), "adam": lambda p: torch.optim.SparseAdam(p, lr=lr),
+           "adagrad": lambda p: RowwiseAdagrad(p, lr=lr)}[optimizer](ref.parameters())
+    return ref, opt
