@@ -132,6 +132,7 @@ PRESETS: dict[str, NandPreset] = {
             t_reset_written_us=1674.4, reset_us_per_mib=312.66, reset_exponent=0.55,  # 1.7 -> 16 ms
             finish_pads_zone=True,       # finish latency falls linearly with occupancy (907 ms empty)
             zone_die_stagger=True,       # 8 zones written at once reach the 1-zone ceiling
+            gc_striped=True,             # conventional twin: GC relocation over all dies (superblock GC)
         ),
     ),
     "thesis-ssd": NandPreset(
