@@ -95,28 +95,18 @@ def _write_files(tables: SwappedTables, keys: list[str], path: str, chunk_bytes:
             fname = f"t{t}.{name}.npy"
             step = _chunk_rows(tables, t, name, chunk_bytes)
             fpath = os.path.join(path, fname)
-            if st.packer is not None:        # rows scattered over the pages: into a mapped file
-                out = np.lib.format.open_memmap(fpath, mode="w+", dtype="<f4", shape=shape)
-                for lo in range(0, shape[0], step):            # chunks of slots, in page order
-                    hi = min(shape[0], lo + step)
-                    out[st.slot_rows(t, lo, hi)] = st.read_slots(t, name, lo, hi)
-                out.flush()
-                del out
-                fd = os.open(fpath, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-            else:
-                with open(fpath, "wb") as f:
-                    np.lib.format.write_array_header_1_0(
-                        f, {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
-                            "shape": shape})
-                    for lo in range(0, shape[0], step):            # chunks, not rows
-                        f.write(np.ascontiguousarray(st.read_slots(t, name, lo, min(shape[0], lo + step)),
-                                                     "<f4").data)
-                    f.flush()
-                    os.fsync(f.fileno())
+            # chunks of slots, in page order, each scattered to its rows (a slice without packing)
+            out = np.lib.format.open_memmap(fpath, mode="w+", dtype="<f4", shape=shape)
+            for lo in range(0, shape[0], step):
+                hi = min(shape[0], lo + step)
+                out[st.slot_rows(t, lo, hi)] = st.read_slots(t, name, lo, hi)
+            out.flush()
+            del out
+            fd = os.open(fpath, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
             files[name] = fname
         meta["tables"].append({"key": key, "rows": st.tables[t], "dim": int(st.dims[t]),
                                "step": int(st.steps[t]), "files": files})
