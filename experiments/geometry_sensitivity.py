@@ -26,7 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from regimes import write_summary
+from regimes import REGIMES, write_summary
 from zswap_host.run_names import current_report
 
 RUNS = ("linux-swap-batched", "store-on-conventional", "store-on-zns")
@@ -57,8 +57,12 @@ REAL_SETTINGS = [
     ("op-28", ["--op", "0.28"], RUNS),
     ("util-50", ["--utilisation", "0.5"], RUNS),
     ("util-90", ["--utilisation", "0.9"], RUNS),
-    ("real", [], RUNS),                  # last: the regime table's cpu replay, read from its journal
+    ("real", [], RUNS),                  # last: the regime table's replay of the regime, read from its journal
 ]
+# --regime: the compute charged per sample (experiments/regimes_real_geometry.py's regimes): cpu is the
+# trace's own (481 us, mlperf's assumed CPU cost), where prefetch hides every stall; v100/a100 are the
+# accelerator regimes, where the stall is the training time
+REAL_REGIMES = {"cpu": None, **{name: us for name, us, _ in REGIMES if name in ("v100", "a100")}}
 
 
 def replay(exe: str, trace: str, name: str, opts: list[str], out: Path, runs=RUNS, journal: bool = False) -> dict:
@@ -113,6 +117,9 @@ def main(argv=None) -> int:
     ap.add_argument("--trace", default="/tmp/default-trace", help="the default preset's trace (generated if absent); "
                     "with --real the mlperf lookahead trace of experiments/regimes_real_geometry.py")
     ap.add_argument("--real", action="store_true", help="zn540's real geometry at MLPerf size (REAL_SETTINGS)")
+    ap.add_argument("--regime", choices=sorted(REAL_REGIMES), default="cpu",
+                    help="with --real: the compute charged per sample (default: the trace's, cpu); "
+                    "results go to OUT/<regime> unless cpu")
     ap.add_argument("--only", default=None, help="comma list: replay only these settings (the table: those done)")
     ap.add_argument("--out", default=None, help="default: experiments/results/sensitivity (--real: sensitivity_real)")
     ap.add_argument("--zswap-host", dest="exe", default=str(Path(sys.executable).with_name("zswap-host")))
@@ -122,10 +129,15 @@ def main(argv=None) -> int:
     if args.real:
         if not Path(args.trace).exists():
             raise SystemExit(f"{args.trace}: no trace; experiments/regimes_real_geometry.py generates it")
-        # the real drive's row is the regime table's cpu replay (same trace, same devices): its journal
-        same = Path("experiments/results/regimes_real/zn540/cpu")
+        us = REAL_REGIMES[args.regime]
+        compute = [] if us is None else ["--compute-us-per-sample", f"{us:.6g}"]
+        if us is not None and not args.out:
+            out = out / args.regime
+            out.mkdir(parents=True, exist_ok=True)
+        # the real drive's row is the regime table's replay (same trace, devices and compute): its journal
+        same = Path("experiments/results/regimes_real/zn540") / args.regime
         only = set(args.only.split(",")) if args.only else None
-        rows = [row_of(name, opts, replay(args.exe, args.trace, name, [*REAL, *opts], out, runs,
+        rows = [row_of(name, opts, replay(args.exe, args.trace, name, [*REAL, *opts, *compute], out, runs,
                                           journal=same if name == "real" and same.is_dir() else True),
                        base="(zn540, real geometry)") for name, opts, runs in REAL_SETTINGS
                 if only is None or name in only or (out / f"{name}.json").exists()]
