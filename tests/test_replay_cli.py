@@ -271,3 +271,42 @@ def test_the_conventional_ssd_takes_the_given_op_and_erase_block(trace, tmp_path
     assert got["runs"][0]["key"]["erase_block"] == 6 << 20
     again = cli("--trace", trace, "--runs", "linux-swap-batched", "--out", out)      # another sizing: runs again
     assert again.exit_code == 0 and "not run again" not in again.output
+
+
+def test_no_idle_gc_gives_the_windows_to_neither_gc(trace, tmp_path):
+    """--no-idle-gc: the conventional SSD has no background GC, the store's GC gets no window, the
+    clocks still pass the windows (same compute); the JSON and the journal key record it."""
+    from zswap_host.replay.runs import run_url
+
+    s = ReplayTrace(trace).sizing(idle_gc=False)
+    assert not s.idle_gc and "idle_gc=1" not in run_url("linux-swap-batched", s)
+    assert "idle_gc=1" in run_url("linux-swap-batched", ReplayTrace(trace).sizing())
+    out = str(tmp_path / "out")
+    r = cli("--trace", trace, "--runs", "store-on-zns,linux-swap-batched", "--no-idle-gc", "--out", out,
+            "--json", str(tmp_path / "r.json"))
+    assert r.exit_code == 0, r.output
+    got = json.loads((tmp_path / "r.json").read_text())
+    assert got["idle_gc"] is False and "--no-idle-gc" in got["command"]
+    assert all(row["key"]["idle_gc"] is False for row in got["runs"])
+    on = cli("--trace", trace, "--runs", "store-on-zns,linux-swap-batched", "--json", str(tmp_path / "on.json"))
+    assert on.exit_code == 0, on.output
+    base = json.loads((tmp_path / "on.json").read_text())
+    for a, b in zip(got["runs"], base["runs"]):
+        assert a["compute_s"] == b["compute_s"] and a["pages"] == b["pages"]
+
+
+def test_a_window_goes_where_on_idle_says():
+    """workloads.replay: an idle window calls on_idle instead of backend.idle when given."""
+    from zswap_host.workloads.trace import IDLE, SwapTrace, replay
+
+    class Backend:
+        page_size = 4096
+
+        def idle(self, s):
+            raise AssertionError("backend.idle called")
+
+    t = SwapTrace(np.array([IDLE, IDLE], np.uint8), np.zeros(2, np.int32), np.array([0.5, 0.25]),
+                  np.zeros(3, np.int64), np.zeros(0, np.int64), {})
+    seen = []
+    replay(Backend(), t, on_idle=seen.append)
+    assert seen == [0.5, 0.25]

@@ -25,7 +25,8 @@ def replay_run(name: str, trace_path: str, preset: str, sizing: Sizing, progress
     ``compute_s``, ``pages``, ``wall_s``, ``pages_per_s``, ``cpu_s`` and ``pages_per_cpu_s`` (less
     moved by other load on the machine than wall time), ``peak_rss_mib`` (this process's: run it in
     a process of its own for the run's), ``device`` (URL) and ``devices`` (the plan's sizing).
-    ``idle_scale``: the trace's compute windows times this (another compute per sample).
+    ``idle_scale``: the trace's compute windows times this (another compute per sample). Without
+    ``sizing.idle_gc`` a window only lets the device clock pass (neither GC gets it).
     Raises ``PageCorruptError`` for a page that comes back wrong, what the backend raises otherwise
     (e.g. ``SwapFullError``)."""
     from ..sweep.trace_source import TraceSource
@@ -55,7 +56,8 @@ def replay_run(name: str, trace_path: str, preset: str, sizing: Sizing, progress
                 chunk = chunk.without(DISCARD)
             if idle_scale != 1.0:
                 chunk = chunk.with_idle_scaled(idle_scale)
-            replay(backend, chunk, verify=verify, clock=clock, versions=vers)
+            replay(backend, chunk, verify=verify, clock=clock, versions=vers,
+                   on_idle=None if sizing.idle_gc else dev.advance)
             done += c["swap_in_pages"] + c["swap_out_pages"]
             idle += c["idle_s"]
             if progress is not None:

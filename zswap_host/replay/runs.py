@@ -26,7 +26,9 @@ class ReplayError(ZswapError, ValueError):
 class Sizing:
     """What a run's devices are, from a bench plan (``bench.plan``, same-flash sizing): the
     conventional and ZNS SSDs' URLs, the zoned view's units, and the DRAM budget in pages (the Linux
-    model ages readahead within it). ``devices``: the plan's description, for the report."""
+    model ages readahead within it). ``devices``: the plan's description, for the report.
+    ``idle_gc``: the trace's compute windows go to both GCs (the store's, then the conventional SSD's
+    background GC, ``idle_gc=1`` in its URL); False: to neither, the device clocks only pass."""
 
     baseline_url: str
     zns_url: str
@@ -34,10 +36,12 @@ class Sizing:
     zone_capacity: int
     budget_pages: int
     devices: dict = field(default_factory=dict)
+    idle_gc: bool = True
 
     @classmethod
-    def of_plan(cls, pl, budget_pages: int) -> "Sizing":
-        return cls(pl.baseline_url, pl.zns_url, pl.zone_size, pl.zone_capacity, int(budget_pages), dict(pl.devices))
+    def of_plan(cls, pl, budget_pages: int, idle_gc: bool = True) -> "Sizing":
+        return cls(pl.baseline_url, pl.zns_url, pl.zone_size, pl.zone_capacity, int(budget_pages), dict(pl.devices),
+                   bool(idle_gc))
 
 
 def check_runs(names) -> tuple[str, ...]:

@@ -23,7 +23,9 @@ class ReplaySpec:
     geometry (``BenchSpec``'s). ``us_per_sample``: charge this compute per sample instead of the
     trace's (its idle windows scaled by the ratio; None: the trace's). ``journal``: the resumable jsonl (None: none); ``key``: what its
     rows are keyed on (None: the trace's digest, preset, budget and utilisation); ``restart``: forget
-    the journal first. ``isolate``: each run in a spawned process (its peak RSS its own)."""
+    the journal first. ``isolate``: each run in a spawned process (its peak RSS its own). ``idle_gc``:
+    the trace's compute windows go to both GCs (the store's and the conventional SSD's background GC;
+    False: to neither)."""
 
     trace: str
     runs: tuple[str, ...] = DEFAULT_RUNS
@@ -40,6 +42,7 @@ class ReplaySpec:
     restart: bool = False
     isolate: bool = True
     verify: bool = True
+    idle_gc: bool = True
 
 
 def run_replay(spec: ReplaySpec, progress: Progress | None = None,
@@ -53,7 +56,7 @@ def run_replay(spec: ReplaySpec, progress: Progress | None = None,
     bad input (before any run) or a run that failed (named; the runs before it stay journalled)."""
     runs = check_runs(spec.runs)
     tr = ReplayTrace(spec.trace, spec.preset, spec.budget)
-    sizing = tr.sizing(spec.utilisation, spec.op, spec.erase_block, spec.ssd, spec.geometry)
+    sizing = tr.sizing(spec.utilisation, spec.op, spec.erase_block, spec.ssd, spec.geometry, spec.idle_gc)
     idle_scale = tr.idle_scale(spec.us_per_sample)
     t0 = time.monotonic()
     digest = tr.identity()
@@ -62,7 +65,8 @@ def run_replay(spec: ReplaySpec, progress: Progress | None = None,
                                                  **{k: v for k, v in (("op", spec.op), ("erase_block", spec.erase_block),
                                                                       ("us_per_sample", spec.us_per_sample))
                                                     if v is not None},
-                                                 **{k: v for k, v in (("ssd", spec.ssd), ("geometry", spec.geometry))
+                                                 **{k: v for k, v in (("ssd", spec.ssd), ("geometry", spec.geometry),
+                                                                      ("idle_gc", spec.idle_gc))
                                                     if v != ReplaySpec.__dataclass_fields__[k].default}}
     journal = Journal(spec.journal, key)
     if spec.restart:
@@ -88,7 +92,7 @@ def run_replay(spec: ReplaySpec, progress: Progress | None = None,
                       **tr.counts(),
                       **{k: m.get(k) for k in ("kind", "iterations", "batch_size", "seed", "us_per_sample", "lookahead")},
                       "budget_pages": sizing.budget_pages},
-            "utilisation": spec.utilisation, "op": spec.op, "erase_block": spec.erase_block,
+            "utilisation": spec.utilisation, "op": spec.op, "erase_block": spec.erase_block, "idle_gc": spec.idle_gc,
             "us_per_sample": spec.us_per_sample or m.get("us_per_sample"), "devices": sizing.devices,
             "wall_s_this_invocation": round(time.monotonic() - t0, 1), "resumed": resumed,
             "runs": [done[r] for r in runs]}

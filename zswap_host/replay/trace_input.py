@@ -61,10 +61,11 @@ class ReplayTrace:
         self.budget = budget
 
     def sizing(self, utilisation: float | None = None, op: float | None = None,
-               erase_block: int | None = None, ssd: str = "thesis-ssd", geometry: str = "scaled") -> Sizing:
+               erase_block: int | None = None, ssd: str = "thesis-ssd", geometry: str = "scaled",
+               idle_gc: bool = True) -> Sizing:
         """The bench's devices for this trace's preset (same flash; the tables at ``utilisation`` of
         the conventional SSD's usable bytes, default the bench's; its over-provisioning ``op`` and
-        erase block, default the bench's; ``ssd`` and ``geometry`` as ``BenchSpec`` takes them).
+        erase block, default the bench's; ``ssd``, ``geometry`` and ``idle_gc`` as ``BenchSpec`` takes them).
         ``ReplayError`` for a bad budget, utilisation, OP, erase block, SSD preset or geometry, or an
         unknown preset."""
         from ..bench import BenchSpec, plan
@@ -79,12 +80,12 @@ class ReplayTrace:
             raise ReplayError(f"{self.path}: the trace does not record its DRAM budget; give --budget")
         try:
             pl = plan(BenchSpec(preset=self.preset, budget=bench_budget(budget), lookahead=0, utilisation=utilisation,
-                                op=op, erase_block=erase_block, ssd=ssd, geometry=geometry,
+                                op=op, erase_block=erase_block, ssd=ssd, geometry=geometry, idle_gc=idle_gc,
                                 iterations=m.get("iterations"), batch_size=m.get("batch_size"),
                                 compute=ComputeBasis("pinned", float(m.get("us_per_sample") or 1.0), 1, "trace")))
         except ZswapError as e:
             raise ReplayError(str(e)) from None
-        return Sizing.of_plan(pl, self.budget_pages if self.budget_pages is not None else pl.budget_pages)
+        return Sizing.of_plan(pl, self.budget_pages if self.budget_pages is not None else pl.budget_pages, idle_gc)
 
     def idle_scale(self, us_per_sample: float | None) -> float:
         """What the trace's compute windows are multiplied by to charge ``us_per_sample`` per sample

@@ -168,7 +168,7 @@ def synthetic_dlrm_trace(pages: int, dram_fraction: float = 0.1, batch_pages: in
 
 
 def replay(backend: SwapBackend, trace: SwapTrace, verify: bool = False, progress=None, clock=None,
-           versions: PageVersions | None = None) -> None:
+           versions: PageVersions | None = None, on_idle=None) -> None:
     """Run a trace through a backend. Idle windows go to ``backend.idle`` (the store's GC, then the
     device clock; Linux swap only lets the device clock pass), so every backend sees the same
     timeline. Each page swapped out carries its fingerprint word (``page_words``: id and version);
@@ -180,12 +180,15 @@ def replay(backend: SwapBackend, trace: SwapTrace, verify: bool = False, progres
     the next idle window (the device was busy for that part of it: ``idle(max(0, window - io))``), as
     the workload that recorded it overlapped them; without it, overlapped I/O runs before the whole
     window. ``versions``: the page versions so far, for a trace replayed in parts (chunks) through
-    one backend; None: a fresh ``PageVersions``. Ids within one swap-out event are distinct."""
+    one backend; None: a fresh ``PageVersions``. Ids within one swap-out event are distinct.
+    ``on_idle(seconds)``: what an idle window does instead of ``backend.idle`` (e.g. only let the
+    device clock pass, so no GC gets the window)."""
     ps = backend.page_size
     vers = versions if versions is not None else PageVersions(trace.pages)
     images = PageImages(ps)
     # only the first word of a page is checked: a backend that can read just that does
     words_in = getattr(backend, "swap_in_words", None) or (lambda i: first_words(backend.swap_in(i)))
+    idle = on_idle if on_idle is not None else backend.idle
     n = len(trace)
     since = None                                # the clock at the last overlap marker
     for k in range(n):
@@ -210,7 +213,7 @@ def replay(backend: SwapBackend, trace: SwapTrace, verify: bool = False, progres
             if since is not None:
                 window = max(0.0, window - (clock() - since))
                 since = None
-            backend.idle(window)
+            idle(window)
         elif op == OVERLAP and clock is not None:
             since = clock()
         if progress is not None and (k % 256 == 0 or k == n - 1):
