@@ -12,8 +12,8 @@ time from the bench's, and reports per setting the write amplification, the GC b
 stall, and which run wins. Every setting is one committed ``zswap-host replay`` command whose JSON is
 kept in ``--out``. A large block on a small device leaves too few blocks per die for GC, so the FTL
 is given more raw flash than the OP asks (the table's "effective OP" says how much): the drive's real
-geometry needs the drive's capacity, which the payload-free MLPerf-size replay has (README, "MLPerf-
-size by trace replay": 125 GB, 6 MiB blocks), so that run is quoted beside this table, not redone.
+geometry needs the drive's capacity, which the payload-free MLPerf-size replay has (docs/results/mlperf-replay.md:
+125 GB, 6 MiB blocks), so that run is quoted beside this table, not redone.
 (At 1.5 MiB blocks the default trace's 544 MiB SSD has 29 blocks per die and its per-die GC runs out
 of blocks: the replay stops, "no die has a free block". A setting whose JSON is in --out is read,
 not replayed again.)

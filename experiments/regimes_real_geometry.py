@@ -18,8 +18,8 @@ Runs (``zswap-host replay``): ``linux-swap-batched`` on the lookahead trace (= t
 ``linux-swap-lookahead``: batched faults and the next batch announced), ``store-on-conventional`` and
 ``store-on-zns``. The regimes charge each run the same compute per sample (the trace's windows
 rescaled, ``--compute-us-per-sample``; no page moves): ``cpu`` = 481 us, the mlperf preset's
-*assumed* CPU cost (the kaggle calibration scaled by dense MACs, README "MLPerf-size by trace
-replay"), ``cpu/10``, and the V100 / A100 figures of experiments/regimes.py (NVIDIA's published DLRM
+*assumed* CPU cost (the kaggle calibration scaled by dense MACs, docs/results/
+mlperf-replay.md), ``cpu/10``, and the V100 / A100 figures of experiments/regimes.py (NVIDIA's published DLRM
 throughput). Training time = compute + modeled stall; modeled numbers are deterministic. A regime
 whose JSON is in --out is read, not replayed again.
 

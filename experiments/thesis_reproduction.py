@@ -1,4 +1,4 @@
-"""Regenerate README's thesis-reproduction results from DLRM training runs (``zswap-host bench``'s
+"""Regenerate docs/results/thesis.md's results from DLRM training runs (``zswap-host bench``'s
 machinery), CSV + PNG under experiments/results/thesis/:
 
   (a) slowdown of Linux swap (one fault at a time and batched) and of the store (on the conventional

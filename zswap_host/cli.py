@@ -127,8 +127,7 @@ def _open(url: str, zoned: bool | None = None, force: bool | None = None, readon
 def main() -> None:
     """Host-managed swap on ZNS SSDs, measured against conventional SSD swap.
 
-    DEVICE arguments are paths or URLs (`zswap-host schemes` lists each scheme's parameters; README,
-    "Devices"); an empty PATH keeps the device in memory, a file PATH keeps it between runs:
+    DEVICE arguments are paths or URLs (`zswap-host schemes` lists each scheme's parameters; docs/devices.md); an empty PATH keeps the device in memory, a file PATH keeps it between runs:
 
     \b
       emu://PATH?zones=N&zone_size=16MiB&zone_capacity=…&max_open=…&max_active=…&preset=…
