@@ -35,7 +35,7 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 sys.path.insert(0, HERE)
 
-from nvmevirt_guest import PCIE_MB_S, ZONE_MIB, in_flight, jobs, little_throughput  # noqa: E402
+from nvmevirt_guest import PCIE_MB_S, ZONE_MIB, in_flight, jobs, little_throughput, nvmevirt_rate_mib_s  # noqa: E402
 
 from zswap_host.characterize_common import issue_times  # noqa: E402
 from zswap_host.ssdsim import ConvSSD, get_preset  # noqa: E402
@@ -44,7 +44,7 @@ from zswap_host.ssdsim.model import READ, WRITE  # noqa: E402
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 PRESET = "nvmevirt-970pro"
 NAMESPACE = 1 * GiB                  # NVMeVirt's namespace in the guest session
-PCIE_MIB_S = PCIE_MB_S["ssd"] * 1e6 / MiB
+PCIE_MIB_S = nvmevirt_rate_mib_s(PCIE_MB_S["ssd"])
 IDLE_S = 0.01                        # between unloaded commands: longer than any program (185 us)
 PUBLISHED = os.path.join(REPO, "experiments", "data", "samsung_970pro_published.csv")
 NVMEVIRT_JSON = os.path.join(REPO, "experiments", "results", "nvmevirt", "nvmevirt_ssd.json")

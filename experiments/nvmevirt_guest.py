@@ -41,8 +41,16 @@ from emulator.nvmevirt import NvmevirtConfig, NvmevirtError, parse_trace, run  #
 KiB, MiB = 1 << 10, 1 << 20
 ZONE_MIB = 64
 PUBLISHED = os.path.join(REPO, "experiments", "data", "zn540_published.csv")
-# PCIE_BANDWIDTH (MB/s) of NVMeVirt's presets in its ssd_config.h (WD_ZN540, SAMSUNG_970PRO)
+# PCIE_BANDWIDTH of NVMeVirt's presets in its ssd_config.h (WD_ZN540, SAMSUNG_970PRO), in its units
 PCIE_MB_S = {"zns": 3050, "ssd": 3360}
+
+
+def nvmevirt_rate_mib_s(bandwidth: int) -> float:
+    """The rate NVMeVirt's channel model (PCIe, NAND channels) really gives a ``*_BANDWIDTH`` of its
+    ``ssd_config.h``: its "MB/s" are MiB/s (``MB(m) = m << 20``, nvmev.h) and a 128-byte unit takes
+    a whole number of ns (``BANDWIDTH_TO_TX_TIME``, channel_model.h: 128e9 / (MB_S << 20), truncated)."""
+    ns = (128 * 10**9) // (bandwidth << 20)
+    return 128 / ns * 1e9 / MiB
 RUNTIME_S = 6            # per fio job (wall, in the guest); each job also stops at its size
 
 
@@ -297,7 +305,7 @@ def analyse(device: str, outdir: str, pub: dict, ours: dict) -> list[dict]:
     for j in jobs(device == "zns"):
         fio = _fio_summary(os.path.join(outdir, j["name"] + ".json")) if j["op"] not in ("reset", "finish") else None
         trace = job_commands(_read_trace(os.path.join(outdir, j["name"] + ".trace")), device == "zns")
-        r = summarize_job(j, fio, trace, PCIE_MB_S[device] * 1e6 / MiB)
+        r = summarize_job(j, fio, trace, nvmevirt_rate_mib_s(PCIE_MB_S[device]))
         r["unit"] = ("ms" if j["op"] in ("reset", "finish") else
                      "MiB/s" if j["experiment"] in ("size_sweep", "zone_sweep_bw") else "KIOPS")
         if device == "zns":

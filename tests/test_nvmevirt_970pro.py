@@ -79,3 +79,11 @@ def test_missing_nvmevirt_results_is_one_line(tmp_path, capsys):
     assert e.main(["--out", str(tmp_path), "--nvmevirt-json", str(tmp_path / "none.json")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "none.json" in err and not os.listdir(tmp_path)
+
+
+def test_nvmevirt_bandwidths_are_mib_s_at_whole_ns_per_128_bytes():
+    from nvmevirt_guest import nvmevirt_rate_mib_s
+    assert nvmevirt_rate_mib_s(3360) == pytest.approx(128 / 36e-9 / MiB)       # 36.3 ns truncated to 36
+    assert nvmevirt_rate_mib_s(3050) == pytest.approx(128 / 40e-9 / MiB)
+    assert P.host_link_mb_s == pytest.approx(128e3 / 36, rel=1e-4)             # the preset uses the same rates
+    assert P.channel_mb_s == pytest.approx(128e3 / 152, rel=1e-4)
