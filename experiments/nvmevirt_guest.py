@@ -41,8 +41,16 @@ from emulator.nvmevirt import NvmevirtConfig, NvmevirtError, parse_trace, run  #
 KiB, MiB = 1 << 10, 1 << 20
 ZONE_MIB = 64
 PUBLISHED = os.path.join(REPO, "experiments", "data", "zn540_published.csv")
-# PCIE_BANDWIDTH (MB/s) of NVMeVirt's presets in its ssd_config.h (WD_ZN540, SAMSUNG_970PRO)
+# PCIE_BANDWIDTH of NVMeVirt's presets in its ssd_config.h (WD_ZN540, SAMSUNG_970PRO), in its units
 PCIE_MB_S = {"zns": 3050, "ssd": 3360}
+
+
+def nvmevirt_rate_mib_s(bandwidth: int) -> float:
+    """The rate NVMeVirt's channel model (PCIe, NAND channels) really gives a ``*_BANDWIDTH`` of its
+    ``ssd_config.h``: its "MB/s" are MiB/s (``MB(m) = m << 20``, nvmev.h) and a 128-byte unit takes
+    a whole number of ns (``BANDWIDTH_TO_TX_TIME``, channel_model.h: 128e9 / (MB_S << 20), truncated)."""
+    ns = (128 * 10**9) // (bandwidth << 20)
+    return 128 / ns * 1e9 / MiB
 RUNTIME_S = 6            # per fio job (wall, in the guest); each job also stops at its size
 
 
@@ -206,14 +214,23 @@ def summarize_job(j: dict, fio: dict | None, trace: list[tuple[int, int, int]], 
     row["modeled_lat_us"] = mean_ns / 1e3
     row["modeled_lat_p50_us"] = statistics.median(lats) / 1e3
     row["completion_late_us"] = statistics.mean(late) / 1e3      # CQ posted this long after its target
-    inflight = j["zones"] if j["op"] == "write" else j["qd"]
-    # Little's law with every writer / queue slot busy at the device, capped by the one resource all
-    # commands share in NVMeVirt's model: PCIe (its per-command firmware latencies are not shared)
-    little_mib_s = inflight / mean_ns * 1e9 * j["bs_kib"] * KiB / MiB
-    row["modeled_mib_s"] = min(little_mib_s, pcie_mib_s)
-    row["modeled_kiops"] = row["modeled_mib_s"] * MiB / (j["bs_kib"] * KiB) / 1e3
-    row["modeled_capped_by_pcie"] = little_mib_s > pcie_mib_s
+    mib_s, kiops, capped = little_throughput(in_flight(j), mean_ns, j["bs_kib"], pcie_mib_s)
+    row.update(modeled_mib_s=mib_s, modeled_kiops=kiops, modeled_capped_by_pcie=capped)
     return row
+
+
+def in_flight(j: dict) -> int:
+    """Commands a job keeps in flight: one per writer (QD 1 each) or the reader's queue depth."""
+    return j["zones"] if j["op"] == "write" else j["qd"]
+
+
+def little_throughput(inflight: int, mean_ns: float, bs_kib: float, pcie_mib_s: float = math.inf) -> tuple[float, float, bool]:
+    """(MiB/s, KIOPS, capped): Little's law with every writer / queue slot busy at the device, capped by
+    the one resource all commands share in NVMeVirt's model, PCIe (its per-command firmware latencies
+    are not shared)."""
+    little_mib_s = inflight / mean_ns * 1e9 * bs_kib * KiB / MiB
+    mib_s = min(little_mib_s, pcie_mib_s)
+    return mib_s, mib_s * MiB / (bs_kib * KiB) / 1e3, little_mib_s > pcie_mib_s
 
 
 def _key(r: dict) -> tuple:
@@ -237,9 +254,11 @@ def reference_points() -> tuple[dict, dict]:
 
 
 def table(rows: list[dict], device: str) -> str:
+    ours, pub = ("our zn540 model", "published ZN540") if device == "zns" else \
+        ("our nvmevirt-970pro model (loaded)", "published 970 PRO (vendor peak)")
     out = [f"### NVMeVirt {device}", "",
            "| job | unit | NVMeVirt wall (TCG) | NVMeVirt modeled latency p50 / mean (µs) | NVMeVirt modeled | "
-           "our zn540 model | published ZN540 |",
+           f"{ours} | {pub} |",
            "|---|---|---:|---:|---:|---:|---:|"]
 
     def n(x, d=1):
@@ -286,14 +305,28 @@ def analyse(device: str, outdir: str, pub: dict, ours: dict) -> list[dict]:
     for j in jobs(device == "zns"):
         fio = _fio_summary(os.path.join(outdir, j["name"] + ".json")) if j["op"] not in ("reset", "finish") else None
         trace = job_commands(_read_trace(os.path.join(outdir, j["name"] + ".trace")), device == "zns")
-        r = summarize_job(j, fio, trace, PCIE_MB_S[device] * 1e6 / MiB)
+        r = summarize_job(j, fio, trace, nvmevirt_rate_mib_s(PCIE_MB_S[device]))
         r["unit"] = ("ms" if j["op"] in ("reset", "finish") else
                      "MiB/s" if j["experiment"] in ("size_sweep", "zone_sweep_bw") else "KIOPS")
         if device == "zns":
             k = _key({**j, "bs_kib": j.get("bs_kib"), "qd": j.get("qd"), "zones": j.get("zones")})
             r["published"], r["model"] = pub.get(k), ours.get(k)
+        else:
+            r["published"], r["model"] = ssd_reference(os.path.dirname(outdir)).get(j["name"], (None, None))
         rows.append(r)
     return rows
+
+
+def ssd_reference(out: str) -> dict[str, tuple]:
+    """(published, our model loaded) per 970 PRO job from ``OUT/nvmevirt_970pro.json``
+    (``experiments/nvmevirt_970pro.py``); empty without that file."""
+    try:
+        with open(os.path.join(out, "nvmevirt_970pro.json")) as f:
+            rows = json.load(f)["jobs"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {r["name"]: ((r["published"] or {}).get("value"),
+                        r["loaded"]["mib_s" if r["unit"] == "MiB/s" else "kiops"]) for r in rows}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -319,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
           "    .venv/bin/python experiments/nvmevirt_guest.py --device ssd                # ssd fio jobs",
           "    .venv/bin/python experiments/nvmevirt_guest.py --device zns --only '^(reset|finish)_' --suite --bench "
           "--fix-zone-buffer-leak",
+          "    .venv/bin/python experiments/nvmevirt_970pro.py     # host only: our nvmevirt-970pro model, nvmevirt_970pro.{json,md}",
           "    .venv/bin/python experiments/nvmevirt_guest.py --device zns,ssd --analyse-only   # this file", "",
           "This file: `experiments/nvmevirt_guest.py " + " ".join(argv or sys.argv[1:]) + "`.",
           "", "wall = fio in the guest (TCG: the guest CPU's speed); modeled = NVMeVirt's own per-command "

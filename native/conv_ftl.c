@@ -493,7 +493,7 @@ CONV_HOT int64_t conv_req_h(conv_ftl *F, int32_t h, int op, int64_t off, int64_t
     }
     if (op != SSD_OP_READ)
         return -1;
-    t = ssd_ctrl(T, op, t);
+    t = ssd_ctrl(T, op, t + T->t_read_cmd_ns);
     int64_t end = t;
     int64_t i = 0;
     while (i < n) {

@@ -123,7 +123,7 @@ static int64_t oc_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_iss
     case SSD_OP_WRITE:
         return oc_write(O, c, s, n, t);
     case SSD_OP_READ:
-        return oc_read(O, s0, n, t);
+        return oc_read(O, s0, n, t + O->T.t_read_cmd_ns);
     case OCSSD_OP_RESET:
         return (s == 0 && n == O->sectors) ? oc_reset(O, c, t) : -1; /* exactly one chunk */
     default:

@@ -15,7 +15,8 @@
  *                so erasing costs the same per byte whatever the block size.
  *  host link:    one timeline per direction, bytes / host_link bandwidth.
  *  command:      a fixed controller latency t_cmd before any work starts (not a shared
- *                resource: controllers process commands on several cores), and optionally
+ *                resource: controllers process commands on several cores; a read's may be
+ *                longer by t_read_cmd: a firmware read path slower than its write buffer), and optionally
  *                a serial controller time per command and op (ctrl_*_us: one timeline, it
  *                bounds the device's command rate; a write's overlaps its data transfer).
  *  write path:   optionally, all data written to flash passes a serial write path at
@@ -204,6 +205,7 @@ int ssd_timing_init(ssd_timing *T, const ssd_params *p)
     T->t_prog_ns = ns_of_us(p->t_prog_us);
     T->t_erase_ns = ns_of_us(p->t_erase_us);
     T->t_cmd_ns = ns_of_us(p->cmd_overhead_us);
+    T->t_read_cmd_ns = ns_of_us(p->t_read_cmd_us);
     T->pages_per_block = p->pages_per_block > 0 ? p->pages_per_block : 1;
     T->page_bytes = p->page_size;
     T->suspend = p->suspend != 0;

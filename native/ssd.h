@@ -138,6 +138,7 @@ typedef struct {
     double reset_exponent;      /* zoned: of the MiB held (0: 1, linear) */
     int32_t finish_pads_zone;   /* zoned: finish programs the rest of a non-empty zone (pad) */
     double t_finish_us;         /* zoned: latency of a finish beyond its padding */
+    double t_read_cmd_us;       /* latency a read command adds to cmd_overhead (firmware read path; not serial) */
     int32_t zone_die_stagger;   /* zoned: zone z starts on die z (not z * dies_per_zone) mod n_dies */
     int32_t gc_striped;         /* conventional: GC re-programs a victim's valid data over all dies
                                    (superblock-style), not on the victim's own die */
@@ -171,6 +172,7 @@ typedef struct {
     int64_t t_prog_ns;          /* program of one program unit */
     int64_t t_erase_ns;         /* erase of one block of pages_per_block pages */
     int64_t t_cmd_ns;           /* controller latency per command */
+    int64_t t_read_cmd_ns;      /* more for a read command (not serial) */
     int64_t t_suspend_ns;       /* longest wait of a host read for a program/erase to suspend */
     int32_t pages_per_block;    /* the erase block t_erase_ns is for (erase_pages scales from it) */
     int32_t page_bytes;         /* flash page */

@@ -125,7 +125,7 @@ static int64_t zns_req(void *ftl, int op, int64_t off, int64_t len, int64_t t_is
     }
     if (op != SSD_OP_READ)
         return -1;
-    t = ssd_ctrl(T, op, t);
+    t = ssd_ctrl(T, op, t + T->t_read_cmd_ns);
     int64_t end = t;
     int64_t pos = off;
     while (pos < off + len) {

@@ -93,6 +93,22 @@ def test_append_costs_its_controller_time_and_latency_and_only_zoned_models_take
         ConvSSD(THESIS, 64 * MiB).submit([APPEND], [0], [4096])
 
 
+def test_read_command_latency_lengthens_reads_only_on_every_model():
+    """t_read_cmd_us: a read's firmware path slower than a write's (NVMeVirt's 970 PRO: 21.5 vs 4 us)."""
+    p = _with(THESIS, t_read_cmd_us=17.5)
+    for make in (lambda q: ConvSSD(q, 64 * MiB), lambda q: ZNSSSD(q, 4, THESIS.zone_size, THESIS.zone_capacity)):
+        lat = {}
+        for q in (THESIS, p):
+            m = make(q)
+            w = wr(m, [0])[0]
+            wr(m, np.arange(4096, THESIS.stripe_bytes * 2, 4096), qd=4)   # program the page read below
+            m.advance(1.0)
+            t = m.now
+            lat[q.controller.t_read_cmd_us] = (w, rd(m, [0])[0] - t)
+        assert lat[17.5][0] == lat[0.0][0]                                # writes unchanged
+        assert lat[17.5][1] - lat[0.0][1] == pytest.approx(17.5e-6, abs=1e-9)
+
+
 def test_write_path_is_the_write_ceiling():
     p = _with(THESIS, write_path_mb_s=400.0)
     m = ZNSSSD(p, 8, THESIS.zone_size, THESIS.zone_capacity)

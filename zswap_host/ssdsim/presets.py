@@ -19,6 +19,8 @@ class ControllerModel:
     ctrl_read_us: float = 0.0        # serial controller time per read command (1 / the read IOPS ceiling)
     ctrl_write_us: float = 0.0       # ... per write command; overlaps the command's data transfer
     ctrl_append_us: float = 0.0      # ... per zone append command (0: as a write)
+    t_read_cmd_us: float = 0.0       # latency a read command adds to cmd_overhead_us (not serial): a
+                                     # firmware read path slower than the write buffer's (NVMeVirt's 970 PRO)
     t_append_us: float = 0.0         # zoned: latency a zone append adds to a write's (not serial)
     write_link_mb_s: float = 0.0     # host -> device rate of write data, MB/s (0: host_link_mb_s)
     write_path_mb_s: float = 0.0     # write path all flash writes pass (host data, padding), MB/s
@@ -179,6 +181,34 @@ PRESETS: dict[str, NandPreset] = {
         min_blocks_per_die=1,
         controller=ControllerModel(write_link_mb_s=1235.0, ctrl_read_us=1.1756, ctrl_write_us=1.0688,
                                    gc_striped=True),
+    ),
+    "nvmevirt-970pro": NandPreset(
+        name="nvmevirt-970pro",
+        source=("NVMeVirt's SAMSUNG_970PRO preset (github.com/snu-csl/nvmevirt 61c90f7, ssd_config.h lines 63-109), "
+                "its constants in this model's terms: 8 channels x 2 LUNs x 1 plane (l.74-76), 32 KiB flash page "
+                "programmed alone (MLC, one-shot = 1 page, l.71, 77-78), 4 KiB read 35.76 us (the mean of its "
+                "LSB/MSB 35.76 -/+ 6 us, l.89-90), program 185 us (l.95), erase 0 (l.96), channels 800 and "
+                "PCIe 3360 (l.86-87) in NVMeVirt's units: MiB/s (nvmev.h MB(m) = m << 20) at whole ns per "
+                "128 B (channel_model.h BANDWIDTH_TO_TX_TIME: 152 and 36 ns), 842.1 and 3555.6 MB/s here; "
+                "write firmware 4 us per command (FW_WBUF_LATENCY0, l.100) as "
+                "the command latency, its read firmware 21.5 us (FW_4KB_READ_LATENCY, l.98) as 4 + 17.5 "
+                "(controller.t_read_cmd_us), its 0.46 us per 4 KiB written (FW_WBUF_LATENCY1, l.101) folded "
+                "into the write data rate with PCIe (1 / (0.46 us / 4096 B + 36 ns / 128 B) = 2541 MB/s), "
+                "OP 7% (l.103), a 1 MiB write buffer acknowledging writes early (GLOBAL_WB_SIZE = 8 x 2 x 32 KiB x "
+                "2, WRITE_EARLY_COMPLETION, l.105-106).  Not NVMeVirt's: the erase block (NVMeVirt sizes it "
+                "from the capacity, 8192 blocks per plane, l.79; 128 pages = 4 MiB is that rule at the 970 PRO's "
+                "512 GB) and the zoned fields (unused: the drive is conventional).  docs/nvmevirt.md compares "
+                "the two models"),
+        channels=8, dies_per_channel=2,
+        page_size=32 * KiB, oneshot_pages=1,
+        pages_per_block=128,
+        t_read_us=35.76, t_prog_us=185.0, t_erase_us=0.0,
+        channel_mb_s=842.1, host_link_mb_s=3555.6, cmd_overhead_us=4.0,
+        conv_op=0.07,
+        zone_capacity=64 * MiB, zone_size=64 * MiB, max_open=14, max_active=14,   # unused (conventional)
+        max_append=256 * KiB,            # MDTS 6 (l.70)
+        write_buffer_bytes=1 * MiB,
+        controller=ControllerModel(t_read_cmd_us=17.5, write_link_mb_s=2541.0),
     ),
 }
 
