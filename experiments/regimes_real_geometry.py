@@ -1,7 +1,7 @@
 """The regime table again, on drives of real geometry: MLPerf-size tables, payload-free replay.
 
     .venv/bin/python experiments/regimes_real_geometry.py --trace /tmp/mlperf-la [--ssd zn540] \
-        [--iterations 30000] [--out experiments/results/regimes_real/zn540]
+        [--iterations 30000] [--out experiments/results/regimes_real/zn540] [--suspend] [--regimes a100]
     .venv/bin/python experiments/regimes_real_geometry.py --model default --geometry scaled \
         --ssd thesis-ssd --trace /tmp/default-la      # the bench's devices, by replay (the comparison)
 
@@ -58,7 +58,8 @@ def replay(exe: str, args, name: str, us: float, cpu_us: float, out: Path) -> di
     if path.exists():
         return json.loads(path.read_text())
     cmd = [exe, "replay", "--trace", args.trace, "--runs", ",".join(RUNS), "--ssd", args.ssd,
-           "--geometry", args.geometry, "--out", str(out / name.replace("/", "-")), "--json", str(path)]
+           "--geometry", args.geometry, "--out", str(out / name.replace("/", "-")), "--json", str(path),
+           *(["--suspend"] if args.suspend else [])]
     if not Path(args.trace).exists():
         if us != cpu_us:
             raise SystemExit(f"{args.trace}: no trace; the cpu regime generates it")
@@ -114,12 +115,14 @@ def main(argv=None) -> int:
     ap.add_argument("--regimes", default=None, help="comma list of regimes to run (default: all four)")
     ap.add_argument("--out", default=None, help="default: experiments/results/regimes_real/<ssd> (mlperf, real), "
                     "else .../<model>-<ssd>-<geometry>")
+    ap.add_argument("--suspend", action="store_true", help="every SSD suspends programs and erases for reads, "
+                    "as drives do (default --out: .../<ssd>-suspend)")
     ap.add_argument("--zswap-host", dest="exe", default=str(Path(sys.executable).with_name("zswap-host")))
     args = ap.parse_args(argv)
     if args.model == "mlperf" and args.iterations is None:
         args.iterations = 30000
     tag = args.ssd if (args.model, args.geometry) == ("mlperf", "real") else f"{args.model}-{args.ssd}-{args.geometry}"
-    out = Path(args.out or f"experiments/results/regimes_real/{tag}")
+    out = Path(args.out or f"experiments/results/regimes_real/{tag}" + ("-suspend" if args.suspend else ""))
     out.mkdir(parents=True, exist_ok=True)
     cpu_us = CPU_US[args.model] or calibrated_us(args.model)
     pick = set(args.regimes.split(",")) if args.regimes else None

@@ -295,6 +295,30 @@ def test_no_idle_gc_gives_the_windows_to_neither_gc(trace, tmp_path):
         assert a["compute_s"] == b["compute_s"] and a["pages"] == b["pages"]
 
 
+def test_suspend_reaches_every_runs_device_and_shortens_no_read(trace, tmp_path):
+    """--suspend: every run's SSD (conventional, FDP, ZNS, Open-Channel) suspends programs and erases
+    for reads; a read then never waits longer than without, so no run's stall grows; the JSON and the
+    journal key record it."""
+    from zswap_host.replay.runs import RUNS, run_url
+
+    on, off = ReplayTrace(trace).sizing(suspend=True), ReplayTrace(trace).sizing()
+    for name in RUNS:
+        assert "suspend=1" in run_url(name, on) and "suspend" not in run_url(name, off), name
+    runs = "store-on-zns,linux-swap-batched,store-on-ocssd"
+    r = cli("--trace", trace, "--runs", runs, "--suspend", "--out", str(tmp_path / "out"),
+            "--json", str(tmp_path / "s.json"))
+    assert r.exit_code == 0, r.output
+    got = json.loads((tmp_path / "s.json").read_text())
+    assert got["suspend"] is True and "--suspend" in got["command"]
+    assert all(row["key"]["suspend"] is True for row in got["runs"])
+    base = cli("--trace", trace, "--runs", runs, "--json", str(tmp_path / "b.json"))
+    assert base.exit_code == 0, base.output
+    plain = json.loads((tmp_path / "b.json").read_text())
+    assert plain["suspend"] is False
+    for a, b in zip(got["runs"], plain["runs"]):
+        assert a["pages"] == b["pages"] and a["stall_s"] <= b["stall_s"] + 1e-9, (a["run"], a["stall_s"], b["stall_s"])
+
+
 def test_a_window_goes_where_on_idle_says():
     """workloads.replay: an idle window calls on_idle instead of backend.idle when given."""
     from zswap_host.workloads.trace import IDLE, SwapTrace, replay

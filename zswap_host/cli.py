@@ -826,12 +826,14 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
 @click.option("--idle-gc/--no-idle-gc", default=True, show_default=True,
               help="Give the trace's compute windows to both GCs (the store's GC, then the conventional SSD's "
               "background GC), as the bench does; --no-idle-gc: to neither (the device clocks only pass).")
+@click.option("--suspend", is_flag=True, help="Every run's emulated SSD suspends programs and erases for reads, "
+              "as drives do (the bench's --suspend; docs/ssd-model.md).")
 @quiet_option
 @friendly_errors
 @plugin_option
 def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, budget, gen_preset, iterations,
            compute_us_per_sample, lookahead, seed, ssd, geometry, out_dir, restart, json_path, idle_gc=True,
-           quiet=False) -> None:
+           suspend=False, quiet=False) -> None:
     """Replay a page trace through named swap runs, each on fresh payload-free emulated SSDs (no page
     bytes kept: a trace of tables far beyond RAM replays in a few GB) sized as the bench sizes them,
     all from the same raw flash, every swap-in verified against its fingerprint. Per run: modeled
@@ -903,7 +905,7 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
     journal = os.path.join(out_dir, "replay.jsonl") if out_dir else None
     spec = ReplaySpec(trace=trace_path, runs=runs, preset=trace_preset,
                       budget=None if gen_preset else budget, utilisation=utilisation, op=op,
-                      erase_block=erase_bytes, ssd=ssd, geometry=geometry, idle_gc=idle_gc,
+                      erase_block=erase_bytes, ssd=ssd, geometry=geometry, idle_gc=idle_gc, suspend=suspend,
                       us_per_sample=None if gen_preset else compute_us_per_sample, journal=journal, restart=restart)
     with Progress("replay", len(runs), "runs", work="page", quiet=quiet) as bars:
         summary = run_replay(spec, progress, on_row)
@@ -919,7 +921,7 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
                + (f" --ssd {ssd}" if ssd != "thesis-ssd" else "") + (f" --geometry {geometry}" if geometry != "scaled" else "")
                + (f" --compute-us-per-sample {compute_us_per_sample:g}"
                   if compute_us_per_sample is not None and not gen_preset else "")
-               + ("" if idle_gc else " --no-idle-gc")
+               + ("" if idle_gc else " --no-idle-gc") + (" --suspend" if suspend else "")
                + (f" --model {trace_preset}" if trace_preset else "")
                + (f" --budget {budget}" if budget and not gen_preset else "")
                + (f" --out {out_dir}" if out_dir else "") + (" --restart" if restart else "")

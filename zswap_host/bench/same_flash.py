@@ -23,7 +23,7 @@ def ocssd_url(zns_url: str) -> str:
     p = get_preset(q["preset"])
     sectors = int(q["zone_capacity"]) // (p.channels * p.dies_per_channel * 4096)
     return (f"ocssd://?groups={p.channels}&pus={p.dies_per_channel}&chunks={q['zones']}&sectors={sectors}"
-            f"&preset={p.name}")
+            f"&preset={p.name}" + ("&suspend=1" if q.get("suspend") in ("1", "true") else ""))
 
 
 def interface_urls(pl, ruhs: int = 8, isolation: str = "persistent") -> dict[str, str]:

@@ -25,7 +25,7 @@ class ReplaySpec:
     rows are keyed on (None: the trace's digest, preset, budget and utilisation); ``restart``: forget
     the journal first. ``isolate``: each run in a spawned process (its peak RSS its own). ``idle_gc``:
     the trace's compute windows go to both GCs (the store's and the conventional SSD's background GC;
-    False: to neither)."""
+    False: to neither). ``suspend``: every run's SSD suspends programs and erases for reads."""
 
     trace: str
     runs: tuple[str, ...] = DEFAULT_RUNS
@@ -43,6 +43,7 @@ class ReplaySpec:
     isolate: bool = True
     verify: bool = True
     idle_gc: bool = True
+    suspend: bool = False
 
 
 def run_replay(spec: ReplaySpec, progress: Progress | None = None,
@@ -56,7 +57,8 @@ def run_replay(spec: ReplaySpec, progress: Progress | None = None,
     bad input (before any run) or a run that failed (named; the runs before it stay journalled)."""
     runs = check_runs(spec.runs)
     tr = ReplayTrace(spec.trace, spec.preset, spec.budget)
-    sizing = tr.sizing(spec.utilisation, spec.op, spec.erase_block, spec.ssd, spec.geometry, spec.idle_gc)
+    sizing = tr.sizing(spec.utilisation, spec.op, spec.erase_block, spec.ssd, spec.geometry, spec.idle_gc,
+                       spec.suspend)
     idle_scale = tr.idle_scale(spec.us_per_sample)
     t0 = time.monotonic()
     digest = tr.identity()
@@ -66,7 +68,8 @@ def run_replay(spec: ReplaySpec, progress: Progress | None = None,
                                                                       ("us_per_sample", spec.us_per_sample))
                                                     if v is not None},
                                                  **{k: v for k, v in (("ssd", spec.ssd), ("geometry", spec.geometry),
-                                                                      ("idle_gc", spec.idle_gc))
+                                                                      ("idle_gc", spec.idle_gc),
+                                                                      ("suspend", spec.suspend))
                                                     if v != ReplaySpec.__dataclass_fields__[k].default}}
     journal = Journal(spec.journal, key)
     if spec.restart:
@@ -93,6 +96,7 @@ def run_replay(spec: ReplaySpec, progress: Progress | None = None,
                       **{k: m.get(k) for k in ("kind", "iterations", "batch_size", "seed", "us_per_sample", "lookahead")},
                       "budget_pages": sizing.budget_pages},
             "utilisation": spec.utilisation, "op": spec.op, "erase_block": spec.erase_block, "idle_gc": spec.idle_gc,
+            "suspend": spec.suspend,
             "us_per_sample": spec.us_per_sample or m.get("us_per_sample"), "devices": sizing.devices,
             "wall_s_this_invocation": round(time.monotonic() - t0, 1), "resumed": resumed,
             "runs": [done[r] for r in runs]}

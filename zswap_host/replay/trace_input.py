@@ -62,10 +62,10 @@ class ReplayTrace:
 
     def sizing(self, utilisation: float | None = None, op: float | None = None,
                erase_block: int | None = None, ssd: str = "thesis-ssd", geometry: str = "scaled",
-               idle_gc: bool = True) -> Sizing:
+               idle_gc: bool = True, suspend: bool = False) -> Sizing:
         """The bench's devices for this trace's preset (same flash; the tables at ``utilisation`` of
         the conventional SSD's usable bytes, default the bench's; its over-provisioning ``op`` and
-        erase block, default the bench's; ``ssd``, ``geometry`` and ``idle_gc`` as ``BenchSpec`` takes them).
+        erase block, default the bench's; ``ssd``, ``geometry``, ``idle_gc`` and ``suspend`` as ``BenchSpec`` takes them).
         ``ReplayError`` for a bad budget, utilisation, OP, erase block, SSD preset or geometry, or an
         unknown preset."""
         from ..bench import BenchSpec, plan
@@ -80,7 +80,7 @@ class ReplayTrace:
             raise ReplayError(f"{self.path}: the trace does not record its DRAM budget; give --budget")
         try:
             pl = plan(BenchSpec(preset=self.preset, budget=bench_budget(budget), lookahead=0, utilisation=utilisation,
-                                op=op, erase_block=erase_block, ssd=ssd, geometry=geometry, idle_gc=idle_gc,
+                                op=op, erase_block=erase_block, ssd=ssd, geometry=geometry, idle_gc=idle_gc, suspend=suspend,
                                 iterations=m.get("iterations"), batch_size=m.get("batch_size"),
                                 compute=ComputeBasis("pinned", float(m.get("us_per_sample") or 1.0), 1, "trace")))
         except ZswapError as e:
