@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -79,6 +80,23 @@ def calibrated_us(model: str) -> float:
     return float(plan(BenchSpec(preset=model)).compute.us_per_sample)
 
 
+def io_floor(rep: dict) -> dict:
+    """The least device time the trace's swap traffic needs on the run's SSD preset, GC and queueing
+    aside: its swap-ins at the preset's 4 KiB read ceiling (its serial controller time per read, or
+    every die reading at once) and its swap-outs at its write ceiling (the write path, or every die
+    programming at once). A floor no run can beat, whatever the store does: with lookahead the I/O
+    overlaps compute, so a run trains no faster than max(compute, the larger of the two)."""
+    from zswap_host.ssdsim import get_preset
+
+    p = get_preset(rep["devices"]["ssd"])
+    c = p.controller
+    reads_per_s = min(1e6 / c.ctrl_read_us if c.ctrl_read_us else math.inf, p.n_dies * 1e6 / p.t_read_us)
+    write_mb_s = min(c.write_path_mb_s or math.inf, p.program_mb_s)
+    tr = rep["trace"]
+    return {"reads_s": tr["swap_in_pages"] / reads_per_s, "writes_s": tr["swap_out_pages"] * 4096 / (write_mb_s * 1e6),
+            "read_ceiling_kiops": reads_per_s / 1e3, "write_ceiling_mb_s": write_mb_s}
+
+
 def summarise(name: str, us: float, what: str, rep: dict) -> dict:
     runs = {r["run"]: r for r in rep["runs"]}
     compute = runs[LINUX]["compute_s"]
@@ -87,7 +105,7 @@ def summarise(name: str, us: float, what: str, rep: dict) -> dict:
                         "write_amplification": x["write_amplification"], "store_gc_gib": x["store_gc_mib"] / 1024,
                         "device_gc_gib": x["device_gc_mib"] / 1024, "swap_in_p99_ms": x["swap_in_p99_ms"]}
                     for r, x in runs.items()},
-           "devices": rep["devices"], "trace": rep["trace"]}
+           "devices": rep["devices"], "trace": rep["trace"], "io_floor": io_floor(rep)}
     for s in STORE:
         row[f"{s}_vs_linux"] = (compute + runs[LINUX]["stall_s"]) / (compute + runs[s]["stall_s"])
     return row
@@ -95,13 +113,16 @@ def summarise(name: str, us: float, what: str, rep: dict) -> dict:
 
 def table(rows: list[dict]) -> str:
     out = ["| regime | µs/sample | compute s | linux-swap-lookahead | store-on-conventional | store-on-zns "
-           "| ZNS store vs Linux | store/conv vs Linux | WAF: Linux / store/conv / ZNS |",
-           "|---|---:|---:|---|---|---|---:|---:|---|"]
+           "| ZNS store vs Linux | store/conv vs Linux | WAF: Linux / store/conv / ZNS "
+           "| I/O floor s: reads / writes | floor slowdown |",
+           "|---|---:|---:|---|---|---|---:|---:|---|---|---:|"]
     for r in rows:
         cells = [f"{r['runs'][k]['slowdown']:.2f}× ({r['runs'][k]['stall_s']:.1f} s)" for k in RUNS]
         out.append(f"| {r['regime']} | {r['us_per_sample']:.3g} | {r['compute_s']:.1f} | " + " | ".join(cells)
                    + f" | {r['store-on-zns_vs_linux']:.2f}× | {r['store-on-conventional_vs_linux']:.2f}× | "
-                   + " / ".join(f"{r['runs'][k]['write_amplification']:.2f}" for k in RUNS) + " |")
+                   + " / ".join(f"{r['runs'][k]['write_amplification']:.2f}" for k in RUNS)
+                   + f" | {r['io_floor']['reads_s']:.1f} / {r['io_floor']['writes_s']:.1f} | "
+                   + f"{max(r['compute_s'], r['io_floor']['reads_s'], r['io_floor']['writes_s']) / r['compute_s']:.2f}× |")
     return "\n".join(out)
 
 
