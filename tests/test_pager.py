@@ -462,6 +462,8 @@ def test_backend_read_failure_is_sigbus_in_the_faulting_thread(check_others):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == -signal.SIGBUS, (r.returncode, r.stdout, r.stderr[-2000:])
     assert "Bus error" in r.stderr
+    # one line naming the backend's error, before the signal
+    assert "zswap pager: SIGBUS to thread" in r.stderr and "OSError: [Errno 5] injected read failure" in r.stderr
     # faulthandler prints the thread that took the signal first, as "Current thread"
     current = r.stderr.split("Current thread", 1)[1].split("\n\n", 1)[0]
     assert "in toucher" in current, r.stderr[-2000:]

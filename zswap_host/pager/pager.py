@@ -17,6 +17,25 @@ from .stats import PagerStats
 from .tensors import move_into, tensor_over, torch_itemsize
 
 MIN_BUDGET_PAGES = 16
+ABORT_ENV = "ZSWAP_PAGER_ABORT_S"
+# a GIL deadlock never ends; a resolver legitimately away this long is not plausible: one backend call
+# of up to 256 pages (the largest batch) takes well under a second on the host and a few seconds in the
+# TCG guest (~12 ms a page), so 60 s is over 10x the slowest call seen and still ends a deadlock in a minute
+DEFAULT_ABORT_S = 60.0
+
+
+def abort_seconds() -> float:
+    """The abort timer from ``ZSWAP_PAGER_ABORT_S`` (seconds, 0: off; unset: 60)."""
+    raw = os.environ.get(ABORT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_ABORT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"{ABORT_ENV}={raw!r}: expected seconds >= 0 (0 turns the abort timer off)")
+    return value
 
 
 class Pager:
@@ -93,8 +112,9 @@ class Pager:
         self.headroom_pages = max(1, min(evict_batch, budget_pages // 8))
         self._ffi, self._lib = ffi, lib = pager_lib()
         out = ffi.new("pg_pager **")
+        self.abort_s = abort_seconds()
         check(lib.pg_open(budget_pages, self.headroom_pages, page_size, int(self.discard_on_write),
-                          int(self.rearm_wp), out),
+                          int(self.rearm_wp), self.abort_s, out),
               "userfaultfd pager")
         self._h = out[0]
         self._regions: list[Region] = []
