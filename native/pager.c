@@ -834,12 +834,31 @@ int pg_close(pg_pager *p) {
     uint64_t one = 1;
     if (write(p->efd, &one, sizeof one) != sizeof one) return -errno;
     pthread_join(p->handler, NULL);
-    int rc = 0;
-    for (uint32_t i = 0; i < p->nregions; i++) {
-        struct uffdio_range r = {.start = p->regions[i].addr, .len = p->regions[i].npages * p->ps};
-        if (ioctl(p->uffd, UFFDIO_UNREGISTER, &r) != 0) rc = -errno;  /* wakes any waiter left */
-        if (munmap((void *)(uintptr_t)r.start, r.len) != 0) rc = -errno;
+    /* Threads still waiting on a fault (the caller broke the contract: close() while they touch the
+       memory) get SIGBUS with a line saying so, rather than waking up on memory that reads as zeros
+       (unregistered) or is gone: unmap first, the registration goes with the mapping; closing the
+       uffd then wakes every waiter, and it takes its signal (a later touch is a plain SIGSEGV). */
+    struct uffd_msg msgs[MSG_BATCH];
+    ssize_t got;
+    while ((got = read(p->uffd, msgs, sizeof msgs)) > 0)  /* faults the handler never read */
+        for (size_t i = 0; i < (size_t)got / sizeof msgs[0]; i++)
+            if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
+                add_waiter(p, UINT64_MAX, msgs[i].arg.pagefault.feat.ptid);  /* only the thread matters now */
+    for (size_t i = p->pending_head; i < p->pending_end; i++)
+        add_waiter(p, p->pending[i].page, p->pending[i].tid);
+    static const char closed[] = "the pager was closed while this thread waited for a page of it (close() needs "
+                                 "every thread to have stopped touching paged memory)";
+    for (size_t i = 0; i < p->nwaiters; i++) {
+        int again = 0;
+        for (size_t j = 0; j < i && !again; j++) again = p->waiters[j].tid == p->waiters[i].tid;
+        if (!again) {
+            fprintf(stderr, "zswap pager: SIGBUS to thread %u: %s\n", p->waiters[i].tid, closed);
+            syscall(SYS_tgkill, p->pid, p->waiters[i].tid, SIGBUS);
+        }
     }
+    int rc = 0;
+    for (uint32_t i = 0; i < p->nregions; i++)
+        if (munmap((void *)(uintptr_t)p->regions[i].addr, p->regions[i].npages * p->ps) != 0) rc = -errno;
     close(p->uffd);
     close(p->efd);
     pthread_mutex_destroy(&p->mu);

@@ -118,7 +118,9 @@ void pg_get_stats(pg_pager *p, pg_stats *out);
 int pg_quiesce(pg_pager *p, int timeout_ms);
 /* Make pg_wait return PG_STOPPED from now on (the resolver then finishes and exits). */
 void pg_stop(pg_pager *p);
-/* Stop the handler thread, unregister and unmap every region, close the fds, free. */
+/* Stop the handler thread, unmap every region (its registration goes with it), close the fds, free.
+ * A thread still waiting on a fault then gets SIGBUS, with a line on stderr saying the pager was
+ * closed under it; a touch after close is a plain SIGSEGV (the memory is gone). */
 int pg_close(pg_pager *p);
 /* memcpy without the GIL: Python code touching paged memory must not hold the GIL (see
  * docs/design.md, "The pager"); this is the plain way to do it from Python. */

@@ -28,7 +28,7 @@ def abort_seconds() -> float:
     """The abort timer from ``ZSWAP_PAGER_ABORT_S`` (seconds, 0: off; unset: 60)."""
     raw = os.environ.get(ABORT_ENV, "").strip()
     if not raw:
-        return DEFAULT_ABORT_S
+        return float(DEFAULT_ABORT_S)
     try:
         value = float(raw)
     except ValueError:
@@ -76,9 +76,13 @@ class Pager:
     Python thread. If the toucher holds the GIL (a small numpy access, ``arr[i]``), the resolver
     can never run and the process hangs. Touch paged memory only from code that releases the GIL:
     torch operations, numpy operations on large arrays, ``ctypes.memmove``, ``Pager.copy``, or
-    native code. Never touch it from the resolver (i.e. from a backend).
+    native code. Never touch it from the resolver (i.e. from a backend). Such a deadlock never
+    ends, so the abort timer (``ZSWAP_PAGER_ABORT_S``, seconds, default 60, 0: off; ``abort_s``)
+    aborts the process with a message saying so once faults have waited that long for a resolver
+    that did not come. A backend that keeps failing the writes that would make room (full) makes the
+    faults waiting for room SIGBUS with a message naming its error, as a failed read does.
 
-    Errors: ``ValueError`` for a bad budget, page size, ``id_base`` or shape (a negative dimension,
+    Errors: ``ValueError`` for a bad budget, page size, ``id_base``, ``ZSWAP_PAGER_ABORT_S`` or shape (a negative dimension,
     a size of 0 or beyond the address space, pages whose ids would pass ``2**63 - 1``: refused
     before anything is mapped or registered); ``OSError`` when userfaultfd is
     not available (ENOSYS, EPERM: not root and ``vm.unprivileged_userfaultfd`` = 0, EOPNOTSUPP:
