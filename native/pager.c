@@ -770,20 +770,24 @@ int pg_evict_end(pg_pager *p, int ok) {
 int pg_fail_waiting(pg_pager *p, const char *why) {
     pthread_mutex_lock(&p->mu);
     p->resolver_seen_ns = now_ns();
-    int n = 0;
-    for (size_t i = p->pending_head; i < p->pending_end; i++, n++) {
+    size_t n = 0;  /* the faults still waiting for room, compacted to the front */
+    for (size_t i = p->pending_head; i < p->pending_end; i++) {
         fault_rec r = p->pending[i];
         uint8_t st = p->state[r.page];
         if (st != ST_NEVER && st != ST_STORED) { u_wake(p, addr_of(p, r.page)); continue; }  /* served since */
+        p->pending[n++] = r;
+    }
+    for (size_t i = 0; i < n; i++) {
         int again = 0;  /* one signal and one line per thread */
-        for (size_t j = p->pending_head; j < i && !again; j++) again = p->pending[j].tid == r.tid;
-        if (!again) sigbus(p, r.tid, addr_of(p, r.page), why);
-        u_wake(p, addr_of(p, r.page));
+        for (size_t j = 0; j < i && !again; j++) again = p->pending[j].tid == p->pending[i].tid;
+        uint64_t addr = addr_of(p, p->pending[i].page);
+        if (!again) sigbus(p, p->pending[i].tid, addr, why);
+        u_wake(p, addr);
     }
     p->pending_head = p->pending_end = 0;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    return n;
+    return (int)n;
 }
 
 int64_t pg_stored_pages(pg_pager *p, uint64_t *pages, uint64_t cap) {

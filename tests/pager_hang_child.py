@@ -82,6 +82,20 @@ def np_fancy_index(pager, a, ref, rng):
     return np.array_equal(a[idx], ref[idx])
 
 
+def np_fancy_write(pager, a, ref, rng):        # a[idx] = v, as examples/pager_numpy.py writes
+    idx = rng.integers(0, N, 10000)
+    v = rng.integers(0, 1000, idx.size)
+    a[idx] = v
+    ref[idx] = v
+    return np.array_equal(a.copy(), ref)
+
+
+def np_slice_assign(pager, a, ref, rng):       # a[lo:hi] = b in 1 MiB chunks, as examples/pager_numpy.py fills
+    for lo in range(0, N, 1 << 17):
+        a[lo:lo + (1 << 17)] = np.arange(lo, lo + (1 << 17))
+    return np.array_equal(a.copy(), np.arange(N))
+
+
 def np_copyto(pager, a, ref, rng):              # one large write
     ones = np.ones(N, np.int64)
     np.copyto(a, ones)
@@ -210,7 +224,7 @@ def close_during_faults(pager, a, ref, rng):    # the caller breaks the contract
 
 CASES = {f.__name__: f for f in [
     np_sum, np_sum_float64, np_mean, np_sum_float_array, np_dot, np_copy, np_astype, np_take, np_fancy_index,
-    np_copyto, scalar_loop, small_slice_writes, threads_copy, threads_sum, threads_scalar, torch_sum,
+    np_fancy_write, np_slice_assign, np_copyto, scalar_loop, small_slice_writes, threads_copy, threads_sum, threads_scalar, torch_sum,
     torch_double_sum, torch_index, torch_matmul, torch_embedding_bag, close_during_faults]}
 
 

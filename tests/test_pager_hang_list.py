@@ -27,7 +27,8 @@ ABORT_S = "6"      # the host's backend calls take milliseconds: 6 s without the
 OK, ABORT, CLOSED = "ok", "abort", "sigbus at close"
 EXPECT = {
     "np_sum": OK, "np_sum_float64": ABORT, "np_mean": ABORT, "np_sum_float_array": OK, "np_dot": OK,
-    "np_copy": OK, "np_astype": OK, "np_take": OK, "np_fancy_index": OK, "np_copyto": OK,
+    "np_copy": OK, "np_astype": OK, "np_take": OK, "np_fancy_index": OK, "np_fancy_write": OK,
+    "np_slice_assign": OK, "np_copyto": OK,
     "scalar_loop": ABORT, "small_slice_writes": ABORT,
     "threads_copy": OK, "threads_sum": OK, "threads_scalar": ABORT,
     "torch_sum": OK, "torch_double_sum": OK, "torch_index": OK, "torch_matmul": OK, "torch_embedding_bag": OK,
