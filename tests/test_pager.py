@@ -1,8 +1,10 @@
 """The userfaultfd pager (zswap_host.pager, native/pager.c): every byte of a region 4x its budget
 survives random reads and writes from several threads over both backends, with and without
 discard_on_write; a discard never hits a copy written after it was queued; the region's RSS stays
-within the budget; a failed backend read is SIGBUS in the faulting thread only; close() leaves no
-mapping, thread or fd behind; torch tensors and adopted modules compute as in plain memory."""
+within the budget; a failed backend read is SIGBUS in the faulting thread only, with a line naming
+the error; a GIL deadlock ends in the abort timer's message (on by default, 0 off, bad values
+refused); close() leaves no mapping, thread or fd behind; torch tensors and adopted modules compute
+as in plain memory."""
 
 from __future__ import annotations
 

@@ -73,10 +73,11 @@ class Pager:
     DLRM it cut pages read by 16% and the modeled stall by 15% (experiments/results/transparent_dlrm/).
 
     The GIL contract: a thread touching a page that is not resident waits for the resolver, a
-    Python thread. If the toucher holds the GIL (a small numpy access, ``arr[i]``), the resolver
-    can never run and the process hangs. Touch paged memory only from code that releases the GIL:
-    torch operations, numpy operations on large arrays, ``ctypes.memmove``, ``Pager.copy``, or
-    native code. Never touch it from the resolver (i.e. from a backend). Such a deadlock never
+    Python thread. If the toucher holds the GIL (``arr[i]``, a small slice, a numpy reduction that
+    casts such as ``a.sum(dtype=np.float64)`` of an int64 array), the resolver can never run and the
+    process hangs. Touch paged memory only from code that releases the GIL: torch operations,
+    whole-array numpy calls that do not cast, ``ctypes.memmove``, ``Pager.copy``, or native code
+    (docs/design.md, "Which calls are safe", lists the calls tested each way). Never touch it from the resolver (i.e. from a backend). Such a deadlock never
     ends, so the abort timer (``ZSWAP_PAGER_ABORT_S``, seconds, default 60, 0: off; ``abort_s``)
     aborts the process with a message saying so once faults have waited that long for a resolver
     that did not come. A backend that keeps failing the writes that would make room (full) makes the
