@@ -55,8 +55,12 @@
  *   after the copy faults and waits. Python writes the dirty copies with one swap_out.
  *   pg_evict_end(ok=1): MADV_DONTNEED each victim -> STORED (dirty, or clean with COPY) or NEVER
  *   (clean, never stored: still zeros), and wake its WAITERs: they fault again as MISSING and read
- *   the page back, write included after. ok=0 (swap_out failed): victims back to RESIDENT, dirty
- *   ones still DIRTY (now write-protected: the next write faults and unprotects again).
+ *   the page back, write included after. ok=0 (swap_out failed): the clean victims are released
+ *   all the same (they needed no write: a full backend still leaves them as room); the dirty ones go
+ *   back to RESIDENT, still DIRTY (now write-protected: the next write faults and unprotects again).
+ * A backend that keeps failing the write-outs (full): faults waiting for room would wait forever, so
+ *   the resolver, after EVICT_GIVE_UP failed evictions in a row that released no page, calls pg_fail_waiting: every fault
+ *   waiting for room gets SIGBUS (as a failed read), with a line on stderr naming the backend's error.
  * Only RESIDENT pages are victims, so a page whose fault is in flight is never evicted.
  * Discards (discard_on_write): pg_take_discards hands out the queued pages still STALE and clears
  *   STALE (so a page queued twice is handed out once); Python calls backend.discard once for them,
@@ -109,6 +113,7 @@ enum { ST_NEVER, ST_STORED, ST_QUEUED, ST_FETCHING, ST_RESIDENT, ST_EVICTING };
 enum { F_DIRTY = 1, F_REF = 2, F_COPY = 4, F_WAITER = 8, F_STALE = 16, F_SPEC = 32, F_AHEAD = 64, F_REARMED = 128 };
 #define MSG_BATCH 64
 #define STUCK_NS 10000000000LL  /* warn once when faults wait this long for a resolver that does not come */
+#define CHECK_NS 1000000000LL   /* how often the handler looks for faults waiting on an absent resolver */
 
 typedef struct { uint64_t addr, npages, first; } region;
 typedef struct { uint64_t page; uint32_t tid; uint32_t write; } fault_rec;
@@ -147,7 +152,8 @@ struct pg_pager {
     size_t cap_victims, cap_victim_dirty;
     int evicting, stopping, warned;
     int64_t resolver_seen_ns;   /* when the resolver last came for work */
-    int64_t abort_ns;           /* abort() when faults wait this long (ZSWAP_PAGER_ABORT_S; 0: never) */
+    int64_t abort_ns;           /* abort() when faults wait this long for an absent resolver (0: never) */
+    int64_t checked_ns;         /* when the handler last looked for that */
     pg_stats st;
     uint8_t *zero;
 };
@@ -250,11 +256,19 @@ static void add_waiter(pg_pager *p, uint64_t page, uint32_t tid) {
     p->waiters[p->nwaiters++] = (fault_rec){.page = page, .tid = tid};
 }
 
-/* Forget the threads waiting on page; with sigbus, signal each of them first. */
-static void release_waiters(pg_pager *p, uint64_t page, int sigbus) {
+/* SIGBUS to thread tid, faulting at addr, with one line on stderr saying why (the thread takes it
+ * on its way back from the fault: the default action ends the process). */
+static void sigbus(pg_pager *p, uint32_t tid, uint64_t addr, const char *why) {
+    fprintf(stderr, "zswap pager: SIGBUS to thread %u touching %#llx: %s\n", tid, (unsigned long long)addr,
+            why && *why ? why : "the backend failed");
+    if (syscall(SYS_tgkill, p->pid, tid, SIGBUS) == 0) p->st.sigbus++;
+}
+
+/* Forget the threads waiting on page; with fail, SIGBUS each of them first (why: the reason). */
+static void release_waiters(pg_pager *p, uint64_t page, int fail, const char *why) {
     for (size_t i = 0; i < p->nwaiters;) {
         if (p->waiters[i].page != page) { i++; continue; }
-        if (sigbus && syscall(SYS_tgkill, p->pid, p->waiters[i].tid, SIGBUS) == 0) p->st.sigbus++;
+        if (fail) sigbus(p, p->waiters[i].tid, addr_of(p, page), why);
         p->waiters[i] = p->waiters[--p->nwaiters];
     }
 }
@@ -366,6 +380,37 @@ static void on_fault(pg_pager *p, const struct uffd_msg *m) {
           (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0);
 }
 
+/* Faults waiting on a resolver that has not come for a while: the likely cause is a thread touching
+ * paged memory while it holds the GIL, which the resolver (Python) needs. Warn once after STUCK_NS;
+ * after abort_ns, abort with what happened and what to do (a GIL deadlock never ends). */
+static void check_stuck(pg_pager *p) {
+    pthread_mutex_lock(&p->mu);
+    int64_t now = now_ns(), waited = now - p->resolver_seen_ns;
+    p->checked_ns = now;
+    int evict_waiters = 0;
+    for (uint32_t i = 0; p->evicting && i < p->nvictims && !evict_waiters; i++)
+        evict_waiters = (p->flags[p->victims[i]] & F_WAITER) != 0;
+    int waiting = p->fetchq.len || p->nwaiters || npending(p) || evict_waiters;
+    if (!p->warned && waiting && waited > STUCK_NS && (p->abort_ns == 0 || p->abort_ns > STUCK_NS)) {
+        p->warned = 1;
+        fprintf(stderr, "zswap pager: page faults have waited over %lld s for the resolver thread: "
+                "is a thread touching paged memory while holding the GIL (docs/design.md, "
+                "\"The pager\"), or is the backend stuck?\n", STUCK_NS / 1000000000LL);
+    }
+    if (waiting && p->abort_ns > 0 && waited > p->abort_ns) {
+        fprintf(stderr,
+                "zswap pager: aborting: page faults have waited %.0f s for the resolver thread, which has not "
+                "run since. The usual cause: a call that holds the GIL (a numpy reduction with dtype=, a scalar "
+                "access, a small slice) touched paged memory that was not resident, and the resolver is Python, "
+                "so it can never run; else the backend's call has not returned. What to do: touch paged memory "
+                "only from calls that release the GIL (Pager.copy, torch ops; docs/design.md \"The pager\" lists "
+                "which calls are safe), or raise the budget. ZSWAP_PAGER_ABORT_S=%.0f set this limit (0: never "
+                "abort).\n", (double)waited / 1e9, (double)p->abort_ns / 1e9);
+        abort();
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
 static void *handler_main(void *arg) {
     pg_pager *p = arg;
     sigset_t all;
@@ -379,26 +424,8 @@ static void *handler_main(void *arg) {
             if (errno == EINTR) continue;
             break;
         }
-        if (r == 0) {  /* the likely cause of a hang: a thread touching paged memory with the GIL held */
-            pthread_mutex_lock(&p->mu);
-            int64_t waited = now_ns() - p->resolver_seen_ns;
-            int waiting = p->fetchq.len || npending(p);
-            if (!p->warned && waiting && waited > STUCK_NS) {
-                p->warned = 1;
-                fprintf(stderr, "zswap pager: page faults have waited over %lld s for the resolver thread: "
-                        "is a thread touching paged memory while holding the GIL (docs/design.md, "
-                        "\"The pager\"), or is the backend stuck?\n", STUCK_NS / 1000000000LL);
-            }
-            /* a GIL deadlock never ends: with ZSWAP_PAGER_ABORT_S set, end the process instead of
-               hanging forever (the test suite sets it, so CI fails rather than times out) */
-            if (waiting && p->abort_ns > 0 && waited > p->abort_ns) {
-                fprintf(stderr, "zswap pager: page faults waited over %lld s for the resolver "
-                        "(ZSWAP_PAGER_ABORT_S): aborting\n", (long long)(p->abort_ns / 1000000000LL));
-                abort();
-            }
-            pthread_mutex_unlock(&p->mu);
-            continue;
-        }
+        if (now_ns() - p->checked_ns >= CHECK_NS) check_stuck(p);
+        if (r == 0) continue;
         if (fds[1].revents) break;
         ssize_t n = read(p->uffd, msgs, sizeof msgs);
         if (n < 0) {
@@ -428,7 +455,7 @@ static int open_uffd(void) {
 }
 
 int pg_open(uint64_t budget_pages, uint64_t headroom_pages, uint32_t page_size, int discard_on_write,
-            int rearm_wp, pg_pager **out) {
+            int rearm_wp, double abort_s, pg_pager **out) {
     if (budget_pages < 16 || headroom_pages < 1 || headroom_pages >= budget_pages ||
         page_size != (uint32_t)sysconf(_SC_PAGESIZE))
         return -EINVAL;
@@ -441,8 +468,8 @@ int pg_open(uint64_t budget_pages, uint64_t headroom_pages, uint32_t page_size, 
     p->trigger = budget_pages - headroom_pages / 2;
     p->efd = -1;
     p->resolver_seen_ns = now_ns();
-    const char *abort_s = getenv("ZSWAP_PAGER_ABORT_S");
-    p->abort_ns = abort_s ? (int64_t)(atof(abort_s) * 1e9) : 0;
+    p->abort_ns = abort_s > 0 ? (int64_t)(abort_s * 1e9) : 0;
+    p->checked_ns = p->resolver_seen_ns;
     p->uffd = open_uffd();
     int rc = p->uffd < 0 ? p->uffd : 0;
     if (!rc) {
@@ -523,6 +550,7 @@ int pg_wait(pg_pager *p, int timeout_ms) {
     p->resolver_seen_ns = now_ns();
     while (!p->stopping && p->fetchq.len == 0 && p->discardq.len == 0 && !need_evict(p))
         if (pthread_cond_timedwait(&p->cv, &p->mu, &dl) == ETIMEDOUT) break;
+    p->resolver_seen_ns = now_ns();
     int mask = (p->fetchq.len ? PG_FETCH : 0) | (need_evict(p) ? PG_EVICT : 0) | (p->stopping ? PG_STOPPED : 0) |
                (p->discardq.len ? PG_DISCARD : 0);
     pthread_mutex_unlock(&p->mu);
@@ -559,9 +587,11 @@ int pg_claim(pg_pager *p, const uint64_t *candidates, uint32_t n, uint64_t *out,
     return (int)k;
 }
 
-int pg_fetched(pg_pager *p, const uint64_t *pages, const uint8_t *data, const uint8_t *ok, uint32_t n) {
+int pg_fetched(pg_pager *p, const uint64_t *pages, const uint8_t *data, const uint8_t *ok, uint32_t n,
+               const char *why) {
     int bad = 0;
     pthread_mutex_lock(&p->mu);
+    p->resolver_seen_ns = now_ns();
     for (uint32_t i = 0; i < n; i++) {
         uint64_t page = pages[i];
         if (page >= p->npages || p->state[page] != ST_FETCHING) { bad = -EINVAL; continue; }
@@ -579,12 +609,12 @@ int pg_fetched(pg_pager *p, const uint64_t *pages, const uint8_t *data, const ui
             p->st.pages_in++;
             p->st.spec_pages_in += ahead != 0;
             p->st.spec_hits += ahead && !spec;  /* touched while it was being read */
-            release_waiters(p, page, 0);  /* UFFDIO_COPY woke them */
+            release_waiters(p, page, 0, NULL);  /* UFFDIO_COPY woke them */
         } else {
             if (rc != -EIO) p->st.uffd_errors++;
             p->state[page] = ST_STORED;
             p->st.fetch_failures++;
-            release_waiters(p, page, 1);
+            release_waiters(p, page, 1, why);
             u_wake(p, addr);  /* they take the signal on the way back (their wait is interruptible anyway) */
         }
     }
@@ -705,11 +735,13 @@ int pg_evict_begin(pg_pager *p, uint32_t cap, uint64_t *pages, uint8_t *buf, uin
 
 int pg_evict_end(pg_pager *p, int ok) {
     pthread_mutex_lock(&p->mu);
+    p->resolver_seen_ns = now_ns();
     if (!p->evicting) { pthread_mutex_unlock(&p->mu); return -EINVAL; }
+    int released = 0;
     for (uint32_t i = 0; i < p->nvictims; i++) {
         uint64_t page = p->victims[i], addr = addr_of(p, page);
         uint8_t f = p->flags[page];
-        if (ok) {
+        if (ok || !p->victim_dirty[i]) {  /* a clean victim needs no write: released either way */
             if (madvise((void *)(uintptr_t)addr, p->ps, MADV_DONTNEED) != 0) p->st.uffd_errors++;
             if (p->victim_dirty[i]) p->st.pages_out++, f |= F_COPY;  /* overwrites a STALE copy */
             else p->st.clean_drops++;
@@ -719,6 +751,7 @@ int pg_evict_end(pg_pager *p, int ok) {
             p->flags[page] = f & F_COPY;  /* STALE goes: its queue entry is skipped */
             p->resident--;
             p->st.evictions++;
+            released++;
         } else {
             p->state[page] = ST_RESIDENT;
             p->flags[page] = f & (uint8_t)~F_WAITER;
@@ -731,7 +764,30 @@ int pg_evict_end(pg_pager *p, int ok) {
     drain_pending(p);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    return 0;
+    return released;
+}
+
+int pg_fail_waiting(pg_pager *p, const char *why) {
+    pthread_mutex_lock(&p->mu);
+    p->resolver_seen_ns = now_ns();
+    size_t n = 0;  /* the faults still waiting for room, compacted to the front */
+    for (size_t i = p->pending_head; i < p->pending_end; i++) {
+        fault_rec r = p->pending[i];
+        uint8_t st = p->state[r.page];
+        if (st != ST_NEVER && st != ST_STORED) { u_wake(p, addr_of(p, r.page)); continue; }  /* served since */
+        p->pending[n++] = r;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int again = 0;  /* one signal and one line per thread */
+        for (size_t j = 0; j < i && !again; j++) again = p->pending[j].tid == p->pending[i].tid;
+        uint64_t addr = addr_of(p, p->pending[i].page);
+        if (!again) sigbus(p, p->pending[i].tid, addr, why);
+        u_wake(p, addr);
+    }
+    p->pending_head = p->pending_end = 0;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return (int)n;
 }
 
 int64_t pg_stored_pages(pg_pager *p, uint64_t *pages, uint64_t cap) {
@@ -782,12 +838,31 @@ int pg_close(pg_pager *p) {
     uint64_t one = 1;
     if (write(p->efd, &one, sizeof one) != sizeof one) return -errno;
     pthread_join(p->handler, NULL);
-    int rc = 0;
-    for (uint32_t i = 0; i < p->nregions; i++) {
-        struct uffdio_range r = {.start = p->regions[i].addr, .len = p->regions[i].npages * p->ps};
-        if (ioctl(p->uffd, UFFDIO_UNREGISTER, &r) != 0) rc = -errno;  /* wakes any waiter left */
-        if (munmap((void *)(uintptr_t)r.start, r.len) != 0) rc = -errno;
+    /* Threads still waiting on a fault (the caller broke the contract: close() while they touch the
+       memory) get SIGBUS with a line saying so, rather than waking up on memory that reads as zeros
+       (unregistered) or is gone: unmap first, the registration goes with the mapping; closing the
+       uffd then wakes every waiter, and it takes its signal (a later touch is a plain SIGSEGV). */
+    struct uffd_msg msgs[MSG_BATCH];
+    ssize_t got;
+    while ((got = read(p->uffd, msgs, sizeof msgs)) > 0)  /* faults the handler never read */
+        for (size_t i = 0; i < (size_t)got / sizeof msgs[0]; i++)
+            if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
+                add_waiter(p, UINT64_MAX, msgs[i].arg.pagefault.feat.ptid);  /* only the thread matters now */
+    for (size_t i = p->pending_head; i < p->pending_end; i++)
+        add_waiter(p, p->pending[i].page, p->pending[i].tid);
+    static const char closed[] = "the pager was closed while this thread waited for a page of it (close() needs "
+                                 "every thread to have stopped touching paged memory)";
+    for (size_t i = 0; i < p->nwaiters; i++) {
+        int again = 0;
+        for (size_t j = 0; j < i && !again; j++) again = p->waiters[j].tid == p->waiters[i].tid;
+        if (!again) {
+            fprintf(stderr, "zswap pager: SIGBUS to thread %u: %s\n", p->waiters[i].tid, closed);
+            syscall(SYS_tgkill, p->pid, p->waiters[i].tid, SIGBUS);
+        }
     }
+    int rc = 0;
+    for (uint32_t i = 0; i < p->nregions; i++)
+        if (munmap((void *)(uintptr_t)p->regions[i].addr, p->regions[i].npages * p->ps) != 0) rc = -errno;
     close(p->uffd);
     close(p->efd);
     pthread_mutex_destroy(&p->mu);

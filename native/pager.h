@@ -60,9 +60,11 @@ typedef struct {
  * discard (pg_take_discards); otherwise the stale copy stays until the page is written out.
  * rearm_wp: when the CLOCK hand clears a dirty page's referenced bit it write-protects the page
  * again, so its next write is a reference (one WP fault); otherwise a dirty page is referenced
- * only by faults, i.e. never again once written. */
+ * only by faults, i.e. never again once written. abort_s > 0: abort the process, with a message
+ * on stderr, when page faults have waited that long for a resolver that has not come (a GIL
+ * deadlock); 0: never. */
 int pg_open(uint64_t budget_pages, uint64_t headroom_pages, uint32_t page_size, int discard_on_write,
-            int rearm_wp, pg_pager **out);
+            int rearm_wp, double abort_s, pg_pager **out);
 /* Map a region of npages (MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE) and register it MISSING|WP.
  * *addr: its address; *first: the number of its first page. */
 int pg_add_region(pg_pager *p, uint64_t npages, uint64_t *addr, uint64_t *first);
@@ -82,8 +84,10 @@ int pg_take_fetch(pg_pager *p, uint64_t *pages, uint32_t cap);
 int pg_claim(pg_pager *p, const uint64_t *candidates, uint32_t n, uint64_t *out, uint32_t cap);
 /* Resolve taken pages: ok[i] = 1: data row i (page_size bytes) is page pages[i]'s contents,
  * mapped write-protected; ok[i] = 0: the read failed, each thread waiting on the page gets
- * SIGBUS and the page stays in the backend. data may be NULL when every ok[i] is 0. */
-int pg_fetched(pg_pager *p, const uint64_t *pages, const uint8_t *data, const uint8_t *ok, uint32_t n);
+ * SIGBUS, with a line on stderr ending in why (the backend's error; NULL: a generic one), and the
+ * page stays in the backend. data may be NULL when every ok[i] is 0. */
+int pg_fetched(pg_pager *p, const uint64_t *pages, const uint8_t *data, const uint8_t *ok, uint32_t n,
+               const char *why);
 /* Choose up to cap victims by CLOCK, write-protect them, and copy the dirty ones into buf
  * (row i = pages[i], for i < *ndirty; the clean ones follow in pages[]). Returns the number of
  * victims (0: nothing to do). Exactly one eviction may be open at a time. */
@@ -96,8 +100,13 @@ int pg_take_discards(pg_pager *p, uint64_t *pages, uint32_t cap);
  * the copies stay stale (dropped when the page is written out, or at close). */
 int pg_discarded(pg_pager *p, const uint64_t *pages, uint32_t n, int ok);
 /* Close the open eviction: ok = 1 (the dirty victims are stored): release every victim;
- * ok = 0: keep them all resident (dirty ones stay dirty). */
+ * ok = 0 (the write failed): release the clean victims, keep the dirty ones resident and dirty.
+ * Returns how many victims were released. */
 int pg_evict_end(pg_pager *p, int ok);
+/* Fail every fault waiting for room in the budget (the backend keeps failing the write-outs that
+ * would make it): SIGBUS to each waiting thread, with a line on stderr ending in why. Returns how
+ * many faults were failed. */
+int pg_fail_waiting(pg_pager *p, const char *why);
 /* Pages that have a copy in the backend, valid or stale (for discarding them at close): up to
  * cap into pages; returns how many there are in all. */
 int64_t pg_stored_pages(pg_pager *p, uint64_t *pages, uint64_t cap);
@@ -109,7 +118,9 @@ void pg_get_stats(pg_pager *p, pg_stats *out);
 int pg_quiesce(pg_pager *p, int timeout_ms);
 /* Make pg_wait return PG_STOPPED from now on (the resolver then finishes and exits). */
 void pg_stop(pg_pager *p);
-/* Stop the handler thread, unregister and unmap every region, close the fds, free. */
+/* Stop the handler thread, unmap every region (its registration goes with it), close the fds, free.
+ * A thread still waiting on a fault then gets SIGBUS, with a line on stderr saying the pager was
+ * closed under it; a touch after close is a plain SIGSEGV (the memory is gone). */
 int pg_close(pg_pager *p);
 /* memcpy without the GIL: Python code touching paged memory must not hold the GIL (see
  * docs/design.md, "The pager"); this is the plain way to do it from Python. */

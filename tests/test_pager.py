@@ -1,8 +1,10 @@
 """The userfaultfd pager (zswap_host.pager, native/pager.c): every byte of a region 4x its budget
 survives random reads and writes from several threads over both backends, with and without
 discard_on_write; a discard never hits a copy written after it was queued; the region's RSS stays
-within the budget; a failed backend read is SIGBUS in the faulting thread only; close() leaves no
-mapping, thread or fd behind; torch tensors and adopted modules compute as in plain memory."""
+within the budget; a failed backend read is SIGBUS in the faulting thread only, with a line naming
+the error; a GIL deadlock ends in the abort timer's message (on by default, 0 off, bad values
+refused); close() leaves no mapping, thread or fd behind; torch tensors and adopted modules compute
+as in plain memory."""
 
 from __future__ import annotations
 
@@ -462,6 +464,8 @@ def test_backend_read_failure_is_sigbus_in_the_faulting_thread(check_others):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == -signal.SIGBUS, (r.returncode, r.stdout, r.stderr[-2000:])
     assert "Bus error" in r.stderr
+    # one line naming the backend's error, before the signal
+    assert "zswap pager: SIGBUS to thread" in r.stderr and "OSError: [Errno 5] injected read failure" in r.stderr
     # faulthandler prints the thread that took the signal first, as "Current thread"
     current = r.stderr.split("Current thread", 1)[1].split("\n\n", 1)[0]
     assert "in toucher" in current, r.stderr[-2000:]
@@ -471,28 +475,60 @@ def test_backend_read_failure_is_sigbus_in_the_faulting_thread(check_others):
 
 
 GIL_CHILD = textwrap.dedent("""
-    import sys
+    import os, sys
     import numpy as np
     sys.path.insert(0, {tests!r})
     from test_pager import make_backend, PS, BUDGET_PAGES
+    import zswap_host.pager.pager as pager_module
     from zswap_host.pager import Pager
 
+    pager_module.DEFAULT_ABORT_S = {default}    # the default, shortened for the test (it is 60 s)
     pager = Pager(make_backend("conv"), BUDGET_PAGES * PS)
     a = pager.alloc((4 * BUDGET_PAGES, PS), np.uint8)
     pager.copy(a, np.ones(a.shape, np.uint8))   # three quarters of the pages are in the backend
-    print("touching", flush=True)
+    print("touching", pager.abort_s, flush=True)
     # scalar accesses hold the GIL: the first one to an evicted page waits for a resolver that cannot run
     print(sum(int(a[p, 0]) for p in range(a.shape[0])))
 """)
 
 
-def test_a_gil_deadlock_aborts_when_asked_instead_of_hanging():
-    """The documented limit (docs/design.md, "The GIL contract"), and its guard for CI."""
-    code = GIL_CHILD.format(tests=os.path.dirname(__file__))
-    env = {**os.environ, "ZSWAP_PAGER_ABORT_S": "3"}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+def gil_deadlock(abort_env: str | None, default: float = 60, timeout: float = 120) -> subprocess.CompletedProcess:
+    code = GIL_CHILD.format(tests=os.path.dirname(__file__), default=default)
+    env = {k: v for k, v in os.environ.items() if k != "ZSWAP_PAGER_ABORT_S"}
+    if abort_env is not None:
+        env["ZSWAP_PAGER_ABORT_S"] = abort_env
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.mark.parametrize("abort_env, default", [("3", 60), (None, 3)])
+def test_a_gil_deadlock_aborts_with_a_clear_message(abort_env, default):
+    """The documented limit (docs/design.md, "The GIL contract"): the abort timer, set or by default,
+    ends the deadlock with a message saying what happened and what to do."""
+    r = gil_deadlock(abort_env, default)
     assert r.returncode == -signal.SIGABRT, (r.returncode, r.stdout, r.stderr[-2000:])
-    assert "touching" in r.stdout and "ZSWAP_PAGER_ABORT_S" in r.stderr
+    assert "touching 3.0" in r.stdout
+    msg = [ln for ln in r.stderr.splitlines() if ln.startswith("zswap pager: aborting: page faults have waited")]
+    assert len(msg) == 1, r.stderr[-2000:]
+    assert "holds the GIL" in msg[0] and "only from calls that release the GIL" in msg[0]
+    assert "ZSWAP_PAGER_ABORT_S=3 set this limit (0: never abort)" in msg[0]
+
+
+def test_abort_timer_zero_is_off():
+    """ZSWAP_PAGER_ABORT_S=0: the deadlock is not ended (the child is still there after 3 s past the
+    point a 1 s timer would have fired; killed by the timeout)."""
+    with pytest.raises(subprocess.TimeoutExpired) as e:
+        gil_deadlock("0", default=1, timeout=8)
+    assert b"touching 0.0" in (e.value.stdout or b"")
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "nan", "inf"])
+def test_bad_abort_timer_is_refused(monkeypatch, backend, value):
+    monkeypatch.setenv("ZSWAP_PAGER_ABORT_S", value)
+    with pytest.raises(ValueError, match="ZSWAP_PAGER_ABORT_S"):
+        Pager(backend, BUDGET_PAGES * PS)
+    monkeypatch.delenv("ZSWAP_PAGER_ABORT_S")
+    with Pager(backend, BUDGET_PAGES * PS) as pager:
+        assert pager.abort_s == 60
 
 
 # ---------------------------------------------------------------- lifetime

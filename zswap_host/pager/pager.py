@@ -17,6 +17,25 @@ from .stats import PagerStats
 from .tensors import move_into, tensor_over, torch_itemsize
 
 MIN_BUDGET_PAGES = 16
+ABORT_ENV = "ZSWAP_PAGER_ABORT_S"
+# a GIL deadlock never ends; a resolver legitimately away this long is not plausible: one backend call
+# of up to 256 pages (the largest batch) takes well under a second on the host and a few seconds in the
+# TCG guest (~12 ms a page), so 60 s is over 10x the slowest call seen and still ends a deadlock in a minute
+DEFAULT_ABORT_S = 60.0
+
+
+def abort_seconds() -> float:
+    """The abort timer from ``ZSWAP_PAGER_ABORT_S`` (seconds, 0: off; unset: 60)."""
+    raw = os.environ.get(ABORT_ENV, "").strip()
+    if not raw:
+        return float(DEFAULT_ABORT_S)
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"{ABORT_ENV}={raw!r}: expected seconds >= 0 (0 turns the abort timer off)")
+    return value
 
 
 class Pager:
@@ -54,12 +73,17 @@ class Pager:
     DLRM it cut pages read by 16% and the modeled stall by 15% (experiments/results/transparent_dlrm/).
 
     The GIL contract: a thread touching a page that is not resident waits for the resolver, a
-    Python thread. If the toucher holds the GIL (a small numpy access, ``arr[i]``), the resolver
-    can never run and the process hangs. Touch paged memory only from code that releases the GIL:
-    torch operations, numpy operations on large arrays, ``ctypes.memmove``, ``Pager.copy``, or
-    native code. Never touch it from the resolver (i.e. from a backend).
+    Python thread. If the toucher holds the GIL (``arr[i]``, a small slice, a numpy reduction that
+    casts such as ``a.sum(dtype=np.float64)`` of an int64 array), the resolver can never run and the
+    process hangs. Touch paged memory only from code that releases the GIL: torch operations,
+    whole-array numpy calls that do not cast, ``ctypes.memmove``, ``Pager.copy``, or native code
+    (docs/design.md, "Which calls are safe", lists the calls tested each way). Never touch it from the resolver (i.e. from a backend). Such a deadlock never
+    ends, so the abort timer (``ZSWAP_PAGER_ABORT_S``, seconds, default 60, 0: off; ``abort_s``)
+    aborts the process with a message saying so once faults have waited that long for a resolver
+    that did not come. A backend that keeps failing the writes that would make room (full) makes the
+    faults waiting for room SIGBUS with a message naming its error, as a failed read does.
 
-    Errors: ``ValueError`` for a bad budget, page size, ``id_base`` or shape (a negative dimension,
+    Errors: ``ValueError`` for a bad budget, page size, ``id_base``, ``ZSWAP_PAGER_ABORT_S`` or shape (a negative dimension,
     a size of 0 or beyond the address space, pages whose ids would pass ``2**63 - 1``: refused
     before anything is mapped or registered); ``OSError`` when userfaultfd is
     not available (ENOSYS, EPERM: not root and ``vm.unprivileged_userfaultfd`` = 0, EOPNOTSUPP:
@@ -93,8 +117,9 @@ class Pager:
         self.headroom_pages = max(1, min(evict_batch, budget_pages // 8))
         self._ffi, self._lib = ffi, lib = pager_lib()
         out = ffi.new("pg_pager **")
+        self.abort_s = abort_seconds()
         check(lib.pg_open(budget_pages, self.headroom_pages, page_size, int(self.discard_on_write),
-                          int(self.rearm_wp), out),
+                          int(self.rearm_wp), self.abort_s, out),
               "userfaultfd pager")
         self._h = out[0]
         self._regions: list[Region] = []

@@ -14,12 +14,22 @@ import numpy as np
 
 from .native import check, ptr
 
+EVICT_GIVE_UP = 8  # failed evictions in a row (~0.5 s of back-off) before the faults waiting for room fail
+
+
+def describe(exc: BaseException) -> str:
+    """One line naming a backend exception (for the SIGBUS message)."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+
 
 class Resolver(threading.Thread):
     """Serves one pager until ``pg_stop``. ``streams_of(pages) -> int64 array`` names each page's
     stream. Backend exceptions are kept in ``errors`` (the last 16) and counted in ``nerrors``;
     they never stop the thread: a failed read becomes SIGBUS for its faulting threads, a failed
-    write leaves the victims resident and is retried after a back-off. ``fault_around``: pages to
+    write leaves the dirty victims resident (the clean ones are released) and is retried after a
+    back-off; after ``EVICT_GIVE_UP`` failed evictions in a row that released nothing (a full
+    backend), the faults waiting for room get SIGBUS (``pg_fail_waiting``), and so do those that
+    come while it lasts. ``fault_around``: pages to
     read ahead per fetch batch, among ``backend.neighbours`` of the faulted ones (0, or a backend
     without ``neighbours``: none); ``npages()``: the pager's page count now (its regions' pages)."""
 
@@ -71,6 +81,7 @@ class Resolver(threading.Thread):
         n = len(pages)
         ids = pages.astype(np.int64) + self._id_base
         ok = np.ones(n, np.uint8)
+        why = None
         try:
             data = self._read(ids)
         except Exception as exc:  # noqa: BLE001 - any backend failure is per page below
@@ -82,8 +93,9 @@ class Resolver(threading.Thread):
                 except Exception as exc1:  # noqa: BLE001
                     self._note(exc1)
                     ok[k] = 0
+                    why = why or f"the backend's swap_in of page id {ids[k]} failed: {describe(exc1)}"
         check(lib.pg_fetched(self._h, ptr(ffi, pages, "uint64_t *"), ptr(ffi, data, "uint8_t *"),
-                             ptr(ffi, ok, "uint8_t *"), n), "pg_fetched")
+                             ptr(ffi, ok, "uint8_t *"), n, (why or "").encode()), "pg_fetched")
 
     def _claim(self, pages: np.ndarray) -> np.ndarray:
         """Fault-around: up to ``fault_around`` of the backend's neighbours of ``pages`` that the
@@ -159,9 +171,13 @@ class Resolver(threading.Thread):
             except Exception as exc:  # noqa: BLE001 - the victims stay resident
                 self._note(exc)
                 ok = 0
-        check(lib.pg_evict_end(self._h, ok), "pg_evict_end")
-        if ok:
+        released = check(lib.pg_evict_end(self._h, ok), "pg_evict_end")
+        if ok or released:  # room was made (a failed write still releases the clean victims)
             self._write_failures = 0
-        else:  # back off so a backend that keeps failing is not hammered
-            self._write_failures += 1
-            time.sleep(min(0.5, 0.001 * 2 ** min(self._write_failures, 10)))
+            return
+        self._write_failures += 1
+        if self._write_failures >= EVICT_GIVE_UP:  # a full backend: the access fails, it does not wait forever
+            why = (f"it needs room in the budget, and the backend failed the last {self._write_failures} "
+                   f"write-outs that would make it: {describe(self.errors[-1])}")
+            lib.pg_fail_waiting(self._h, why.encode())
+        time.sleep(min(0.5, 0.001 * 2 ** min(self._write_failures, 10)))  # do not hammer a failing backend
