@@ -46,6 +46,8 @@ class Committer:
         self._native = native
         self.collector = None
         self._device = state.device
+        self._ps, self._qd = state.page_size, state.config.append_qd
+        self._units = planner.one_batch_units
         # the device's append_batch that also says whether the units landed back to back where the
         # store expects them (LinuxZonedDevice: one C call on the uring-cmd path), or None
         self._append_run = getattr(state.device, "append_run", None)
@@ -85,6 +87,34 @@ class Committer:
         self.flush_buffer(self._st.gc_buffer, force=True)
 
     # -- a swap-out batch ---------------------------------------------------------------------------
+    def write_batch(self, h: np.ndarray, pages: np.ndarray, streams) -> None:
+        """Write an accepted ``swap_out`` batch (handles ``h``, past its commit point) to its streams
+        (``streams``: one stream, or one per page), then give GC its turn; raises what ``swap_out``
+        raises past its commit point (``raise_write_error``)."""
+        st, nat = self._st, self._native
+        error = None
+        groups = [(int(streams), h, pages)] if type(streams) is int or np.isscalar(streams) else \
+            [(int(s), h[streams == s], pages[streams == s]) for s in np.unique(streams)]
+        # until every page of the batch is written or buffered, the batch's pages are its newest
+        # copies: losing or relocating an old copy of one of them is neither a loss nor a move
+        if nat is not None:
+            nat.fill(6, h, 1)
+        else:
+            st.in_flight[h] = True
+        try:
+            for s, sh, spages in groups:
+                try:
+                    self.stream_write(s, sh, spages)
+                except (DeviceIOError, SwapFullError) as e:
+                    error = e
+        finally:
+            if nat is not None:
+                nat.fill(6, h, 0)
+            else:
+                st.in_flight[h] = False
+        self.collector.background()
+        raise_write_error(error)
+
     def stream_write(self, k: int, handles: np.ndarray, pages: np.ndarray, sent: tuple | None = None) -> None:
         """Small batches gather in the stream's buffer; large ones go to the device straight from
         the caller's array in writes of ``min_write_pages``..``unit_pages`` pages, the rest waits.
@@ -186,13 +216,12 @@ class Committer:
         """Send ``Planner.one_batch``'s units (the buffer's first ``b`` pages, then ``mine``) as one
         batch expected back to back from slot ``first``: True when they landed so, else the
         device's (offsets, failures)."""
-        ps = self._st.page_size
-        zarr, lbytes, lens = self.planner.one_batch_units(z, b, w)
+        ps = self._ps
+        zarr, lbytes, lens = self._units(z, b, w)
         run = self._append_run
         if run is not None:                      # the device checks where the units landed
-            return run(zarr, (buf.data[:b], mine) if b else (mine,), lbytes, self._st.config.append_qd, first * ps)
-        offsets, failures = self._device.append_batch(zarr, (buf.data[:b], mine) if b else mine, lbytes,
-                                                      self._st.config.append_qd)
+            return run(zarr, (buf.data[:b], mine) if b else (mine,), lbytes, self._qd, first * ps)
+        offsets, failures = self._device.append_batch(zarr, (buf.data[:b], mine) if b else mine, lbytes, self._qd)
         if failures:
             return offsets, failures
         expect = first * ps

@@ -45,6 +45,7 @@ class Express:
     def __init__(self, state, writer, native, ffi, lib, stream_mod: int) -> None:
         self._s = state                             # the store's StoreState (store/state.py)
         self._w = writer                            # its Committer (store/commit.py): the general path
+        self._send = writer.send_units              # (bound once: the run's device write, every call)
         self._native = native                       # the store's NativeBook
         self._ffi, self._lib = ffi, lib
         self._fb = ffi.from_buffer
@@ -184,7 +185,7 @@ class Express:
         s, b, w, at = self._s, o.b, o.w, o.at
         buf = s.buffers[o.tag - 1]
         buf.n = o.buf_n
-        out = self._w.send_units(o.zone, b, w, buf, pages[at:at + w], o.first_slot)
+        out = self._send(o.zone, b, w, buf, pages[at:at + w], o.first_slot)
         if out is True:
             lib.st_out_end(o)
             return (1 << 8) | o.nunits

@@ -39,6 +39,7 @@ import threading
 
 import numpy as np
 
+from ..errors import StoreInvariantError
 from .buffers import PrefetchBuffer, WriteBuffer
 from .config import StoreConfig
 from .idmap import IdMap
@@ -112,3 +113,24 @@ class StoreState:
     def newer_copy(self, handles: np.ndarray) -> np.ndarray:
         """Whether a newer copy than the device's is on its way (buffered, or a swap_out writing it)."""
         return (self.buffer_of[handles] != 0) | self.in_flight[handles]
+
+    def check(self) -> None:
+        """The map invariants (``SwapStore.check``): StoreInvariantError naming the first one broken."""
+        def need(ok, what: str) -> None:
+            if not ok:
+                raise StoreInvariantError(f"swap store invariant broken: {what}")
+        self.slots.check(self.zones.written_at(np.arange(self.device.geometry.nr_zones)))
+        mapped = self.slots.mapped_mask()
+        hs = np.flatnonzero(mapped)
+        buffered = np.flatnonzero(self.buffer_of)
+        need(sum(b.n for b in self.buffers) == buffered.size, "buffer index is off")
+        need(np.union1d(hs, buffered).size == self.live, "live page count is off")
+        need(not (self.lost & (mapped | (self.buffer_of != 0))).any(), "a page is both lost and stored")
+        need(int(self.lost.sum()) == self.lost_count, "lost page count is off")
+        keys, vals = self.idmap.items()
+        need(np.array_equal(self.idmap.ids[vals], keys), "id map and handle table disagree")
+        if not self.placement.counts_swap_outs:
+            held = np.zeros(mapped.size, bool)
+            held[vals] = True
+            stored = mapped | (self.buffer_of != 0) | self.lost
+            need(np.array_equal(held, stored), "id map holds ids not stored, or misses some")

@@ -35,11 +35,11 @@ from ..backend import LatencyLog, SwapStats
 from ..devices.fingerprint import first_words
 from ..devices.units import placement_units
 from ..devices.zone import ZoneCond
-from ..errors import DeviceIOError, PageLostError, StoreClosedError, StoreInvariantError, SwapFullError
+from ..errors import DeviceIOError, PageLostError, StoreClosedError, SwapFullError
 from ..gc.collector import Collector
 from ..gc.scheduler import GcScheduler
 from ..neighbours import check_limit, first_distinct, slots_near
-from .commit import Committer, raise_write_error
+from .commit import Committer
 from .config import StoreConfig
 from .express import Express
 from .idmap import as_page_ids
@@ -249,28 +249,7 @@ class SwapStore:
                 st.swap_outs[h] = counts
             st.host_write_bytes += ids.size * ps
             streams = st.placement.assign(h, stream, counts, st.n_user, self.config.hot_threshold)
-            error = None
-            groups = [(int(streams), h, pages)] if type(streams) is int or np.isscalar(streams) else \
-                [(int(s), h[streams == s], pages[streams == s]) for s in np.unique(streams)]
-            # until every page of the batch is written or buffered, the batch's pages are its newest
-            # copies: losing or relocating an old copy of one of them is neither a loss nor a move
-            if nat is not None:
-                nat.fill(6, h, 1)
-            else:
-                st.in_flight[h] = True
-            try:
-                for s, sh, spages in groups:
-                    try:
-                        self._writer.stream_write(s, sh, spages)
-                    except (DeviceIOError, SwapFullError) as e:
-                        error = e
-            finally:
-                if nat is not None:
-                    nat.fill(6, h, 0)
-                else:
-                    st.in_flight[h] = False
-            self._collector.background()
-            raise_write_error(error)
+            self._writer.write_batch(h, pages, streams)
 
     def swap_in(self, page_ids) -> np.ndarray:
         """Pages for ids, in the order asked. KeyError for an id never stored (or discarded);
@@ -569,26 +548,8 @@ class SwapStore:
         """Check the map invariants (tests call this; real errors, not asserts): every mapped page's
         slot maps back to it, valid counts match the reverse map, no page is both lost and stored,
         the live count is right. Raises StoreInvariantError naming the first one broken."""
-        st = self.state
-        with st.lock:
-            def need(ok, what: str) -> None:
-                if not ok:
-                    raise StoreInvariantError(f"swap store invariant broken: {what}")
-            st.slots.check(st.zones.written_at(np.arange(self.device.geometry.nr_zones)))
-            mapped = st.slots.mapped_mask()
-            hs = np.flatnonzero(mapped)
-            buffered = np.flatnonzero(st.buffer_of)
-            need(sum(b.n for b in st.buffers) == buffered.size, "buffer index is off")
-            need(np.union1d(hs, buffered).size == st.live, "live page count is off")
-            need(not (st.lost & (mapped | (st.buffer_of != 0))).any(), "a page is both lost and stored")
-            need(int(st.lost.sum()) == st.lost_count, "lost page count is off")
-            keys, vals = st.idmap.items()
-            need(np.array_equal(st.idmap.ids[vals], keys), "id map and handle table disagree")
-            if not st.placement.counts_swap_outs:
-                held = np.zeros(mapped.size, bool)
-                held[vals] = True
-                stored = mapped | (st.buffer_of != 0) | st.lost
-                need(np.array_equal(held, stored), "id map holds ids not stored, or misses some")
+        with self.state.lock:
+            self.state.check()
 
     def __enter__(self):
         return self
