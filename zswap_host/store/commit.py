@@ -354,19 +354,18 @@ class Committer:
         jobs, plan, owners = wp.jobs, wp.units, wp.owners
         gc = st.gc_buffer
         if not failures and plan and wp.first >= 0:
-            # the usual batch: one zone, every unit back to back in plan order from the cursor; then
+            # the usual batch: one zone (first >= 0), every unit where the plan expects it (back to
+            # back in plan order from the cursor); then
             # the commits below are those of the general loop (same runs, same order), without it
             z = plan[0][1]
-            expect = wp.first * ps
             runs = []
-            for (j, uz, a, m), off in zip(plan, offsets.tolist()):
-                if uz != z or off != expect:
+            for (j, _, a, m), off, expect in zip(plan, offsets.tolist(), wp.expected(ps)):
+                if off != expect:
                     break
                 if runs and runs[-1][0] == j and runs[-1][1] + runs[-1][2] == a:
                     runs[-1][2] += m
                 else:
                     runs.append([j, a, m, off])
-                expect += m * ps
             else:
                 full = False
                 for j, a, m, off in runs:
