@@ -13,7 +13,8 @@ The store composes one room per concept (docs/store.md):
 * ``readpath``: device reads planned as coalesced requests;
 * ``state.StoreState``: all of the above and the per-handle arrays and counters, in one object;
 * ``plan.Planner`` / ``commit.Committer``: the one write path (a swap-out, a flush and a GC
-  relocation planned as a ``WritePlan``, landed, committed, sealed, retried; zone failures).
+  relocation planned as a ``WritePlan``, landed, committed, sealed, retried; zone failures);
+* ``gcport.GcPort``: the collector's view of the store (its reads, the committer for relocations).
 
 What is left here is the public API: the swap-out's checks and commit point, the read path's
 assembly, inspection. Invariants: a page's map entry moves only after its new copy is written;
@@ -42,6 +43,7 @@ from ..neighbours import check_limit, first_distinct, slots_near
 from .commit import Committer
 from .config import StoreConfig
 from .express import Express
+from .gcport import GcPort
 from .idmap import as_page_ids
 from .native import NativeBook
 from .native import load as load_native
@@ -100,24 +102,24 @@ class SwapStore:
         self._native = NativeBook(st, *lib) if lib is not None else None
         # the one write path: planner and committer (store/plan.py, store/commit.py)
         self._writer = writer = Committer(st, Planner(st), self._native)
+        self._read_pool: ThreadPoolExecutor | None = None
+        self._word_reads = bool(getattr(device, "word_reads", False))     # read_batch(..., words=True)
+        # a payload-free device keeps a page's first word only: GC then moves words, not pages
+        self._gc_words = self._word_reads and getattr(device, "payload", True) is False
+        port = GcPort(st, writer, self._read_slots, lambda: self._reader(), self._now, self._gc_words)
         scheduler = GcScheduler(g.nr_zones, cfg, self._now)
-        self._collector = writer.collector = Collector(_GcPort(self), st.slots, zones, scheduler, cfg.victim, ps,
-                                                       st.unit_pages)
+        self._collector = writer.collector = Collector(port, st.slots, zones, scheduler, cfg.victim, ps, st.unit_pages)
         zones.take_over()
         st.update_capacity()
         if self.capacity_pages <= 0:
             raise SwapFullError(
                 f"the device is too small for this configuration: {zones.usable()} usable zones, "
                 f"{n_groups} write streams + 1 zone of GC headroom need more")
-        self._read_pool: ThreadPoolExecutor | None = None
         self._latency = LatencyLog()
         self._clocked = device.stats().clock != "none"
         self.host_read_bytes = 0
         self._device_base = device.stats()
         self.fast_path = st.fast_path               # which steps were taken (tests look)
-        self._word_reads = bool(getattr(device, "word_reads", False))     # read_batch(..., words=True)
-        # a payload-free device keeps a page's first word only: GC then moves words, not pages
-        self._gc_words = self._word_reads and getattr(device, "payload", True) is False
         # the usual call in one C call (store/express.py), or None
         self._express = Express.make(st, writer, self._native, *lib) if lib is not None else None
 
@@ -600,51 +602,3 @@ def _distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if ids.size < 2 or (ids[1:] > ids[:-1]).all():
         return ids, np.arange(ids.size)
     return np.unique(ids, return_inverse=True)
-
-
-class _GcPort:
-    """The store's side of the collector's ``GcHost`` protocol (gc/collector.py): reads through the
-    store's read path, relocated pages through the committer (the same planner and landing as a
-    swap-out)."""
-
-    def __init__(self, store: SwapStore) -> None:
-        self._store = store
-        self._st = store.state
-        self._writer = store._writer
-        self.newer_copy = store.state.newer_copy     # in a buffer, or a swap_out writing it now
-        self.queue_relocated = self._writer.relocate
-        self.flush_relocated = self._writer.flush_relocated
-        self.zone_trouble = self._writer.zone_trouble
-
-    def read_slots(self, slots: np.ndarray) -> np.ndarray:
-        # on a payload-free device the pages' first words (all it keeps): queue_relocated takes either
-        rows, row, _ = self._store._read_slots(slots, prefetch=False, words=self._store._gc_words)
-        if row.size == rows.shape[0] and (row.size < 2 or bool((row[1:] > row[:-1]).all())):
-            return rows                  # every row once, in order (GC's sorted slots): no copy
-        return rows[row]
-
-    def start_read(self, slots: np.ndarray):
-        s, st = self._store, self._st
-        if not s.device.overlapped_io:
-            data = self.read_slots(slots)
-            return lambda: data
-        # planned here (store state); only the device read runs on the reader thread
-        ps, cfg = s.page_size, s.config
-        plan = plan_reads(slots, st.slots.slots_per_zone, st.zones.written_at, 0, cfg.max_read_bytes // ps)
-        fut = s._reader().submit(s.device.read_batch, plan.starts * ps, plan.lengths * ps, cfg.read_qd)
-
-        def wait() -> np.ndarray:
-            try:
-                data, _ = fut.result()
-            except DeviceIOError:
-                for z in np.unique(st.slots.zone_of(slots)).tolist():
-                    self.zone_trouble(z)
-                raise
-            return data.reshape(-1, ps)[plan.row_of_request]
-        return wait
-
-    def read_chunk_pages(self) -> int:
-        return 4 * self._st.unit_pages if self._store.device.overlapped_io else 0
-
-    def now(self) -> float:
-        return self._store._now()
