@@ -51,8 +51,9 @@ def guest() -> None:
         return call
 
     dev.append_batch = timed(dev.append_batch)
-    if store._append_run is not None:               # the one-batch call's device write
-        store._append_run = timed(store._append_run)
+    w = store._writer                               # the committer (store/commit.py)
+    if w._append_run is not None:                   # the one-batch call's device write
+        w._append_run = timed(w._append_run)
     ex = store._express
     if ex is not None and ex._port is not None:     # the express call: bookkeeping and device write in C
         port = ex._port

@@ -136,9 +136,9 @@ def test_gc_relocates_what_the_device_keeps(payload):
     ids = rng.choice(n, n // 2, replace=False)      # overwrite half: zones of garbage and valid pages
     store.swap_out(ids, pages[ids])
     moved = store._collector.step(10 * 4096, "manual")  # part of a victim: it waits in the GC buffer
-    gc = store._buffers[store._gc_buffer]
+    gc = store.state.buffers[store.state.gc_buffer]
     assert moved > 0 and gc.n > 0
-    waiting = store._idmap.ids[gc.ids[:gc.n]]
+    waiting = store.state.idmap.ids[gc.ids[:gc.n]]
     got = store.swap_in(waiting)
     want = pages[waiting].copy()
     if not payload:

@@ -165,7 +165,7 @@ def test_a_failed_append_in_an_express_call_continues_on_the_general_path(run, p
         for a in range(0, 1560, 520):            # the first calls open a zone and widen the id map
             all_three(stores, lambda st: st.swap_out(ids[a:a + 520], pages_for(ids[a:a + 520])))
         taken = stores[0]._express.taken
-        assert taken >= 1 and 0 < stores[0]._buffers[0].n < 32     # a tail stays buffered
+        assert taken >= 1 and 0 < stores[0].state.buffers[0].n < 32     # a tail stays buffered
         for f in fails:
             f.arm(at, 2 if at == 5 else 1)
         all_three(stores, lambda st: st.swap_out(ids[1560:2048], pages_for(ids[1560:2048])))
@@ -224,7 +224,7 @@ def test_every_reason_to_decline_leaves_the_call_to_the_general_path():
     assert call(np.arange(7512, 8000, dtype=np.int64), pages_for(np.arange(7512, 8000)), 7) == "taken"
     assert call(np.arange(8000, 8512, dtype=np.int64), stream="x") is None   # ValueError from all three
     # fill up until the call's new pages do not fit: SwapFullError (ST_OUT_FULL)
-    left = stores[0].capacity_pages - stores[0]._live
+    left = stores[0].capacity_pages - stores[0].state.live
     assert call(np.arange(30000, 30000 + left - 100, dtype=np.int64), np.zeros((left - 100, PS), np.uint8)) is not None
     last = np.arange(30000 + left - 100, 30000 + left + 412, dtype=np.int64)
     reason = call(last, np.zeros((512, PS), np.uint8))
@@ -291,8 +291,8 @@ def test_a_failed_append_in_either_run_of_a_zone_end_call_agrees(url, port):
         a = 0
         while True:                               # up to the call that ends the first zone
             st = stores[0]
-            z = st._zones.current(0)
-            if z is not None and a > 1024 and 256 <= st._zones.room(z) < 1024:
+            z = st.state.zones.current(0)
+            if z is not None and a > 1024 and 256 <= st.state.zones.room(z) < 1024:
                 break
             all_three(stores, lambda st: st.swap_out(ids[a:a + 512], pages_for(ids[a:a + 512])))
             a += 512
@@ -301,7 +301,7 @@ def test_a_failed_append_in_either_run_of_a_zone_end_call_agrees(url, port):
         for f in fails:
             if at:
                 f.arm(at, 2 if at % 3 == 0 else 1)
-        m = st._zones.room(z) + 200               # a rest of 200 pages for the fresh zone
+        m = st.state.zones.room(z) + 200               # a rest of 200 pages for the fresh zone
         all_three(stores, lambda st: st.swap_out(ids[a:a + m], pages_for(ids[a:a + m])))
         a += m - 512
         for f in fails:
@@ -327,8 +327,8 @@ def test_a_zone_that_cannot_be_opened_between_the_two_runs_fails_as_the_general_
     all_three(stores, lambda st: st.swap_out(ids[-1:], pages_for(ids[-1:])))
     a = 0
     while True:
-        z = stores[0]._zones.current(0)
-        if z is not None and a > 1024 and 256 <= stores[0]._zones.room(z) < 1024:
+        z = stores[0].state.zones.current(0)
+        if z is not None and a > 1024 and 256 <= stores[0].state.zones.room(z) < 1024:
             break
         all_three(stores, lambda st: st.swap_out(ids[a:a + 512], pages_for(ids[a:a + 512])))
         a += 512
@@ -339,7 +339,7 @@ def test_a_zone_that_cannot_be_opened_between_the_two_runs_fails_as_the_general_
             d.place_zone = orig
             raise DeviceIOError("zone could not be opened")
         d.place_zone = once
-    m = stores[0]._zones.room(stores[0]._zones.current(0)) + 200
+    m = stores[0].state.zones.room(stores[0].state.zones.current(0)) + 200
     split = stores[0]._express.split
     all_three(stores, lambda st: st.swap_out(ids[a:a + m], pages_for(ids[a:a + m])))
     assert stores[0]._express.split == split          # the second run never started

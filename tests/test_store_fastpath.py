@@ -45,16 +45,16 @@ class FailAt:
 
 
 def state(st: SwapStore) -> dict:
-    keys, vals = st._idmap.items()
+    keys, vals = st.state.idmap.items()
     order = np.argsort(keys)
     return {
-        "loc": st._slots._loc.copy(), "rmap": st._slots._rmap.copy(), "valid": st._slots._valid.copy(),
-        "ids": keys[order], "handles": vals[order], "next": st._idmap.handles, "n": st._idmap.n,
-        "free": list(st._idmap._free[:st._idmap.reusable]), "buffer_of": st._buffer_of.copy(), "in_flight": st._in_flight.copy(),
-        "lost": st._lost.copy(), "live": st._live, "capacity": st.capacity_pages,
-        "buffers": [(b.n, b.ids[:b.n].copy(), b.data[:b.n].copy()) for b in st._buffers],
-        "written": st._zones._written.copy(), "zstate": st._zones._state.copy(), "clock": st._zones.clock,
-        "last_write": st._zones._last_write.copy(), "stats": st.stats(),
+        "loc": st.state.slots._loc.copy(), "rmap": st.state.slots._rmap.copy(), "valid": st.state.slots._valid.copy(),
+        "ids": keys[order], "handles": vals[order], "next": st.state.idmap.handles, "n": st.state.idmap.n,
+        "free": list(st.state.idmap._free[:st.state.idmap.reusable]), "buffer_of": st.state.buffer_of.copy(), "in_flight": st.state.in_flight.copy(),
+        "lost": st.state.lost.copy(), "live": st.state.live, "capacity": st.capacity_pages,
+        "buffers": [(b.n, b.ids[:b.n].copy(), b.data[:b.n].copy()) for b in st.state.buffers],
+        "written": st.state.zones._written.copy(), "zstate": st.state.zones._state.copy(), "clock": st.state.zones.clock,
+        "last_write": st.state.zones._last_write.copy(), "stats": st.stats(),
     }
 
 
@@ -206,7 +206,7 @@ def test_a_failed_one_batch_call_goes_through_the_general_landing_and_agrees(run
         ids = np.arange(4000, dtype=np.int64)
         both(stores, lambda st: st.swap_out(ids[:520], pages_for(ids[:520])))   # 8 pages stay buffered
         before = stores[0].fast_path["one_batch_calls"]
-        assert stores[0]._buffers[0].n == 8       # the next call: a buffered unit and the caller's
+        assert stores[0].state.buffers[0].n == 8       # the next call: a buffered unit and the caller's
         for f in fails:
             f.arm(at, 2 if at == 5 else 1)
         both(stores, lambda st: st.swap_out(ids[520:1032], pages_for(ids[520:1032])))
@@ -251,14 +251,14 @@ def test_prepare_leaves_the_maps_as_it_found_them():
     st = SwapStore(dev, StoreConfig())
     ids = np.arange(0, 200, 2, dtype=np.int64)
     st.swap_out(ids, pages_for(ids))
-    before = (st._idmap.direct.copy(), st._in_flight.copy())
+    before = (st.state.idmap.direct.copy(), st.state.in_flight.copy())
     nat = st._native
     for probe, rc in [(np.array([4, 5, 4], np.int64), -3), (np.array([5, 7, 5], np.int64), -3),
                       (np.array([4, -2], np.int64), -1), (np.array([4, 1 << 50], np.int64), -2)]:
         assert nat.prepare(probe)[0] == rc
-        assert np.array_equal(st._idmap.direct, before[0]) and np.array_equal(st._in_flight, before[1])
+        assert np.array_equal(st.state.idmap.direct, before[0]) and np.array_equal(st.state.in_flight, before[1])
     rc, h, fresh, new, buffered = nat.prepare(np.array([4, 5, 6, 7], np.int64))
-    assert rc == 0 and fresh == 2 and new == 2 and h[0] == st._idmap.lookup(np.array([4]))[0] and h[1] == -1
+    assert rc == 0 and fresh == 2 and new == 2 and h[0] == st.state.idmap.lookup(np.array([4]))[0] and h[1] == -1
 
 
 def test_check_append_batch_small_and_long_batches_agree():

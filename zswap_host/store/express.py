@@ -8,23 +8,23 @@ written as that stream's buffered unit (topped up from the batch) and the batch'
 back to back into the stream's open zone, which has room for them all; the rest waits in the
 buffer. ``native/store_out.c`` checks and plans it, hands out the new handles, tops the buffer up,
 and after the device write commits the run and buffers the tail: the same steps, in the same order
-and with the same result, as the general path (``SwapStore._one_batch_plan`` / ``_one_batch`` /
-``_stream_write``). At a zone's end the call is two runs, as the general path writes it: the first
+and with the same result, as the general path (``Planner.one_batch``, ``Committer._one_batch`` /
+``stream_write``). At a zone's end the call is two runs, as the general path writes it: the first
 fills the zone, the store seals it and opens the next (Python), the second writes the rest there.
 On a Linux zoned namespace on the uring-cmd path the device write runs inside
 the same C call (``ur_store_out``, ``native/uring_store.c``, through the device's
-``store_out_port``); elsewhere the store's ``_send_units`` writes between the C steps.
+``store_out_port``); elsewhere the committer's ``send_units`` writes between the C steps.
 
 Anything else is declined with nothing changed (``Express.declined`` counts why) and the caller
 takes the general path. A batch that was sent but did not land back to back (a failed append,
-another order) continues on the general path from that point (``SwapStore._stream_write(sent=)``:
+another order) continues on the general path from that point (``Committer.stream_write(sent=)``:
 ``_land``'s commits and retries). tests/test_store_express.py checks both paths leave the same
 state.
 
-Everything it uses of the store comes through ``store.py``'s ``_HelperPort`` (the rooms, the
-counters it advances, the general path's steps) and the rooms' public members (``IdMap.direct`` /
-``handed_out``, ``SlotMap.arrays``, ``ZoneAllocator.cursors``): the state it reads in place is named
-there, so a change to the write path shows which of the two paths it touches.
+Everything it uses of the store comes through the store's ``StoreState`` (store/state.py: the
+rooms, the per-handle arrays whose layout it documents, the counters it advances), its
+``Committer`` (the general path's steps it hands a call to) and the rooms' public members
+(``IdMap.direct`` / ``handed_out``, ``SlotMap.arrays``, ``ZoneAllocator.cursors``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DeviceIOError, SwapFullError
+from .commit import raise_write_error
 from .placement import Placement, Streams
 
 _I64 = np.dtype(np.int64)
@@ -41,41 +42,43 @@ _U8 = np.dtype(np.uint8)
 class Express:
     """One store's usual ``swap_out`` call in C (see the module docstring). Use ``make``."""
 
-    def __init__(self, port, native, ffi, lib, stream_mod: int) -> None:
-        self._s = port                              # what the store lets its C helpers use (store.py)
+    def __init__(self, state, writer, native, ffi, lib, stream_mod: int) -> None:
+        self._s = state                             # the store's StoreState (store/state.py)
+        self._w = writer                            # its Committer (store/commit.py): the general path
+        self._send = writer.send_units              # (bound once: the run's device write, every call)
         self._native = native                       # the store's NativeBook
         self._ffi, self._lib = ffi, lib
         self._fb = ffi.from_buffer
         self._mod = stream_mod                      # stream of a call: stream % mod (0: always 0)
         o = self._o = ffi.new("st_out *")
-        z = port.zones
-        o.slots_per_zone = port.slots.slots_per_zone
+        z = state.zones
+        o.slots_per_zone = state.slots.slots_per_zone
         o.data_slots = z.data_slots
-        o.page_size = port.page_size
-        o.unit = port.unit_pages
-        o.least = port.min_write_pages
-        self._ps = port.page_size
+        o.page_size = state.page_size
+        o.unit = state.unit_pages
+        o.least = state.min_write_pages
+        self._ps = state.page_size
         self._p: tuple = ()                         # NativeBook's pointers the struct holds
         self._written = None                        # the zones' cursors the struct points at
-        self._bufs: list = [None] * len(port.buffers)   # per stream: (ids, data) the struct may point at
+        self._bufs: list = [None] * len(state.buffers)   # per stream: (ids, data) the struct may point at
         self._h = np.empty(0, np.int64)             # scratch: the batch's handles, the run's page ids
         self._ids_out = np.empty(0, np.int64)
-        out_port = getattr(port.device, "store_out_port", None)
+        out_port = getattr(state.device, "store_out_port", None)
         self._port = out_port(int(ffi.cast("uintptr_t", o))) if out_port is not None else None
         self.taken = 0                              # calls done here
         self.split = 0                              # ... of them written as two runs (a zone's end)
         self.declined: dict[int, int] = {}          # st_out_plan's reason -> calls left to the general path
 
     @classmethod
-    def make(cls, port, native, ffi, lib) -> "Express | None":
-        """The store's express path (``port``: ``store.py``'s ``_HelperPort``; ``native``: its
-        ``NativeBook``), or None when its placement looks at more than the call's stream
+    def make(cls, state, writer, native, ffi, lib) -> "Express | None":
+        """The store's express path (``state``: its ``StoreState``; ``writer``: its ``Committer``;
+        ``native``: its ``NativeBook``), or None when its placement looks at more than the call's stream
         (``counts_swap_outs``, or an ``assign`` of its own) or the build lacks the helpers."""
-        pl = port.placement
+        pl = state.placement
         assign = type(pl).assign
         if pl.counts_swap_outs or assign not in (Placement.assign, Streams.assign) or not hasattr(lib, "st_out_plan"):
             return None
-        return cls(port, native, ffi, lib, port.n_user if assign is Streams.assign else 0)
+        return cls(state, writer, native, ffi, lib, state.n_user if assign is Streams.assign else 0)
 
     @property
     def in_one_call(self) -> bool:
@@ -148,29 +151,29 @@ class Express:
                 if usual or o.nunits > 1:           # (else _write_jobs / _write_one: _land's usual batch)
                     fp["one_commit_batches"] += 1
                 if full:
-                    s.seal(group, z)
+                    self._w.seal(group, z)
                 if phase == 2 or not w2:
                     break
                 b, w, at = 0, w2, at + w
                 try:
-                    z = o.zone = s.zone_for(group, False)   # a fresh zone: split_ok said one can be taken
+                    z = o.zone = self._w.zone_for(group, False)   # a fresh zone: split_ok said one can be taken
                 except Exception as e:              # as from _write_one: the rest waits in the buffer
                     buf.n = o.buf_n
-                    s.buffer(k, self._h[at:n].copy(), pages[at:])
+                    self._w.buffer(k, self._h[at:n].copy(), pages[at:])
                     if not isinstance(e, (DeviceIOError, SwapFullError)):
                         raise
-                    s.collector.background()
-                    s.raise_write_error(e)
+                    self._w.collector.background()
+                    raise_write_error(e)
                 o.phase = 2
                 self.split += 1
                 rc = self._run(o, pages)
             self.taken += 1
-            s.collector.background()
+            self._w.collector.background()
             return True
 
     def _run(self, o, pages: np.ndarray) -> int:
         """The C call(s) of one run: ``ur_store_out``'s result, or the same from ``st_out_plan`` /
-        ``st_out_stage`` / the store's ``_send_units`` / ``st_out_end`` (status 1 landed, 2 not)."""
+        ``st_out_stage`` / the committer's ``send_units`` / ``st_out_end`` (status 1 landed, 2 not)."""
         port = self._port
         if port is not None:
             return port(self._s.config.append_qd)
@@ -182,7 +185,7 @@ class Express:
         s, b, w, at = self._s, o.b, o.w, o.at
         buf = s.buffers[o.tag - 1]
         buf.n = o.buf_n
-        out = s.send_units(o.zone, b, w, buf, pages[at:at + w], o.first_slot)
+        out = self._send(o.zone, b, w, buf, pages[at:at + w], o.first_slot)
         if out is True:
             lib.st_out_end(o)
             return (1 << 8) | o.nunits
@@ -193,7 +196,7 @@ class Express:
         """A call staged here whose run did not land back to back (``out``: the device's offsets
         and failures, or None when nothing was sent) goes on as the general path from that run's
         device write: ``swap_out``'s in-flight marks (phase 2: on the pages not written yet),
-        ``_stream_write`` from ``_one_batch``'s landing, GC's turn, and the errors ``swap_out``
+        ``Committer.stream_write`` from ``_one_batch``'s landing, GC's turn, and the errors ``swap_out``
         raises past its commit point."""
         s, nat = self._s, self._native
         s.buffers[k].n = self._o.buf_n
@@ -206,7 +209,7 @@ class Express:
         calls = fp["one_batch_calls"]
         try:
             try:
-                s.stream_write(k, h, pages, sent=(plan, (hp, pgp), out))
+                self._w.stream_write(k, h, pages, sent=(plan, (hp, pgp), out))
             except (DeviceIOError, SwapFullError) as e:
                 error = e
         finally:
@@ -217,8 +220,8 @@ class Express:
                 # count it as they do (a commit of several units, not a one-batch call)
                 fp["one_batch_calls"] -= 1
                 fp["one_commit_batches"] -= o.nunits == 1
-        s.collector.background()
-        s.raise_write_error(error)
+        self._w.collector.background()
+        raise_write_error(error)
 
     def _refresh(self, p: tuple) -> None:
         """Point the struct at the store's arrays (one was replaced: grown)."""

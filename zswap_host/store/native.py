@@ -8,7 +8,7 @@ state.
 The C functions take pointers into the store's arrays; those are cached and refreshed whenever
 an array was replaced (grown), so a call costs one cffi call plus one ``from_buffer`` per batch
 array. The arrays come from the rooms' public members (``IdMap.direct``, ``SlotMap.arrays``) and
-the store's ``_HelperPort`` (``flags``), never from private attributes.
+the store's ``StoreState`` (``buffer_of``, ``in_flight``), never from private attributes.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ def load():
 
 
 class NativeBook:
-    """C bookkeeping on one store's arrays (see the module docstring). ``port``: what the store
-    lets its C helpers use (``store.py``'s ``_HelperPort``: its id map, slot map, per-handle flags)."""
+    """C bookkeeping on one store's arrays (see the module docstring). ``state``: the store's
+    ``StoreState`` (its id map, slot map, per-handle arrays)."""
 
-    def __init__(self, port, ffi, lib) -> None:
-        self._port = port
-        self._idmap, self._slots = port.idmap, port.slots
+    def __init__(self, state, ffi, lib) -> None:
+        self._st = state
+        self._idmap, self._slots = state.idmap, state.slots
         self._ffi, self._lib = ffi, lib
         self._counts = np.zeros(3, np.int64)
         self._counts_p = ffi.from_buffer("int64_t[]", self._counts)
@@ -53,7 +53,8 @@ class NativeBook:
         the arrays was replaced (grown); ``arrays`` holds the arrays themselves."""
         idm = self._idmap
         loc, rmap, valid = self._slots.arrays
-        buffer_of, in_flight = self._port.flags
+        st = self._st
+        buffer_of, in_flight = st.buffer_of, st.in_flight
         a = self.arrays
         if not a or a[0] is not idm.direct or a[1] is not idm.ids or a[2] is not loc \
                 or a[3] is not rmap or a[4] is not valid or a[5] is not buffer_of or a[6] is not in_flight:
@@ -118,7 +119,7 @@ class NativeBook:
         self._lib.st_commit(p[2], p[3], p[4], self._slots.slots_per_zone, self._ffi.from_buffer("int64_t[]", h),
                             h.size, first_slot, p[6], p[5], int(buffered))
 
-    # -- the one-batch call (store.py ``_stream_write`` / ``_one_batch``) --------------------------
+    # -- the one-batch call (commit.py ``stream_write`` / ``_one_batch``) --------------------------
     def batch_ctx(self, h: np.ndarray, pages: np.ndarray):
         """Pointers to the prepared batch's handles and to ``pages`` (its rows), for ``stage`` and
         ``commit_run``; None when ``h`` is not the prepared batch, ``pages`` is not C-contiguous
