@@ -156,6 +156,56 @@ def test_device_vector_checks_in_c_equal_numpy(calls):
     assert np.array_equal(a.read_timed(np.arange(g.sectors * 2) % 4)[0], b.read_timed(np.arange(g.sectors * 2) % 4)[0])
 
 
+def test_device_arguments_of_other_types_in_c_equal_numpy(calls):
+    """Vectors and counts as lists, tuples, int32 or uint arrays, word data of another dtype, and
+    arguments the device refuses before its rules (a float or 2-D vector, none, data of the wrong
+    size, which an address outside the device goes before): the same outcome as the oracle's."""
+    a, b = _device_pair()
+    g = a.geometry
+    s = g.sectors
+    cases = [
+        (list(range(g.ws_min)), None, False),
+        (np.arange(s, s + 2 * g.ws_min, dtype=np.int32), (g.ws_min, g.ws_min), False),
+        (np.arange(2 * s, 2 * s + g.ws_min, dtype=np.uint64), [g.ws_min], True),
+        (np.arange(g.ws_min, 2 * g.ws_min, dtype=np.int64), np.array([g.ws_min], np.int32), True),
+        (np.arange(4.0), None, False),
+        (np.arange(8).reshape(2, 4), None, False),
+        ([], None, False),
+        (np.array([g.total_sectors + 5, *range(2 * g.ws_min, 3 * g.ws_min - 1)]), None, False),   # short data too
+        (np.arange(2 * g.ws_min, 3 * g.ws_min), None, False),                                   # short data
+        (np.arange(2 * g.ws_min, 3 * g.ws_min), [g.ws_min, 0, 0], False),                       # empty writes
+        (np.arange(3 * g.ws_min, 4 * g.ws_min), [], False),                                     # no counts
+    ]
+    seen = []
+    for i, (ppas, counts, words) in enumerate(cases):
+        n = np.asarray(ppas).size
+        data = np.arange(n, dtype=np.int64) if words else np.full(n * 4096 - (7 if i in (7, 8) else 0), 3, np.uint8)
+        outs = []
+        for dev in (a, b):
+            try:
+                dev.write_vectors(ppas, data, counts, words=words)
+                outs.append(None)
+            except Exception as e:      # noqa: BLE001 - the error itself is what is compared
+                outs.append((type(e), str(e), getattr(e, "zone", None)))
+        assert outs[0] == outs[1], (ppas, counts)
+        seen.append(outs[0] and outs[0][0].__name__)
+        for x, y in zip(a.chunk_states(), b.chunk_states()):
+            assert np.array_equal(x, y)
+        assert a.stats() == b.stats() and a.model.counters() == b.model.counters()
+    assert seen == [None, None, None, None, "InvalidIOError", "InvalidIOError", "InvalidIOError", "InvalidIOError",
+                    "InvalidIOError", None, "InvalidIOError"], seen
+    for ppas in ([0, 1], (g.ws_min, 0), np.arange(2, dtype=np.uint32), [], [-1]):
+        outs = []
+        for dev in (a, b):
+            try:
+                d, t = dev.read_timed(ppas)
+                outs.append((d.tobytes(), t.tobytes()))
+            except Exception as e:      # noqa: BLE001
+                outs.append((type(e), str(e)))
+        assert outs[0] == outs[1], ppas
+    assert calls["ocv_check"] >= 6 and calls["ocv_read_check"] >= 3
+
+
 def test_submit_writes_charges_as_submit_groups():
     """``OcssdSSD.submit_writes`` (the C write path's one model call) is ``submit_groups`` of WRITE
     requests at each group's size as its depth: the same completions, clock and counters."""
