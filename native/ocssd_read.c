@@ -36,7 +36,7 @@ int64_t ocr_plan(int64_t nreq, const int64_t *offsets, const int64_t *lengths, i
                 continue;
             if (w == sectors || sec < w - mw_cunits) {
                 int64_t p = c * sectors + sec;
-                /* _run_qd: a new run where the request changes or the ppas stop running on */
+                /* the depth's runs: a new one where the request changes or the ppas stop running on */
                 if (d == 0 || req[d - 1] != q)
                     reqs++, runs++;
                 else if (p != ppas[d - 1] + 1)

@@ -1,7 +1,7 @@
 /*
  * ocssd_read.h - the Open-Channel zoned view's read of zone ranges (devices/ocssd_view.py:
  * OcssdZonedView._media_read_batch) as one pass over the requests' sectors instead of a dozen
- * numpy calls (ranges, divmods, unique, the `_run_qd` runs) per batch.
+ * numpy calls (ranges, divmods, unique, the run count) per batch.
  *
  * Zone sector r of zone z lies in slot (r / unit) % width, sector (r / unit / width) * unit +
  * r % unit of chunk chunk[z][slot]. A sector is written when r < hw[z] and the zone is bound;
@@ -20,10 +20,11 @@
    Out, for the d on-device sectors in request order: ppas[d], pos[d] (the sector's index in the
    batch), req[d] (its request); for the h held ones: hpos/hzone/hslot/hsec[h]; stats[0] = h,
    stats[1] = runs of the device sectors (a run: consecutive ppas of one request, as
-   OcssdZonedView._run_qd counts them), stats[2] = requests with a device sector, stats[3] = all
+   tests/ocssd_oracle.py run_qd counts them), stats[2] = requests with a device sector, stats[3] = all
    sectors. Every output array holds `cap` entries. Returns d; -1 when there are more than cap
    sectors (stats[3] then says how many: the caller tries again with that room); -2 for a request
-   of no sector or a zone beyond nr_zones (the caller then takes the numpy path). */
+   of no sector or a zone beyond nr_zones (never for ranges read_batch checked: the caller raises
+   RuntimeError). */
 int64_t ocr_plan(int64_t nreq, const int64_t *offsets, const int64_t *lengths, int64_t zs, int64_t width,
                  int64_t unit, int64_t sectors, int64_t mw_cunits, int64_t nr_zones, const int64_t *chunk,
                  const int64_t *dwp, const int64_t *hw, int64_t cap, int64_t *ppas, int64_t *pos, int64_t *req,

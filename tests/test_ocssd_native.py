@@ -1,27 +1,28 @@
-"""The emulated Open-Channel SSD's write and read paths in C (``native/ocssd_stripe.c``: the zoned
-view's commit; ``native/ocssd_vector.c``: the device's vector write and read checks;
-``native/ocssd_read.c``: the zoned view's read plan) against the numpy code they stand in for
-(``OcssdZonedView.native_commit = False``, ``OcssdZonedView.native_reads = False``,
-``EmulatedOcssdDevice.native_checks = False``): the same chunk log, data, completion times,
-statistics, histogram and modeled time after the same random appends and reads, and the same errors
-with the same messages for the same bad vectors and reads."""
+"""The emulated Open-Channel SSD's write and read paths, in C only in the package
+(``native/ocssd_stripe.c``: the zoned view's commit; ``native/ocssd_vector.c``: the device's
+vector write and read checks; ``native/ocssd_read.c``: the zoned view's read plan), against their
+numpy oracle (``tests/ocssd_oracle.py``: ``OracleView``, ``OracleDevice``): the same chunk log,
+data, completion times, statistics, histogram and modeled time after the same random appends and
+reads, and the same errors with the same messages for the same bad vectors and reads. Each test
+counts the C calls (``CountingLib``) so that it fails if the C did not run."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from zswap_host.devices import OcssdZonedView, open_device
+from ocssd_oracle import CountingLib, OracleView, oracle_device
+from zswap_host.devices import OcssdZonedView, ocssd, ocssd_view, open_device
 from zswap_host.devices.zone import ZoneCond
 from zswap_host.errors import DeviceIOError
-from zswap_host.devices.ocssd import _VECTOR
-from zswap_host.devices.ocssd_view import _READ, _STRIPE
 
 
-def test_the_extension_has_the_open_channel_paths():
-    # without them every comparison below would compare numpy with itself: fail, do not skip
-    assert _STRIPE is not None and _VECTOR is not None and _READ is not None, \
-        "zswap_host._native lacks the Open-Channel write and read paths (rebuild: python native/build_native.py)"
-    assert hasattr(_VECTOR[1], "ocv_read_check")
+@pytest.fixture(autouse=True)
+def calls(monkeypatch) -> dict[str, int]:
+    """The C functions' calls in this test (one counter for the device and the view)."""
+    counting = CountingLib(ocssd.lib)
+    monkeypatch.setattr(ocssd, "lib", counting)
+    monkeypatch.setattr(ocssd_view, "lib", counting)
+    return counting.calls
 
 
 # 8 groups x 2 PUs (thesis-ssd); the stripe unit ws_opt=12 (divides the chunk) or ws_min=4 (60 % 8)
@@ -29,11 +30,10 @@ GEOMETRIES = {"ws_opt": "chunks=6&sectors=48&ws_min=4&ws_opt=12&mw_cunits=8",
               "ws_min": "chunks=6&sectors=60&ws_min=4&ws_opt=8&mw_cunits=6"}
 
 
-def _pair(geometry: str, payload: str, layout: str) -> tuple[OcssdZonedView, OcssdZonedView]:
+def _pair(geometry: str, payload: str, layout: str) -> tuple[OcssdZonedView, OracleView]:
+    """The view on the device (C) and the oracle view on the oracle device (numpy)."""
     url = f"ocssd://?{GEOMETRIES[geometry]}&preset=thesis-ssd{payload}"
-    c, ref = OcssdZonedView(open_device(url), layout=layout), OcssdZonedView(open_device(url), layout=layout)
-    ref.native_commit = ref.ocssd.native_checks = False
-    return c, ref
+    return OcssdZonedView(open_device(url), layout=layout), OracleView(oracle_device(url), layout=layout)
 
 
 def _same(a: OcssdZonedView, b: OcssdZonedView) -> None:
@@ -48,7 +48,7 @@ def _same(a: OcssdZonedView, b: OcssdZonedView) -> None:
 @pytest.mark.parametrize("geometry", sorted(GEOMETRIES))
 @pytest.mark.parametrize("payload", ["", "&payload=0"])
 @pytest.mark.parametrize("layout", ["stripe", "isolate"])
-def test_view_commit_in_c_equals_numpy(geometry, payload, layout):
+def test_view_commit_in_c_equals_numpy(geometry, payload, layout, calls):
     a, b = _pair(geometry, payload, layout)
     g = a.geometry
     rng = np.random.default_rng([sorted(GEOMETRIES).index(geometry), len(payload), len(layout)])
@@ -88,13 +88,14 @@ def test_view_commit_in_c_equals_numpy(geometry, payload, layout):
                     got = [v.read(g.zone_start(zz), n) for v in (a, b)]
                     assert np.array_equal(*got)
             _same(a, b)
+    # every commit of the C view (one per append or run of appends) went through C
+    assert calls["ocs_commit_plan"] >= 50 and calls["ocv_check"] >= 50
+    assert calls["ocr_plan"] and calls["ocv_read_check"]
 
 
 def _device_pair() -> tuple:
     url = f"ocssd://?{GEOMETRIES['ws_opt']}&preset=thesis-ssd"
-    a, b = open_device(url), open_device(url)
-    b.native_checks = False
-    return a, b
+    return open_device(url), oracle_device(url)
 
 
 def _outcome(dev, ppas, data, counts):
@@ -105,7 +106,7 @@ def _outcome(dev, ppas, data, counts):
     return None
 
 
-def test_device_vector_checks_in_c_equal_numpy():
+def test_device_vector_checks_in_c_equal_numpy(calls):
     """Good and bad vectors (off the write pointer, not a multiple of ws_min per chunk or per
     write, counts that do not split the vector, a CLOSED or OFFLINE chunk, outside the device):
     the same outcome, error and message, and the same state after."""
@@ -151,7 +152,58 @@ def test_device_vector_checks_in_c_equal_numpy():
             assert np.array_equal(x, y)
         assert a.stats() == b.stats() and a.model.counters() == b.model.counters()
     assert 50 < bad < 350                       # both kinds were tried
+    assert calls["ocv_check"] == 400            # every write of the C device, good or bad, checked in C
     assert np.array_equal(a.read_timed(np.arange(g.sectors * 2) % 4)[0], b.read_timed(np.arange(g.sectors * 2) % 4)[0])
+
+
+def test_device_arguments_of_other_types_in_c_equal_numpy(calls):
+    """Vectors and counts as lists, tuples, int32 or uint arrays, word data of another dtype, and
+    arguments the device refuses before its rules (a float or 2-D vector, none, data of the wrong
+    size, which an address outside the device goes before): the same outcome as the oracle's."""
+    a, b = _device_pair()
+    g = a.geometry
+    s = g.sectors
+    cases = [
+        (list(range(g.ws_min)), None, False),
+        (np.arange(s, s + 2 * g.ws_min, dtype=np.int32), (g.ws_min, g.ws_min), False),
+        (np.arange(2 * s, 2 * s + g.ws_min, dtype=np.uint64), [g.ws_min], True),
+        (np.arange(g.ws_min, 2 * g.ws_min, dtype=np.int64), np.array([g.ws_min], np.int32), True),
+        (np.arange(4.0), None, False),
+        (np.arange(8).reshape(2, 4), None, False),
+        ([], None, False),
+        (np.array([g.total_sectors + 5, *range(2 * g.ws_min, 3 * g.ws_min - 1)]), None, False),   # short data too
+        (np.arange(2 * g.ws_min, 3 * g.ws_min), None, False),                                   # short data
+        (np.arange(2 * g.ws_min, 3 * g.ws_min), [g.ws_min, 0, 0], False),                       # empty writes
+        (np.arange(3 * g.ws_min, 4 * g.ws_min), [], False),                                     # no counts
+    ]
+    seen = []
+    for i, (ppas, counts, words) in enumerate(cases):
+        n = np.asarray(ppas).size
+        data = np.arange(n, dtype=np.int64) if words else np.full(n * 4096 - (7 if i in (7, 8) else 0), 3, np.uint8)
+        outs = []
+        for dev in (a, b):
+            try:
+                dev.write_vectors(ppas, data, counts, words=words)
+                outs.append(None)
+            except Exception as e:      # noqa: BLE001 - the error itself is what is compared
+                outs.append((type(e), str(e), getattr(e, "zone", None)))
+        assert outs[0] == outs[1], (ppas, counts)
+        seen.append(outs[0] and outs[0][0].__name__)
+        for x, y in zip(a.chunk_states(), b.chunk_states()):
+            assert np.array_equal(x, y)
+        assert a.stats() == b.stats() and a.model.counters() == b.model.counters()
+    assert seen == [None, None, None, None, "InvalidIOError", "InvalidIOError", "InvalidIOError", "InvalidIOError",
+                    "InvalidIOError", None, "InvalidIOError"], seen
+    for ppas in ([0, 1], (g.ws_min, 0), np.arange(2, dtype=np.uint32), [], [-1]):
+        outs = []
+        for dev in (a, b):
+            try:
+                d, t = dev.read_timed(ppas)
+                outs.append((d.tobytes(), t.tobytes()))
+            except Exception as e:      # noqa: BLE001
+                outs.append((type(e), str(e)))
+        assert outs[0] == outs[1], ppas
+    assert calls["ocv_check"] >= 6 and calls["ocv_read_check"] >= 3
 
 
 def test_submit_writes_charges_as_submit_groups():
@@ -171,11 +223,7 @@ def test_submit_writes_charges_as_submit_groups():
 
 
 # -- the read path (native/ocssd_read.c: the view's plan; ocssd_vector.c: the device's read checks) --
-def _read_pair(geometry: str, payload: str, layout: str) -> tuple[OcssdZonedView, OcssdZonedView]:
-    url = f"ocssd://?{GEOMETRIES[geometry]}&preset=thesis-ssd{payload}"
-    c, ref = OcssdZonedView(open_device(url), layout=layout), OcssdZonedView(open_device(url), layout=layout)
-    ref.native_reads = ref.ocssd.native_checks = False
-    return c, ref
+_read_pair = _pair
 
 
 def _read_outcome(v: OcssdZonedView, offsets, lengths, qd: int, words: bool):
@@ -198,7 +246,7 @@ def _same_read(got, want) -> None:
 @pytest.mark.parametrize("geometry", sorted(GEOMETRIES))
 @pytest.mark.parametrize("payload", ["", "&payload=0"])
 @pytest.mark.parametrize("layout", ["stripe", "isolate"])
-def test_view_reads_in_c_equal_numpy(geometry, payload, layout):
+def test_view_reads_in_c_equal_numpy(geometry, payload, layout, calls):
     """Random read batches between random appends: single pages and requests across stripe units,
     chunks and zones, sectors held in open zones' tails, never-written ranges, finished zones;
     words and bytes; the same data, completion times, clock, counters and statistics."""
@@ -242,10 +290,11 @@ def test_view_reads_in_c_equal_numpy(geometry, payload, layout):
         _same(a, b)
         assert a.ocssd.stats() == b.ocssd.stats()
     assert held
+    assert calls["ocr_plan"] >= 120             # each batch of the C view planned in C (a retry: more room)
 
 
 @pytest.mark.parametrize("payload", ["", "&payload=0"])
-def test_view_read_of_offline_chunk_in_c_equals_numpy(payload):
+def test_view_read_of_offline_chunk_in_c_equals_numpy(payload, calls):
     """A read meeting an OFFLINE chunk: the same DeviceIOError and message, the zone OFFLINE in
     both, nothing charged; reads of other zones go on the same."""
     a, b = _read_pair("ws_opt", payload, "stripe")
@@ -264,9 +313,10 @@ def test_view_read_of_offline_chunk_in_c_equals_numpy(payload):
     for words in (False, True):
         _same_read(*(_read_outcome(v, offs[:1], lens[:1], 4, words) for v in (a, b)))
     _same(a, b)
+    assert calls["ocr_plan"] == 3 and calls["ocv_read_check"] == 3
 
 
-def test_device_reads_in_c_equal_numpy():
+def test_device_reads_in_c_equal_numpy(calls):
     """The device's read_timed, good vectors and bad ones (outside the device, not yet readable in
     an open chunk, an OFFLINE chunk): the same data, times, error and message, state after."""
     a, b = _device_pair()
@@ -298,6 +348,7 @@ def test_device_reads_in_c_equal_numpy():
         bad += not isinstance(out[1][0], np.dtype)
         assert a.stats() == b.stats() and a.model.counters() == b.model.counters()
     assert 30 < bad < 270
+    assert calls["ocv_read_check"] == 300
 
 
 def test_submit_reads_charges_as_submit():
@@ -315,13 +366,13 @@ def test_submit_reads_charges_as_submit():
 
 
 @pytest.mark.parametrize("payload", [True, False])
-def test_view_reads_without_timing_in_c_equal_numpy(payload):
+def test_view_reads_without_timing_in_c_equal_numpy(payload, calls):
     """A device with timing off (no model): the same data and (zero) times."""
+    from ocssd_oracle import OracleDevice
     from zswap_host.devices.ocssd import EmulatedOcssdDevice
 
     g = open_device(f"ocssd://?{GEOMETRIES['ws_opt']}").geometry
-    a, b = (OcssdZonedView(EmulatedOcssdDevice(g, payload=payload)) for _ in range(2))
-    b.native_reads = b.ocssd.native_checks = False
+    a, b = OcssdZonedView(EmulatedOcssdDevice(g, payload=payload)), OracleView(OracleDevice(g, payload=payload))
     rng = np.random.default_rng(3)
     d0, d1 = rng.integers(0, 256, 100 * 4096, dtype=np.uint8), rng.integers(0, 256, 50 * 4096, dtype=np.uint8)
     for v in (a, b):
@@ -333,3 +384,4 @@ def test_view_reads_without_timing_in_c_equal_numpy(payload):
         n = np.minimum(rng.integers(1, 30, 20), a.geometry.nr_zones * zs - first)
         _same_read(*(_read_outcome(v, first * 4096, n * 4096, 8, bool(i % 2)) for v in (a, b)))
     assert a.stats() == b.stats()
+    assert calls["ocr_plan"] >= 40

@@ -21,27 +21,14 @@ import threading
 
 import numpy as np
 
+from .._native import ffi, lib           # the chunk rules of a vectored write and read (native/ocssd_vector.c)
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
 from .backing import PersistedState, save_sidecar
 from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view
 from .chunk import CHUNK_TYPE_SEQUENTIAL, ChunkInfo, ChunkState, OcssdGeometry
 from .fingerprint import make_backing
 
-_READ, _WRITE, _RESET = 0, 1, 2
-
-
-def _load_vector():
-    """``(ffi, lib)`` with the C vector write checks (``native/ocssd_vector.c``), or None when the
-    extension is not built or older than them (the numpy checks alone then)."""
-    try:
-        from .._native import ffi, lib
-        lib.ocv_check                     # noqa: B018 (an older build without ocssd_vector.c)
-    except (ImportError, AttributeError):
-        return None
-    return ffi, lib
-
-
-_VECTOR = _load_vector()
+_RESET = 2                            # the model's op code of a chunk reset
 _STATE, _WP, _WEAR = 0, 1, 2          # columns of the chunk table
 _STATES = tuple(int(s) for s in ChunkState)
 _OPEN, _CLOSED, _OFFLINE = int(ChunkState.OPEN), int(ChunkState.CLOSED), int(ChunkState.OFFLINE)
@@ -65,17 +52,6 @@ def check_chunk_file(cpath: str, g: OcssdGeometry) -> None:
                               f"and wear {int(wear[c])} ({g.sectors} sectors, ws_min {g.ws_min})")
 
 
-def _runs(ppas: np.ndarray, chunk: np.ndarray, cut: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The vector as requests: maximal runs (in vector order) of consecutive addresses in one chunk,
-    also starting wherever ``cut`` is True. Returns (first ppa, sectors) per run."""
-    start = np.ones(ppas.size, bool)
-    start[1:] = (ppas[1:] != ppas[:-1] + 1) | (chunk[1:] != chunk[:-1])
-    if cut is not None:
-        start |= cut
-    first = np.flatnonzero(start)
-    return ppas[first], np.diff(np.append(first, ppas.size))
-
-
 class EmulatedOcssdDevice(PersistedState, ModelClock):
     """An Open-Channel SSD 2.0 in memory (``path=None``) or in a sparse file with its chunk table
     beside it (``PATH.chunks``: state, write pointer and wear per chunk) and its description in
@@ -93,9 +69,6 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
     interface = "ocssd"
     open_channel = True
     overlapped_io = False      # the timing model sees one request stream, in order
-    # write_vectors and read_timed check and plan in C when the extension has it
-    # (native/ocssd_vector.c); False: the numpy paths only (the reference: tests compare the two)
-    native_checks = True
     _vector_p = None           # (chunk log, scratch) pointers for the C checks, made at first use
     # chunks this object took OFFLINE so far (set_offline, failed resets): the only ways a chunk goes
     # offline, so a host that found its chunks online at count k need not look again while it is k
@@ -169,70 +142,67 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         g, p, c, s = self.geometry.address(ppa)
         return f"ppa {ppa} (group {g}, PU {p}, chunk {c}, sector {s})"
 
-    def _ppas(self, ppas) -> np.ndarray:
-        """A vector of sector addresses as int64, each inside the device (InvalidIOError)."""
+    @staticmethod
+    def _ppas(ppas) -> np.ndarray:
+        """A vector of sector addresses as a contiguous int64 array (``InvalidIOError`` for another
+        shape or type, or none); whether each lies inside the device is the chunk checks' to say."""
+        if type(ppas) is np.ndarray and ppas.dtype == np.int64 and ppas.ndim == 1 and ppas.size:
+            return np.ascontiguousarray(ppas)
         a = np.asarray(ppas)
         if a.dtype.kind not in "iu" or a.ndim > 1:
             raise InvalidIOError(f"sector addresses must be a 1-D array of integers, not {a.dtype} {a.shape}")
-        a = a.astype(np.int64).reshape(-1)
+        a = np.ascontiguousarray(a.astype(np.int64).reshape(-1))
         if a.size == 0:
             raise InvalidIOError("an empty vector of sector addresses")
-        n = self.geometry.total_sectors
-        if int(a.min()) < 0 or int(a.max()) >= n:
-            bad = int(a[np.flatnonzero((a < 0) | (a >= n))[0]])
-            raise InvalidIOError(f"ppa {bad} is outside the device (sectors 0..{n - 1})")
         return a
 
-    def _offline(self, chunks: np.ndarray, ppas: np.ndarray | None, what: str) -> None:
+    def _pointers(self) -> tuple:
+        """(chunk log, a chunk -> index scratch, err[3]) as C pointers, made once: the arrays are
+        updated in place, never replaced."""
+        if self._vector_p is None:
+            self._scratch = np.full(self.geometry.nr_chunks, -1, np.int64)
+            self._err = np.zeros(3, np.int64)
+            fb = ffi.from_buffer
+            self._vector_p = (fb("int64_t[]", self._table, require_writable=True),
+                              fb("int64_t[]", self._scratch, require_writable=True),
+                              fb("int64_t[]", self._err, require_writable=True))
+        return self._vector_p
+
+    def _offline(self, chunks: np.ndarray) -> None:
+        """``DeviceIOError`` for a reset of an OFFLINE chunk (the first in ``chunks``)."""
         off = self._state[chunks] == ChunkState.OFFLINE
         if off.any():
-            i = int(np.flatnonzero(off)[0])
-            c = int(chunks[i])
-            where = self._where(int(ppas[i])) if ppas is not None else f"chunk {c}"
-            raise DeviceIOError(f"{what} of {where}: chunk {c} is offline",
-                                offset=(int(ppas[i]) if ppas is not None else c * self.geometry.sectors) * 4096)
+            c = int(chunks[int(np.flatnonzero(off)[0])])
+            raise DeviceIOError(f"reset of chunk {c}: chunk {c} is offline", offset=c * self.geometry.sectors * 4096)
 
-    def _check_write(self, ppas: np.ndarray, chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The chunks a vector write touches and its sectors per chunk, after the chunk rules."""
+    def _refused(self, code: int, err: np.ndarray, ppas: np.ndarray, counts: np.ndarray | None, what: str) -> Exception:
+        """The error of a write or read the C checks refused (``OCV_*`` code, ``err``: the offender)."""
         g = self.geometry
-        self._offline(chunk, ppas, "write")
-        closed = self._state[chunk] == ChunkState.CLOSED
-        if closed.any():
-            i = int(np.flatnonzero(closed)[0])
-            raise ZoneStateError(f"write of {self._where(int(ppas[i]))}: chunk {int(chunk[i])} is CLOSED (reset it "
-                                 f"before writing it again)", zone=int(chunk[i]))
-        order = np.argsort(chunk, kind="stable")
-        cs = chunk[order]
-        first = np.flatnonzero(np.append(True, cs[1:] != cs[:-1]))
-        counts = np.diff(np.append(first, cs.size))
-        rank = np.arange(cs.size) - np.repeat(first, counts)
-        want = cs * g.sectors + self._wp[cs] + rank          # where each sector must go
-        bad = ppas[order] != want
-        if bad.any():
-            k = int(order[np.flatnonzero(bad)].min())        # the first offender in vector order
-            j = int(np.flatnonzero(order == k)[0])
-            raise ZoneStateError(f"write of {self._where(int(ppas[k]))}: chunk {int(chunk[k])} takes sector "
-                                 f"{int(want[j]) - int(chunk[k]) * g.sectors} next (writes run on from the write "
-                                 f"pointer, in vector order)", zone=int(chunk[k]))
-        uniq = cs[first]
-        short = counts % g.ws_min != 0
-        if short.any():
-            i = int(np.flatnonzero(short)[0])
-            raise ZoneStateError(f"write of {self._where(int(ppas[order[first[i]]]))}: {int(counts[i])} sectors to "
-                                 f"chunk {int(uniq[i])} is not a multiple of ws_min={g.ws_min}", zone=int(uniq[i]))
-        return uniq, counts
-
-    def _check_read(self, ppas: np.ndarray, chunk: np.ndarray) -> None:
-        g = self.geometry
-        self._offline(chunk, ppas, "read")
-        rel = ppas - chunk * g.sectors
-        ok = (self._state[chunk] == ChunkState.CLOSED) | (rel < self._wp[chunk] - g.mw_cunits)
-        if not ok.all():
-            i = int(np.flatnonzero(~ok)[0])
-            c = int(chunk[i])
-            raise ZoneStateError(f"read of {self._where(int(ppas[i]))}: not yet readable (chunk {c} is "
-                                 f"{ChunkState(int(self._state[c])).name}, write pointer at sector {int(self._wp[c])}, "
-                                 f"mw_cunits={g.mw_cunits})", zone=c)
+        i = int(err[0])
+        if code == lib.OCV_COUNTS:
+            return InvalidIOError(f"write counts {counts.tolist()} do not split a vector of {ppas.size} sectors")
+        if code == lib.OCV_WRITE_WS_MIN:
+            return ZoneStateError(f"write {i} of the vector: {int(err[2])} sectors to chunk {int(err[1])} is not a "
+                                  f"multiple of ws_min={g.ws_min}", zone=int(err[1]))
+        p = int(ppas[i])
+        c = p // g.sectors
+        where = f"{what} of {self._where(p)}"
+        if code == lib.OCV_OUTSIDE:
+            return InvalidIOError(f"ppa {p} is outside the device (sectors 0..{g.total_sectors - 1})")
+        if code == lib.OCV_OFFLINE:
+            return DeviceIOError(f"{where}: chunk {c} is offline", offset=p * 4096)
+        if code == lib.OCV_CLOSED:
+            return ZoneStateError(f"{where}: chunk {c} is CLOSED (reset it before writing it again)", zone=c)
+        if code == lib.OCV_ORDER:
+            return ZoneStateError(f"{where}: chunk {c} takes sector {int(err[1])} next (writes run on from the write "
+                                  f"pointer, in vector order)", zone=c)
+        if code == lib.OCV_WS_MIN:
+            return ZoneStateError(f"{where}: {int(err[1])} sectors to chunk {c} is not a multiple of "
+                                  f"ws_min={g.ws_min}", zone=c)
+        if code == lib.OCV_UNREADABLE:
+            return ZoneStateError(f"{where}: not yet readable (chunk {c} is {ChunkState(int(self._state[c])).name}, "
+                                  f"write pointer at sector {int(self._wp[c])}, mw_cunits={g.mw_cunits})", zone=c)
+        return RuntimeError(f"{what}: the chunk checks returned {code}")
 
     def _chunks(self, chunks) -> np.ndarray:
         a = np.asarray(chunks)
@@ -257,116 +227,49 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         those of that many ``write`` calls. All are checked before any is written: nothing is
         written when it raises (``InvalidIOError`` also for counts that do not add up to the vector).
         ``words``: ``data`` is the first 64-bit word of each sector (uint64), the rest of the sector
-        zeros: what a payload-free device keeps, given without building the sectors."""
+        zeros: what a payload-free device keeps, given without building the sectors. The checks
+        and the model's requests come from one C pass (``native/ocssd_vector.c``: ``ocv_check``;
+        its numpy oracle is ``tests/ocssd_oracle.py``); the model is an ``OcssdSSD``
+        (``submit_writes``: one call for all the writes)."""
+        g = self.geometry
         with self._lock:
-            if not (self.native_checks and _VECTOR is not None and self._write_native(ppas, data, counts, words)):
-                self._write_checked(ppas, data, counts, words)
-
-    def _write_native(self, ppas, data: Buffer, counts, words: bool) -> bool:
-        """``write_vectors`` with its checks and the model's requests from one C pass
-        (``native/ocssd_vector.c``): the same state, data, counters and model calls. Declines
-        (False, nothing changed) what it does not take — arguments of other types, a read-only
-        device, a model without ``submit_writes``, a write that breaks a rule — and
-        ``_write_checked`` then does it or raises."""
-        g = self.geometry
-        if type(ppas) is not np.ndarray or ppas.dtype != np.int64 or ppas.ndim != 1 or self.readonly \
-                or type(data) is not np.ndarray or (words and data.dtype != np.uint64) \
-                or (self.model is not None and not hasattr(self.model, "submit_writes")):
-            return False
-        if counts is not None:
-            if type(counts) is not np.ndarray and type(counts) is not list:
-                return False
-            try:
-                counts = np.asarray(counts)
-            except (TypeError, ValueError):
-                return False
-            if counts.dtype.kind not in "iu" or counts.size == 0:     # (no counts: none split the vector)
-                return False
-            counts = np.ascontiguousarray(counts, np.int64).reshape(-1)
-        view = np.ascontiguousarray(data).reshape(-1) if words else as_bytes_view(data)
-        n = ppas.size
-        if view.size * (8 if words else 1) != n * (8 if words else g.sector_size):
-            return False
-        ffi, lib = _VECTOR
-        if self._vector_p is None:            # the chunk log and a chunk -> index scratch, once
-            self._scratch = np.full(g.nr_chunks, -1, np.int64)
-            self._vector_p = (ffi.from_buffer("int64_t[]", self._table, require_writable=True),
-                              ffi.from_buffer("int64_t[]", self._scratch, require_writable=True))
-        table_p, scratch_p = self._vector_p
-        nw = 0 if counts is None else counts.size
-        out = np.empty((5, n), np.int64)       # uniq, per, run_first, run_len, tmp
-        runs = np.empty(max(nw, 1), np.int64)
-        nuniq = ffi.new("int64_t *")
-        p = ffi.cast("int64_t *", ffi.from_buffer("int64_t[]", out, require_writable=True))
-        nr = lib.ocv_check(n, ffi.from_buffer("int64_t[]", ppas), nw,
-                           ffi.NULL if counts is None else ffi.from_buffer("int64_t[]", counts),
-                           g.nr_chunks, g.sectors, g.ws_min, g.ws_opt, table_p, _CLOSED, _OFFLINE, scratch_p,
-                           p, p + n, nuniq, p + 2 * n, p + 3 * n,
-                           ffi.from_buffer("int64_t[]", runs, require_writable=True), p + 4 * n)
-        if nr < 0:
-            return False
-        blockwise = getattr(self._backing, "scatter_block_words", None) if words else None
-        if blockwise is not None and self._backing.block == g.sector_size:
-            blockwise(ppas, view)               # a payload-free medium: a word per sector, by index
-        else:
-            (self._backing.scatter_words if words else self._backing.scatter)(
-                ppas * g.sector_size, np.full(n, g.sector_size, np.int64), view, g.sector_size)
-        lib.ocv_apply(nuniq[0], p, p + n, table_p, g.sectors, _OPEN, _CLOSED)
-        if nw <= 1:
-            self._io.wrote(n * g.sector_size)
-        else:
-            self._io.wrote_many(counts[counts > 0] * g.sector_size)
-        if self.model is not None:      # per write, one request per run cut at ws_opt, all in flight at once
-            # exactly one submit per write that has runs, as _write_checked makes them
-            self.model.submit_writes(out[2, :nr], out[3, :nr], runs)
-        return True
-
-    def _write_checked(self, ppas, data: Buffer, counts, words: bool) -> None:
-        """``write_vectors`` in numpy: the reference for ``_write_native`` and the one that
-        explains a refused write."""
-        g = self.geometry
-        self._writable()
-        ppas = self._ppas(ppas)
-        view = np.ascontiguousarray(data, np.uint64).reshape(-1) if words else as_bytes_view(data)
-        if view.size * (8 if words else 1) != ppas.size * (8 if words else g.sector_size):
-            raise InvalidIOError(f"write of {ppas.size} sectors with {view.nbytes} bytes of data "
-                                 f"({ppas.size * (8 if words else g.sector_size)} needed)")
-        chunk = ppas // g.sectors
-        uniq, per = self._check_write(ppas, chunk)
-        ends = self._vector_ends(counts, ppas, chunk)
-        (self._backing.scatter_words if words else self._backing.scatter)(
-            ppas * g.sector_size, np.full(ppas.size, g.sector_size, np.int64), view, g.sector_size)
-        self._wp[uniq] += per
-        self._state[uniq] = np.where(self._wp[uniq] == g.sectors, ChunkState.CLOSED, ChunkState.OPEN)
-        sizes = np.diff(np.asarray([0, *ends], np.int64)) * g.sector_size
-        if sizes.size == 1:
-            self._io.wrote(int(sizes[0]))
-        else:
-            self._io.wrote_many(sizes[sizes > 0])
-        if self.model is not None:  # per write, one request per run cut at ws_opt, all in flight at once
-            cut = (ppas % g.sectors) % g.ws_opt == 0
-            for a, b in zip([0, *ends[:-1]], ends):
-                if b > a:
-                    first, n = _runs(ppas[a:b], chunk[a:b], cut[a:b])
-                    self.model.submit(_WRITE, first, n, qd=first.size)
-
-    def _vector_ends(self, counts, ppas: np.ndarray, chunk: np.ndarray) -> list[int]:
-        """Where each write of ``write_vectors`` ends in the vector, after checking ``counts`` and
-        the ``ws_min`` rule per write (the whole vector's other rules are checked already)."""
-        if counts is None:
-            return [ppas.size]
-        c = np.asarray(counts, np.int64).reshape(-1)
-        if (c < 0).any() or int(c.sum()) != ppas.size:
-            raise InvalidIOError(f"write counts {c.tolist()} do not split a vector of {ppas.size} sectors")
-        if c.size > 1:
-            key = np.repeat(np.arange(c.size, dtype=np.int64), c) * self.geometry.nr_chunks + chunk
-            keys, per = np.unique(key, return_counts=True)
-            bad = np.flatnonzero(per % self.geometry.ws_min != 0)
-            if bad.size:
-                w, c = divmod(int(keys[bad[0]]), self.geometry.nr_chunks)
-                raise ZoneStateError(f"write {w} of the vector: {int(per[bad[0]])} sectors to chunk {c} is not a "
-                                     f"multiple of ws_min={self.geometry.ws_min}", zone=c)
-        return np.cumsum(c).tolist()
+            self._writable()
+            ppas = self._ppas(ppas)
+            n = ppas.size
+            view = np.ascontiguousarray(data, np.uint64).reshape(-1) if words else as_bytes_view(data)
+            if counts is not None:
+                counts = np.ascontiguousarray(np.asarray(counts, np.int64).reshape(-1))
+            table_p, scratch_p, err_p = self._pointers()
+            nw = -1 if counts is None else counts.size
+            out = np.empty((5, n), np.int64)       # uniq, per, run_first, run_len, tmp
+            runs = np.empty(max(nw, 1), np.int64)
+            nuniq = ffi.new("int64_t *")
+            p = ffi.cast("int64_t *", ffi.from_buffer("int64_t[]", out, require_writable=True))
+            nr = lib.ocv_check(n, ffi.from_buffer("int64_t[]", ppas), nw,
+                               ffi.from_buffer("int64_t[]", counts) if nw > 0 else ffi.NULL,
+                               g.nr_chunks, g.sectors, g.ws_min, g.ws_opt, table_p, _CLOSED, _OFFLINE, scratch_p,
+                               p, p + n, nuniq, p + 2 * n, p + 3 * n,
+                               ffi.from_buffer("int64_t[]", runs, require_writable=True), p + 4 * n, err_p)
+            if nr == lib.OCV_OUTSIDE:
+                raise self._refused(nr, self._err, ppas, counts, "write")
+            if view.size * (8 if words else 1) != n * (8 if words else g.sector_size):
+                raise InvalidIOError(f"write of {n} sectors with {view.nbytes} bytes of data "
+                                     f"({n * (8 if words else g.sector_size)} needed)")
+            if nr < 0:
+                raise self._refused(nr, self._err, ppas, counts, "write")
+            blockwise = getattr(self._backing, "scatter_block_words", None) if words else None
+            if blockwise is not None and self._backing.block == g.sector_size:
+                blockwise(ppas, view)               # a payload-free medium: a word per sector, by index
+            else:
+                (self._backing.scatter_words if words else self._backing.scatter)(
+                    ppas * g.sector_size, np.full(n, g.sector_size, np.int64), view, g.sector_size)
+            lib.ocv_apply(nuniq[0], p, p + n, table_p, g.sectors, _OPEN, _CLOSED)
+            if nw <= 1:
+                self._io.wrote(n * g.sector_size)
+            else:
+                self._io.wrote_many(counts[counts > 0] * g.sector_size)
+            if self.model is not None:      # per write, one request per run cut at ws_opt, all in flight at once
+                self.model.submit_writes(out[2, :nr], out[3, :nr], runs)
 
     def read(self, ppas) -> np.ndarray:
         """See ``OpenChannelDevice.read``."""
@@ -375,80 +278,43 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
     def read_timed(self, ppas, qd: int | None = None, *, words: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """``read`` that also returns each sector's completion time on ``now()``'s clock (zeros
         with timing off). ``qd``: runs in flight at once (None: the whole vector). ``words``: the
-        first 64-bit word of each sector (uint64) instead of its bytes. Errors as ``read``."""
+        first 64-bit word of each sector (uint64) instead of its bytes. Errors as ``read``. The
+        checks and the model's requests (runs of consecutive sectors of one chunk) come from one
+        C pass (``native/ocssd_vector.c``: ``ocv_read_check``; oracle: ``tests/ocssd_oracle.py``)."""
         with self._lock:
-            if self.native_checks and _VECTOR is not None:
-                got = self._read_native(ppas, qd, words)
-                if got is not None:
-                    return got
-            return self._read_checked(ppas, qd, words)
+            c = self._read_c
+            if c is None:                         # the per-device constants of this path, once
+                c = self._read_c = self._read_consts()
+            check, fb, table_p, err_p, nr_chunks, sectors, mw, ss, submit = c
+            ppas = self._ppas(ppas)
+            n = ppas.size
+            runs = np.empty(2 * n, np.int64)       # run_first, then run_len
+            p = fb("int64_t[]", runs, require_writable=True)
+            nr = check(n, fb("int64_t[]", ppas), nr_chunks, sectors, mw, table_p, _CLOSED, _OFFLINE, p, p + n, err_p)
+            if nr < 0:
+                raise self._refused(nr, self._err, ppas, None, "read")
+            blockwise = getattr(self._backing, "gather_block_words", None) if words else None
+            if blockwise is not None and self._backing.block == ss:
+                out = blockwise(ppas)               # a payload-free medium: a word per sector, by index
+            else:
+                out = (self._backing.gather_words if words else self._backing.gather)(
+                    ppas * ss, np.full(n, ss, np.int64), ss)
+            self._io.read(n * ss)
+            if submit is None:
+                return out, np.zeros(n)
+            lens = runs[n:n + nr]
+            done = submit(runs[:nr], lens, nr if qd is None else max(1, min(qd, nr)))
+            return out, (done if nr == n else done.repeat(lens))
 
-    def _read_native(self, ppas, qd: int | None, words: bool) -> tuple[np.ndarray, np.ndarray] | None:
-        """``read_timed`` with its checks and the model's requests from one C pass
-        (``native/ocssd_vector.c``: ``ocv_read_check``): the same data, counters and model call.
-        Declines (None, nothing changed) what it does not take — ppas not a 1-D int64 array, a
-        model without ``submit_reads``, a read that breaks a rule — and ``_read_checked`` then
-        does it or raises."""
-        if type(ppas) is not np.ndarray or ppas.dtype != np.int64 or ppas.ndim != 1 or ppas.size == 0:
-            return None
-        c = self._read_c
-        if c is None:                         # the per-device constants of this path, once
-            c = self._read_c = self._read_consts()
-        if c is False:                        # (see _read_consts)
-            return None
-        check, fb, table_p, nr_chunks, sectors, mw, ss, submit = c
-        n = ppas.size
-        ppas = np.ascontiguousarray(ppas)
-        runs = np.empty(2 * n, np.int64)       # run_first, then run_len
-        p = fb("int64_t[]", runs, require_writable=True)
-        nr = check(n, fb("int64_t[]", ppas), nr_chunks, sectors, mw, table_p, _CLOSED, _OFFLINE, p, p + n)
-        if nr < 0:
-            return None
-        blockwise = getattr(self._backing, "gather_block_words", None) if words else None
-        if blockwise is not None and self._backing.block == ss:
-            out = blockwise(ppas)               # a payload-free medium: a word per sector, by index
-        else:
-            out = (self._backing.gather_words if words else self._backing.gather)(
-                ppas * ss, np.full(n, ss, np.int64), ss)
-        self._io.read(n * ss)
-        if submit is None:
-            return out, np.zeros(n)
-        lens = runs[n:n + nr]
-        done = submit(runs[:nr], lens, nr if qd is None else max(1, min(qd, nr)))
-        return out, (done if nr == n else done.repeat(lens))
+    _read_c = None             # read_timed's constants, made at first use
 
-    _read_c = None             # _read_native's constants (a tuple), or False: it declines all reads
-
-    def _read_consts(self):
-        """``_read_native``'s per-device constants: (check, from_buffer, chunk log, chunks,
-        sectors, mw_cunits, sector bytes, the model's submit_reads or None), or False for a
-        model without ``submit_reads`` or an extension without ``ocv_read_check``."""
+    def _read_consts(self) -> tuple:
+        """``read_timed``'s per-device constants: (check, from_buffer, chunk log, err, chunks,
+        sectors, mw_cunits, sector bytes, the model's submit_reads or None)."""
         g, m = self.geometry, self.model
-        ffi, lib = _VECTOR
-        if (m is not None and not hasattr(m, "submit_reads")) or not hasattr(lib, "ocv_read_check"):
-            return False                      # (an extension built before ocv_read_check: numpy reads)
-        if self._vector_p is None:            # the chunk log and a chunk -> index scratch, once
-            self._scratch = np.full(g.nr_chunks, -1, np.int64)
-            self._vector_p = (ffi.from_buffer("int64_t[]", self._table, require_writable=True),
-                              ffi.from_buffer("int64_t[]", self._scratch, require_writable=True))
-        return (lib.ocv_read_check, ffi.from_buffer, self._vector_p[0], g.nr_chunks, g.sectors, g.mw_cunits,
+        table_p, _, err_p = self._pointers()
+        return (lib.ocv_read_check, ffi.from_buffer, table_p, err_p, g.nr_chunks, g.sectors, g.mw_cunits,
                 g.sector_size, None if m is None else m.submit_reads)
-
-    def _read_checked(self, ppas, qd: int | None, words: bool) -> tuple[np.ndarray, np.ndarray]:
-        """``read_timed`` in numpy: the reference for ``_read_native`` and the one that explains a
-        refused read."""
-        g = self.geometry
-        ppas = self._ppas(ppas)
-        chunk = ppas // g.sectors
-        self._check_read(ppas, chunk)
-        out = (self._backing.gather_words if words else self._backing.gather)(
-            ppas * g.sector_size, np.full(ppas.size, g.sector_size, np.int64), g.sector_size)
-        self._io.read(ppas.size * g.sector_size)
-        if self.model is None:
-            return out, np.zeros(ppas.size)
-        first, n = _runs(ppas, chunk)
-        done = self.model.submit(_READ, first, n, qd=first.size if qd is None else max(1, min(qd, first.size)))
-        return out, np.repeat(np.asarray(done, np.float64), n)
 
     def reset(self, chunks) -> None:
         """See ``OpenChannelDevice.reset``. Every chunk is checked before any is reset. A reset that
@@ -460,7 +326,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
             cs = self._chunks(chunks)
             if np.unique(cs).size != cs.size:
                 raise InvalidIOError("a chunk is named twice in one reset")
-            self._offline(cs, None, "reset")
+            self._offline(cs)
             busy = self._state[cs] == ChunkState.OPEN
             if busy.any():
                 c = int(cs[np.flatnonzero(busy)[0]])

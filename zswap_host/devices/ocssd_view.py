@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._native import ffi, lib           # the commit (native/ocssd_stripe.c), the read plan (ocssd_read.c)
 from ..errors import DeviceIOError, DeviceSpecError
 from .base import DeviceStats
 from .chunk import SECTOR, ChunkState
@@ -35,20 +36,6 @@ from .zone import ZoneCond, ZoneGeometry
 LAYOUTS = ("stripe", "isolate")
 
 
-def _load_stripe(name: str = "ocs_commit_plan"):
-    """``(ffi, lib)`` with the C function ``name`` (the commit to a chunk stripe,
-    ``native/ocssd_stripe.c``; the read plan, ``native/ocssd_read.c``), or None when the extension
-    is not built or older than it (the numpy code alone then)."""
-    try:
-        from .._native import ffi, lib
-        getattr(lib, name)
-    except (ImportError, AttributeError):
-        return None
-    return ffi, lib
-
-
-_STRIPE = _load_stripe()
-_READ = _load_stripe("ocr_plan")
 _NONE = np.iinfo(np.int64).max        # not a free chunk: never picked
 
 
@@ -60,13 +47,6 @@ def pu_sets(groups: int, pus: int, layout: str) -> np.ndarray:
     if layout == "isolate":
         return every.reshape(groups, pus)
     raise DeviceSpecError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
-
-
-def stripe_position(r: np.ndarray, width: int, unit: int) -> tuple[np.ndarray, np.ndarray]:
-    """(chunk slot, sector within the chunk) of zone-relative sectors ``r``."""
-    k, o = np.divmod(r, unit)
-    row, slot = np.divmod(k, width)
-    return slot, row * unit + o
 
 
 def per_chunk(n: int, width: int, unit: int) -> np.ndarray:
@@ -101,12 +81,7 @@ class OcssdZonedView(EmulatedZonedDevice):
 
     kind = "ocssd-view"
     interface = "ocssd"
-    # _commit plans and gathers in C when the extension has it (native/ocssd_stripe.c); False: the
-    # numpy commit only (the reference: tests/test_ocssd_native.py compares the two)
-    native_commit = True
     _commit_p = None           # (dwp, chunk) pointers for the C commit, made at first use
-    # _media_read_batch plans in C when the extension has it (native/ocssd_read.c); False: numpy
-    native_reads = True
 
     @property
     def word_reads(self) -> bool:
@@ -290,15 +265,13 @@ class OcssdZonedView(EmulatedZonedDevice):
                 self._pref[z] = n - 1 if gc else int(stream) % (n - 1)
 
     # -- the medium --------------------------------------------------------------------------------
-    def _write_chunks(self, z: int, slots: np.ndarray, secs: np.ndarray, data: np.ndarray,
-                      write: np.ndarray | None = None, writes: int = 1) -> None:
-        """Vectored device writes of (slot, sector) pairs, per chunk in sector order: one, or
-        ``writes`` one after another (``write``: which one each pair belongs to)."""
+    def _write_chunks(self, z: int, slots: np.ndarray, secs: np.ndarray, data: np.ndarray) -> None:
+        """One vectored device write of (slot, sector) pairs, per chunk in sector order."""
         if slots.size == 0:
             return
-        order = np.lexsort((secs, slots)) if write is None else np.lexsort((secs, slots, write))
+        order = np.lexsort((secs, slots))
         ppas = self._chunk[z, slots[order]] * self.ocssd.geometry.sectors + secs[order]
-        self._write_vector(z, ppas, data[order], None if write is None else np.bincount(write, minlength=writes))
+        self._write_vector(z, ppas, data[order], None)
 
     def _write_vector(self, z: int, ppas: np.ndarray, data: np.ndarray, counts: np.ndarray | None) -> None:
         """The device write(s) of zone ``z``'s ordered sectors: one, or ``counts`` one after another;
@@ -361,47 +334,13 @@ class OcssdZonedView(EmulatedZonedDevice):
     def _commit(self, z: int, r0: int, rows: np.ndarray, appends: list | None = None) -> None:
         """Zone ``z`` gets ``rows`` (sectors, or their words when narrow) from zone sector ``r0``:
         each chunk's whole ``ws_min`` runs go to the device (the held tail first), its last ``ring``
-        sectors stay in host memory until readable. ``appends``: the rows are that many appends back to back (sectors each),
-        written as one device write each, as appending them one by one would."""
+        sectors stay in host memory until readable. ``appends``: the rows are that many appends
+        back to back (sectors each), written as one device write each, as appending them one by one
+        would. The plan and the gathers are C's (``native/ocssd_stripe.c``; its numpy oracle is
+        ``tests/ocssd_oracle.py``)."""
         g = self.ocssd.geometry
         if self._chunk[z, 0] < 0:
             self._bind(z)
-        if self.native_commit and _STRIPE is not None and self._commit_native(z, r0, rows, appends):
-            return
-        n = rows.shape[0]
-        h_old = per_chunk(r0, self.width, self.unit)
-        h_new = per_chunk(r0 + n, self.width, self.unit)
-        c_old = self._dwp[z]
-        c_new = h_new // g.ws_min * g.ws_min
-        slot, sec = stripe_position(r0 + np.arange(n, dtype=np.int64), self.width, self.unit)
-        tail = self._tail[z]
-        # commit whole ws_min runs: the held tail (c_old..h_old) from host memory, then the new sectors
-        held = np.maximum(np.minimum(h_old, c_new) - c_old, 0)
-        t_slot = np.repeat(np.arange(self.width, dtype=np.int64), held)
-        t_sec = ranges(c_old, held)
-        new = sec < c_new[slot]
-        slots, secs = np.concatenate([t_slot, slot[new]]), np.concatenate([t_sec, sec[new]])
-        write = None
-        if appends is not None:             # the append that committed each sector: the first whose point passes it
-            ends = r0 + np.cumsum(appends)
-            points = np.stack([per_chunk(e, self.width, self.unit) for e in ends.tolist()]) // g.ws_min * g.ws_min
-            write = (secs[None, :] >= points[:, slots]).sum(axis=0)
-        self._write_chunks(z, slots, secs, np.concatenate([tail[t_slot, t_sec % self._ring], rows[new]]), write,
-                           len(appends) if appends is not None else 1)
-        keep = sec >= h_new[slot] - self._ring          # the last `ring` sectors of each chunk
-        tail[slot[keep], sec[keep] % self._ring] = rows[keep]
-        self._dwp[z] = c_new
-        self._hw[z] = r0 + n
-        if (c_new == g.sectors).all():
-            self._tail.pop(z, None)                     # every chunk closed: all readable
-
-    def _commit_native(self, z: int, r0: int, rows: np.ndarray, appends: list | None) -> bool:
-        """``_commit`` with the plan and the gathers in C (``native/ocssd_stripe.c``): the same
-        device writes (sectors, order, data, split into appends) and the same host copy and
-        pointers after. False (nothing done) for a state the C plan does not take; the numpy
-        commit then runs."""
-        g = self.ocssd.geometry
-        ffi, lib = _STRIPE
         fb = ffi.from_buffer
         n, width, ring = rows.shape[0], self.width, self._ring
         if self._commit_p is None:              # the per-zone arrays are updated in place, never replaced
@@ -420,8 +359,9 @@ class OcssdZonedView(EmulatedZonedDevice):
                                 ffi.NULL if appends is None else fb("int64_t[]", np.asarray(appends, np.int64)), k,
                                 dwp_p + z * width, chunk_p + z * width, rows_p, tail_p, cap, ints_p,
                                 fb("uint8_t[]", data, require_writable=True), ints_p + cap, ints_p + ints.size - width)
-        if t < 0:
-            return False
+        if t < 0:                               # never for a state this view makes (ocssd_stripe.h)
+            raise RuntimeError(f"zone {z}: the stripe commit refused appends {appends} of {n} sectors at "
+                               f"sector {r0} (ocs_commit_plan returned {t})")
         if t:
             self._write_vector(z, ints[:t], data[:t], None if appends is None else ints[cap:cap + k])
         lib.ocs_commit_keep(width, self.unit, ring, elem, r0, n, rows_p, tail_p)
@@ -430,7 +370,6 @@ class OcssdZonedView(EmulatedZonedDevice):
         self._hw[z] = r0 + n
         if (c_new == g.sectors).all():
             self._tail.pop(z, None)                     # every chunk closed: all readable
-        return True
 
     def _pad(self, z: int) -> None:
         """Write every open chunk of zone z to its end (held tail, then zeros) so it closes."""
@@ -480,28 +419,21 @@ class OcssdZonedView(EmulatedZonedDevice):
 
     def _media_read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int,
                           words: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        # in C when it can (native_reads), else, and as the reference, in numpy: the same result
-        if self.native_reads and _READ is not None and offsets.size:
-            got = self._read_native(offsets, lengths, qd, words)
-            if got is not None:
-                return got
-        return self._read_numpy(offsets, lengths, qd, words)
-
-    def _read_native(self, offsets: np.ndarray, lengths: np.ndarray, qd: int,
-                     words: bool) -> tuple[np.ndarray, np.ndarray] | None:
-        """``_media_read_batch`` with the address arithmetic, the split into device and held
-        sectors, the run count of ``_run_qd`` and the requests' completions in C
-        (``native/ocssd_read.c``): the same device read (ppas, order, depth), data and times.
-        None (nothing done) for what the plan does not take; ``_read_numpy`` then does it."""
+        """The address arithmetic, the split into device and held sectors, the device-run depth
+        (``qd`` x runs per request: a request that crosses stripe units becomes one run per chunk
+        piece, all in flight together, as a ZNS device reads one request's dies in parallel; page
+        reads keep ``qd``) and the requests' completions are C's (``native/ocssd_read.c``; its
+        numpy oracle is ``tests/ocssd_oracle.py``). ``read_batch`` checked the ranges."""
         c = self._read_c
         if c is None:                           # the per-view constants of this path, once
             c = self._read_c = self._read_consts()
         plan, finish, fb, consts = c
-        if offsets.ndim != 1:
-            return None
+        offsets, lengths = offsets.reshape(-1), lengths.reshape(-1)
+        nreq = offsets.size
+        if nreq == 0:
+            return (np.zeros(0, np.uint64) if words else np.zeros(0, np.uint8)), np.zeros(0)
         offsets_p = fb("int64_t[]", np.ascontiguousarray(offsets, np.int64))
         lengths_p = fb("int64_t[]", np.ascontiguousarray(lengths, np.int64))
-        nreq = offsets.size
         cap = 2 * nreq                          # room for two sectors per request first (pages: one)
         for _ in range(2):
             # one buffer: ppas, pos, req, hpos, hzone, hslot, hsec (cap each), the plan's 4 stats,
@@ -513,8 +445,8 @@ class OcssdZonedView(EmulatedZonedDevice):
             if d != -1:
                 break
             cap = int(buf[7 * cap + 3])         # longer requests: room for all their sectors
-        if d < 0:
-            return None
+        if d < 0:                               # never for ranges read_batch checked (ocssd_read.h)
+            raise RuntimeError(f"the read plan refused {nreq} checked ranges (ocr_plan returned {d})")
         h, runs, reqs, n = buf[7 * cap:7 * cap + 4].tolist()
         # the clock before the read: the time of a sector not read from the device (not needed
         # when each request is one device sector)
@@ -541,16 +473,15 @@ class OcssdZonedView(EmulatedZonedDevice):
         if d == n == nreq:                      # a device sector per request: its time is the request's
             return out.reshape(-1), done
         t = np.empty(nreq, np.float64)
-        finish(nreq, lengths_p, d, p + 2 * cap, fb("double[]", done) if d else _READ[0].NULL, now,
+        finish(nreq, lengths_p, d, p + 2 * cap, fb("double[]", done) if d else ffi.NULL, now,
                fb("double[]", t, require_writable=True), p + 7 * cap + 4)
         return out.reshape(-1), t
 
-    _read_c = None             # _read_native's constants, made at first use
+    _read_c = None             # _media_read_batch's constants, made at first use
 
     def _read_consts(self) -> tuple:
-        """``_read_native``'s constants: (ocr_plan, ocr_done, from_buffer, ocr_plan's arguments
-        from zs to hw). The per-zone arrays are updated in place, never replaced."""
-        ffi, lib = _READ
+        """``_media_read_batch``'s constants: (ocr_plan, ocr_done, from_buffer, ocr_plan's
+        arguments from zs to hw). The per-zone arrays are updated in place, never replaced."""
         fb = ffi.from_buffer
         g = self.ocssd.geometry
         return (lib.ocr_plan, lib.ocr_done, fb, (self._zs, self.width, self.unit, g.sectors, g.mw_cunits,
@@ -572,45 +503,6 @@ class OcssdZonedView(EmulatedZonedDevice):
                 out[at, :8] = tail.view(np.uint8).reshape(-1, 8)
             else:
                 out[at] = tail
-
-    def _read_numpy(self, offsets: np.ndarray, lengths: np.ndarray, qd: int,
-                    words: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """``_media_read_batch`` in numpy: the reference for ``_read_native``."""
-        g = self.ocssd.geometry
-        counts = lengths // SECTOR
-        z, r = np.divmod(ranges(offsets // SECTOR, counts), self._zs)
-        slot, sec = stripe_position(r, self.width, self.unit)
-        chunk, dwp = self._chunk[z, slot], self._dwp[z, slot]
-        written = (r < self._hw[z]) & (chunk >= 0)     # beyond: never written, or finish's zeros
-        on_dev = written & ((dwp == g.sectors) | (sec < dwp - g.mw_cunits))
-        held = written & ~on_dev                        # in an open chunk's not-yet-readable tail
-        out = np.zeros(r.size, np.uint64) if words else np.zeros((r.size, SECTOR), np.uint8)
-        t = np.full(r.size, self.ocssd.now())
-        if on_dev.any():
-            ppa = chunk[on_dev] * g.sectors + sec[on_dev]
-            try:
-                data, done = self.ocssd.read_timed(ppa, self._run_qd(qd, ppa, np.repeat(np.arange(counts.size),
-                                                                                    counts)[on_dev]), words=words)
-            except DeviceIOError:
-                self._lose_broken(np.unique(z[on_dev]))
-                raise
-            out[on_dev] = data if words else data.reshape(-1, SECTOR)
-            t[on_dev] = done
-        if held.any():
-            self._read_held(out, (np.flatnonzero(held), z[held], slot[held], sec[held]), words)
-        done = np.maximum.reduceat(t, np.cumsum(counts) - counts) if counts.size else np.zeros(0)
-        return out.reshape(-1), done
-
-    @staticmethod
-    def _run_qd(qd: int, ppa: np.ndarray, req: np.ndarray) -> int:
-        """The device-run depth that keeps ``qd`` of the caller's requests in flight: a request that
-        crosses stripe units becomes one run per chunk piece, all of them in flight together (as a
-        ZNS device reads one request's dies in parallel), so depth = qd x runs per request. Page
-        reads (one run each) keep ``qd``: no deeper queue than the other devices get."""
-        new = np.ones(ppa.size, bool)
-        new[1:] = (req[1:] != req[:-1]) | (ppa[1:] != ppa[:-1] + 1)
-        runs, reqs = int(new.sum()), int(np.unique(req).size)
-        return max(1, int(round(qd * runs / reqs)))
 
     def _lose_broken(self, zones: np.ndarray) -> None:
         """Zones with an OFFLINE chunk go OFFLINE."""
