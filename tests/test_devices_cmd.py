@@ -141,7 +141,7 @@ def test_json_has_every_field(monkeypatch):
 
 def test_one_libnvme_pin_everywhere():
     """pyproject's nvme and dev extras, the reinstall command we print and the test set-up's rebuild
-    (tests/system_packages.py) name the same release."""
+    (tests/support/system_packages.py) name the same release."""
     pyproject = (ROOT / "pyproject.toml").read_text()
     extra = re.search(r"^nvme = \[(.*)\]$", pyproject, re.M)
     assert extra and extra.group(1) == f'"{LIBNVME_REQUIREMENT}"'

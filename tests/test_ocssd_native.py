@@ -1,7 +1,7 @@
 """The emulated Open-Channel SSD's write and read paths, in C only in the package
 (``native/ocssd_stripe.c``: the zoned view's commit; ``native/ocssd_vector.c``: the device's
 vector write and read checks; ``native/ocssd_read.c``: the zoned view's read plan), against their
-numpy oracle (``tests/ocssd_oracle.py``: ``OracleView``, ``OracleDevice``): the same chunk log,
+numpy oracle (``tests/support/ocssd_oracle.py``: ``OracleView``, ``OracleDevice``): the same chunk log,
 data, completion times, statistics, histogram and modeled time after the same random appends and
 reads, and the same errors with the same messages for the same bad vectors and reads. Each test
 counts the C calls (``CountingLib``) so that it fails if the C did not run."""

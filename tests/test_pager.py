@@ -4,11 +4,12 @@ discard_on_write; a discard never hits a copy written after it was queued; the r
 within the budget; a failed backend read is SIGBUS in the faulting thread only, with a line naming
 the error; a GIL deadlock ends in the abort timer's message (on by default, 0 off, bad values
 refused); close() leaves no mapping, thread or fd behind; torch tensors and adopted modules compute
-as in plain memory."""
+as in plain memory. The correctness tests run again with Pager(rearm_wp=) the other way (the
+reruns at the end; test_pager_rearm.py tests the setting itself)."""
 
 from __future__ import annotations
 
-import ctypes
+import inspect
 import os
 import signal
 import subprocess
@@ -20,125 +21,14 @@ import time
 import numpy as np
 import pytest
 
-from zswap_host import ConventionalSwap, SwapStore, open_device
+from pager_harness import (BUDGET_PAGES, PS, RSS_SLACK_PAGES, SUPPORT_DIR, FlakyBackend, Ledger, _resident, backend, check_stats,  # noqa: F401 - backend: the fixture
+                           random_reads_and_writes, read_all, stored_by_pager)
 
 pager_mod = pytest.importorskip("zswap_host.pager")
 Pager, range_rss = pager_mod.Pager, pager_mod.range_rss
 
-PS = 4096
-BUDGET_PAGES = 64
-RSS_SLACK_PAGES = 0  # by construction: mapped + being-read pages never exceed the budget
-
 if not os.path.exists("/dev/userfaultfd") and os.geteuid() != 0:
     pytest.skip("userfaultfd needs root here", allow_module_level=True)
-
-
-def make_backend(kind: str):
-    if kind == "store":
-        return SwapStore(open_device("emu://?zones=16&zone_size=1MiB&preset=none"))
-    return ConventionalSwap(open_device("emu-conv://?size=16MiB&preset=none"))
-
-
-@pytest.fixture(params=["store", "conv"])
-def backend(request):
-    b = make_backend(request.param)
-    yield b
-    b.close()
-
-
-def memmove(dst: np.ndarray, src: np.ndarray) -> None:
-    """A copy that releases the GIL (ctypes foreign calls do), like Pager.copy."""
-    ctypes.memmove(dst.ctypes.data, src.ctypes.data, dst.nbytes)
-
-
-def read_all(pager: Pager, a: np.ndarray) -> np.ndarray:
-    out = np.empty_like(a)
-    pager.copy(out, a)
-    return out
-
-
-def check_stats(pager: Pager) -> None:
-    s = pager.stats()
-    assert s.uffd_errors == 0 and s.backend_errors == 0
-    assert s.max_resident <= pager.budget_pages
-    assert s.rearm_faults <= s.rearms and (pager.rearm_wp or s.rearms == 0)  # only re-armed pages fault so
-
-
-# ---------------------------------------------------------------- correctness under concurrency
-class Ledger:
-    """Delegates to ``inner`` and keeps the set of ids it holds: ``swap_in`` of an id not held (never
-    written, or discarded) does not reach ``inner`` but returns pages of 0xEE and is noted in
-    ``bad_reads``, so a lost copy shows as wrong bytes instead of SIGBUS. Counts discard calls."""
-
-    def __init__(self, inner) -> None:
-        self.inner, self.page_size = inner, inner.page_size
-        self.held: set[int] = set()
-        self.bad_reads: list[int] = []
-        self.discard_calls = 0
-
-    def swap_out(self, ids, pages, stream=0):
-        self.inner.swap_out(ids, pages, stream)
-        self.held.update(int(i) for i in ids)
-
-    def swap_in(self, ids):
-        missing = [int(i) for i in ids if int(i) not in self.held]
-        if missing:
-            self.bad_reads += missing
-            out = np.full((len(ids), self.page_size), 0xEE, np.uint8)
-            ok = [k for k, i in enumerate(ids) if int(i) in self.held]
-            if ok:
-                out[ok] = self.inner.swap_in(np.asarray(ids)[ok])
-            return out
-        return self.inner.swap_in(ids)
-
-    def discard(self, ids):
-        self.discard_calls += 1
-        self.inner.discard(ids)
-        self.held.difference_update(int(i) for i in ids)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-
-def random_reads_and_writes(pager: Pager, a: np.ndarray, oracle: np.ndarray, nthreads: int, chunk: int,
-                            seed: int, ops: int = 400) -> list[str]:
-    """``nthreads`` threads each doing ``ops`` random reads and writes (spanning pages) of paged ``a``,
-    thread t owning the interleaved ``chunk``-byte chunks t, t + nthreads, ...; writes go to
-    ``oracle`` too and reads are checked against it. Even threads copy with ``Pager.copy``, odd ones
-    with ``memmove`` (both without the GIL). Returns the mismatches found (a thread stops at its
-    first)."""
-    failures: list[str] = []
-
-    def worker(t: int) -> None:
-        rng = np.random.default_rng(seed + t)
-        copy = pager.copy if t % 2 == 0 else memmove
-        chunks = np.arange(t, a.nbytes // chunk, nthreads)
-        for op in range(ops):
-            c = int(rng.choice(chunks))
-            off = c * chunk + int(rng.integers(0, chunk - 1))
-            n = int(rng.integers(1, c * chunk + chunk - off + 1))
-            if rng.random() < 0.5:
-                data = rng.integers(0, 256, n, dtype=np.uint8)
-                copy(a[off:off + n], data)
-                oracle[off:off + n] = data
-            else:
-                got = np.empty(n, np.uint8)
-                copy(got, a[off:off + n])
-                if not np.array_equal(got, oracle[off:off + n]):
-                    failures.append(f"thread {t} op {op}: bytes {off}..{off + n} differ")
-                    return
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(nthreads)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    return failures
-
-
-def stored_by_pager(pager: Pager) -> int:
-    """How many pages the pager's core counts as having a backend copy (valid or stale)."""
-    return int(pager._lib.pg_stored_pages(pager._h, pager._ffi.NULL, 0))
 
 
 @pytest.mark.parametrize("discard_on_write", [False, True])
@@ -261,15 +151,6 @@ def test_discard_on_write_drops_stale_copies(backend, discard_on_write):
     assert backend.stats().pages_stored == 0
 
 
-def _resident(addr: int) -> bool:
-    """Whether the page at addr is mapped (mincore; does not touch the page)."""
-    vec = (ctypes.c_ubyte * 1)()
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(PS), vec) != 0:
-        raise OSError(ctypes.get_errno(), "mincore")
-    return bool(vec[0] & 1)
-
-
 def test_discard_never_hits_a_later_write_out(backend):
     """The race the protocol orders: page X is dirtied (its copy queued for discard) and evicted —
     written out afresh — before the discard runs; then dirtied, evicted, faulted in and dirtied
@@ -379,36 +260,6 @@ def test_untouched_memory_is_zero_and_free(backend):
 
 
 # ---------------------------------------------------------------- partial failure
-class FlakyBackend:
-    """Delegates to ``inner``; ``swap_in`` of an id in ``bad_in`` raises; the first ``fail_out``
-    ``swap_out`` calls raise, and the first ``fail_discard`` ``discard`` calls."""
-
-    def __init__(self, inner, bad_in=(), fail_out: int = 0, fail_discard: int = 0) -> None:
-        self.inner, self.bad_in, self.fail_out = inner, np.asarray(list(bad_in), np.int64), fail_out
-        self.fail_discard = fail_discard
-        self.page_size = inner.page_size
-
-    def discard(self, ids):
-        if self.fail_discard > 0:
-            self.fail_discard -= 1
-            raise OSError(5, "injected discard failure")
-        return self.inner.discard(ids)
-
-    def swap_in(self, ids):
-        if np.isin(ids, self.bad_in).any():
-            raise OSError(5, "injected read failure")
-        return self.inner.swap_in(ids)
-
-    def swap_out(self, ids, pages, stream=0):
-        if self.fail_out > 0:
-            self.fail_out -= 1
-            raise OSError(5, "injected write failure")
-        return self.inner.swap_out(ids, pages, stream)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-
 def test_failed_writes_lose_nothing(backend):
     """swap_out failing for a while: the victims stay resident (evictions undone), the pager
     retries, and every byte survives."""
@@ -427,7 +278,7 @@ SIGBUS_CHILD = textwrap.dedent("""
     import faulthandler, sys, threading
     import numpy as np
     sys.path.insert(0, {tests!r})
-    from test_pager import FlakyBackend, make_backend, PS, BUDGET_PAGES
+    from pager_harness import FlakyBackend, make_backend, PS, BUDGET_PAGES
     from zswap_host.pager import Pager
 
     faulthandler.enable()
@@ -460,7 +311,7 @@ SIGBUS_CHILD = textwrap.dedent("""
 @pytest.mark.parametrize("check_others", [False, True])
 def test_backend_read_failure_is_sigbus_in_the_faulting_thread(check_others):
     kind = "store" if check_others else "conv"
-    code = SIGBUS_CHILD.format(tests=os.path.dirname(__file__), kind=kind, check_others=check_others)
+    code = SIGBUS_CHILD.format(tests=SUPPORT_DIR, kind=kind, check_others=check_others)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == -signal.SIGBUS, (r.returncode, r.stdout, r.stderr[-2000:])
     assert "Bus error" in r.stderr
@@ -478,7 +329,7 @@ GIL_CHILD = textwrap.dedent("""
     import os, sys
     import numpy as np
     sys.path.insert(0, {tests!r})
-    from test_pager import make_backend, PS, BUDGET_PAGES
+    from pager_harness import make_backend, PS, BUDGET_PAGES
     import zswap_host.pager.pager as pager_module
     from zswap_host.pager import Pager
 
@@ -493,7 +344,7 @@ GIL_CHILD = textwrap.dedent("""
 
 
 def gil_deadlock(abort_env: str | None, default: float = 60, timeout: float = 120) -> subprocess.CompletedProcess:
-    code = GIL_CHILD.format(tests=os.path.dirname(__file__), default=default)
+    code = GIL_CHILD.format(tests=SUPPORT_DIR, default=default)
     env = {k: v for k, v in os.environ.items() if k != "ZSWAP_PAGER_ABORT_S"}
     if abort_env is not None:
         env["ZSWAP_PAGER_ABORT_S"] = abort_env
@@ -636,3 +487,66 @@ def test_id_base_is_checked_against_the_id_range(backend):
         assert len(pager.regions) == 1
         pager.copy(a, np.full(a.size, 3, np.uint8))
         assert (read_all(pager, a) == 3).all()
+
+
+# ---------------------------------------------------------------- rearm_wp the other way
+# the tests above, run again with every Pager(...) defaulting to rearm_wp=True
+RERUN = ["test_random_reads_and_writes_from_threads", "test_rss_stays_within_budget",
+         "test_clean_pages_are_dropped_without_io", "test_quiesce_leaves_the_backend_to_the_caller",
+         "test_discard_on_write_drops_stale_copies", "test_discard_never_hits_a_later_write_out",
+         "test_failed_discards_leave_the_copy_for_close", "test_untouched_memory_is_zero_and_free",
+         "test_failed_writes_lose_nothing", "test_close_leaves_nothing_registered"]
+# of those, the ones whose dirty pages surely meet the hand (re-arms must happen), and the one whose
+# random writes surely hit a re-armed page (re-arm faults must happen)
+MUST_REARM = {"test_random_reads_and_writes_from_threads", "test_quiesce_leaves_the_backend_to_the_caller"}
+MUST_REARM_FAULT = {"test_random_reads_and_writes_from_threads"}
+
+
+DEFAULT = inspect.signature(Pager.__init__).parameters["rearm_wp"].default
+OTHER = not DEFAULT  # the tests above run with the default; their reruns the other way
+
+
+@pytest.fixture
+def rearm_on(monkeypatch):
+    """Every Pager the tests above make defaults to rearm_wp=OTHER; yields the pagers made."""
+    made: list = []
+
+    class RearmPager(Pager):
+        def __init__(self, *a, **k):
+            k.setdefault("rearm_wp", OTHER)
+            super().__init__(*a, **k)
+            made.append(self)
+
+    monkeypatch.setattr(sys.modules[__name__], "Pager", RearmPager)
+    yield made
+
+
+def _rerun(name):
+    fn = globals()[name]
+
+    names = list(inspect.signature(fn).parameters)
+
+    def test(rearm_on, **kwargs):
+        fn(**kwargs)
+        assert rearm_on and all(p.rearm_wp == OTHER for p in rearm_on)
+        stats = [p.stats() for p in rearm_on]
+        assert all(s.uffd_errors == 0 for s in stats)
+        assert all(s.rearm_faults <= s.rearms for s in stats)
+        if not OTHER:
+            assert all(s.rearms == s.rearm_faults == 0 for s in stats)
+        if OTHER and name in MUST_REARM:
+            assert sum(s.rearms for s in stats) > 0
+        if OTHER and name in MUST_REARM_FAULT:
+            assert sum(s.rearm_faults for s in stats) > 0
+
+    test.__name__ = f"{name}_rearm"
+    test.__doc__ = f"{name} with rearm_wp={OTHER}: {fn.__doc__}"
+    test.__signature__ = inspect.Signature(
+        [inspect.Parameter("rearm_on", inspect.Parameter.POSITIONAL_OR_KEYWORD)] +
+        [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY) for n in names])
+    test.pytestmark = list(getattr(fn, "pytestmark", []))  # the same parametrization
+    return test
+
+
+for _name in RERUN:
+    globals()[f"{_name}_rearm"] = _rerun(_name)

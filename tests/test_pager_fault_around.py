@@ -7,6 +7,7 @@ a backend without ``neighbours`` read nothing ahead; and the hints themselves: `
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -17,10 +18,13 @@ from zswap_host import ConventionalSwap, SwapStore, open_device
 from zswap_host.verify import VerifyingBackend
 
 pytest.importorskip("zswap_host.pager")
-from test_pager import (BUDGET_PAGES, PS, RSS_SLACK_PAGES, Ledger, _resident, check_stats, random_reads_and_writes,  # noqa: E402
-                        make_backend, read_all, stored_by_pager)
+from pager_harness import (BUDGET_PAGES, PS, RSS_SLACK_PAGES, Ledger, _resident, check_stats, random_reads_and_writes,  # noqa: E402
+                           make_backend, read_all, stored_by_pager)
 
 from zswap_host.pager import Pager, range_rss  # noqa: E402
+
+if not os.path.exists("/dev/userfaultfd") and os.geteuid() != 0:
+    pytest.skip("userfaultfd needs root here", allow_module_level=True)
 
 
 @pytest.fixture(params=["store", "conv"])

@@ -19,7 +19,7 @@ pytest.importorskip("zswap_host.pager")
 if not os.path.exists("/dev/userfaultfd") and os.geteuid() != 0:
     pytest.skip("userfaultfd needs root here", allow_module_level=True)
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
+from pager_harness import SUPPORT_DIR as TESTS  # noqa: E402 - the children import pager_harness from there
 
 
 def run_child(code: str, timeout: float = 180) -> subprocess.CompletedProcess:
@@ -31,7 +31,7 @@ FULL_CHILD = """
     import faulthandler, sys, threading
     import numpy as np
     sys.path.insert(0, {tests!r})
-    from test_pager import PS, BUDGET_PAGES
+    from pager_harness import PS, BUDGET_PAGES
     from zswap_host import SwapStore, open_device
     from zswap_host.pager import Pager
 
@@ -68,7 +68,7 @@ FAILING_WRITES_CHILD = """
     import sys
     import numpy as np
     sys.path.insert(0, {tests!r})
-    from test_pager import FlakyBackend, make_backend, read_all, PS, BUDGET_PAGES
+    from pager_harness import FlakyBackend, make_backend, read_all, PS, BUDGET_PAGES
     from zswap_host.pager import Pager
 
     rng = np.random.default_rng(5)

@@ -1,7 +1,7 @@
 """The pager's hang list (issue 33): each call a user may make over a paged array — numpy
 reductions with and without a cast, np.dot, copies, take, fancy indexing, scalar access and small
 slice writes in a loop, many threads, torch ops, an adopted EmbeddingBag forward and backward,
-close() during faults — runs in a child process (tests/pager_hang_child.py) with a timeout, and
+close() during faults — runs in a child process (tests/support/pager_hang_child.py) with a timeout, and
 must end: with the right result, or, where a call holding the GIL faults and the Python resolver
 cannot run, with the abort timer's message. The expected outcome of each is what docs/design.md
 ("Which calls are safe") states; a call moving from one side to the other fails here."""
@@ -21,7 +21,7 @@ if not os.path.exists("/dev/userfaultfd") and os.geteuid() != 0:
 
 import pager_hang_child  # noqa: E402 - after the skips
 
-CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pager_hang_child.py")
+CHILD = os.path.abspath(pager_hang_child.__file__)
 ABORT_S = "6"      # the host's backend calls take milliseconds: 6 s without the resolver is a deadlock
 
 OK, ABORT, CLOSED = "ok", "abort", "sigbus at close"

@@ -12,7 +12,7 @@ import pytest
 from zswap_host import StoreConfig, SwapStore, open_device
 from zswap_host.errors import DeviceIOError, InvalidIOError
 
-from test_store_reliability import pages_for
+from store_pages import pages_for
 
 PS = 4096
 DEV = "emu://?zones=16&zone_size=2MiB&preset=none"

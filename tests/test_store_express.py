@@ -17,8 +17,8 @@ from zswap_host.errors import StoreClosedError, SwapFullError
 from zswap_host.store import native as store_native
 from zswap_host.store.placement import Placement, register_placement
 
-from test_store_fastpath import GUEST, GUEST_504, PS, SMALL, FailAt, both, same, state, with_append_run
-from test_store_reliability import pages_for
+from store_pages import pages_for
+from store_twins import GUEST, GUEST_504, PS, SMALL, FailAt, both, same, state, with_append_run
 
 # zones large enough for every call of the decline test but the last ones (no zone end on the way)
 BIG_ZONES = "emu://?zones=16&zone_size=32MiB&zone_capacity=32MiB&max_open=14&max_active=14&max_append=504KiB&preset=none"

@@ -14,14 +14,10 @@ from zswap_host.errors import DeviceIOError, StoreClosedError, StoreInvariantErr
 from zswap_host.store import read_zone_summary
 from zswap_host.store.summary import data_slots, encode
 
+from store_pages import pages_for
+
 PS = 4096
 REPRO = "emu://?zones=16&zone_size=2MiB&preset=none"
-
-
-def pages_for(ids, version=0):
-    ids = np.asarray(ids, np.int64)
-    words = (ids[:, None] * 1000003 + version) * np.ones((1, PS // 8), np.int64) + np.arange(PS // 8)
-    return words.view(np.uint8).reshape(ids.size, PS)
 
 
 def read_back(st, data):

@@ -1,4 +1,4 @@
-"""tests/system_packages.py: which Debian packages are missing, how they are installed, what is said and
+"""tests/support/system_packages.py: which Debian packages are missing, how they are installed, what is said and
 skipped where they cannot be, and the rebuilds after installing. dpkg-query, apt-get and pip are fakes
 here (FakeSystem records every command); one test runs pytest itself with fake dpkg-query and apt-get
 first on PATH, to see the session-start hook run them."""

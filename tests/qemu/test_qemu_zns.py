@@ -14,7 +14,7 @@ append limit 512 KiB), and inside it run (tests/qemu/guest_suite.sh):
 
 The tests below check what the guest left in the shared results folder. They are skipped (with the
 reason) only when QEMU, a kernel in /boot, virtme-ng or a static busybox are missing; the test
-command's first run installs them (tests/system_packages.py; the devices check skips without libnvme). ``ZSWAP_QEMU=0`` skips them on
+command's first run installs them (tests/support/system_packages.py; the devices check skips without libnvme). ``ZSWAP_QEMU=0`` skips them on
 purpose; the guest log is kept in the pytest tmp folder.
 """
 

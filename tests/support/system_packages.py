@@ -13,7 +13,7 @@ Where it cannot install (``ZSWAP_NO_APT=1``, not root, no apt-get, a read-only r
 guest's) it says so in one line and goes on: each test that needs a missing package skips with
 :func:`skip_reason`, which names it. Nothing here fails the session.
 
-``python3 tests/system_packages.py`` installs the packages only (no pytest, no venv needed).
+``python3 tests/support/system_packages.py`` installs the packages only (no pytest, no venv needed).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Callable, Iterable
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Debian package -> what in the suite needs it.
 PACKAGES: dict[str, str] = {
