@@ -104,7 +104,7 @@ def emulated(tmp_path_factory) -> dict[str, str]:
     once for both engines' comparisons: test name (the device's id taken out) -> outcome."""
     xml = tmp_path_factory.mktemp("emulated_conformance") / "emulated.xml"
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
-                    os.path.join(REPO, "tests", "test_conformance.py")], cwd=REPO, capture_output=True, text=True)
+                    os.path.join(REPO, "tests", "devices", "test_conformance.py")], cwd=REPO, capture_output=True, text=True)
     return {name.replace("[memory-", "[").replace("[memory]", ""): o
             for name, o in _junit(xml, "test_conformance").items() if "[memory" in name or "[" not in name}
 

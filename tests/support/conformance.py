@@ -2,7 +2,7 @@
 
 Each test takes a ``zdev`` fixture: a ZonedDevice with every zone EMPTY and geometry like QEMU's
 test namespace (at least 5 zones, zone capacity < zone size, max_open >= 2, max_active = max_open + 1).
-The same tests run against the emulated device (tests/test_conformance.py) and against QEMU's ZNS
+The same tests run against the emulated device (tests/devices/test_conformance.py) and against QEMU's ZNS
 namespace inside the guest (tests/qemu/). Only the device's own geometry is assumed.
 """
 

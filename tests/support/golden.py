@@ -25,7 +25,7 @@ def check_golden(got: dict[str, np.ndarray], name: str, what: str, regen: str) -
 
 
 def regen_main(name: str, run: Callable[[], dict[str, np.ndarray]]) -> None:
-    """``PYTHONPATH=tests/support python tests/test_x.py --regen-golden``: record the golden anew (deliberately only)."""
+    """``PYTHONPATH=tests/support python tests/ROOM/test_x.py --regen-golden``: record the golden anew (deliberately only)."""
     if sys.argv[1:] == ["--regen-golden"]:
         DATA.mkdir(exist_ok=True)
         res = run()

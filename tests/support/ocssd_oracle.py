@@ -1,5 +1,5 @@
 """The Open-Channel paths' numpy oracle: the rules the package runs in C (``native/ocssd_stripe.c``,
-``ocssd_read.c``, ``ocssd_vector.c``) written again in numpy, for ``tests/test_ocssd_native.py``
+``ocssd_read.c``, ``ocssd_vector.c``) written again in numpy, for ``tests/devices/test_ocssd_native.py``
 to compare the C with. Nothing in ``zswap_host`` imports this; it is the reference, not a fallback.
 
 - ``OracleView``: ``OcssdZonedView`` whose commit (which sectors of which chunks go down, in which

@@ -1,5 +1,5 @@
 """One call of the pager's hang list (issue 33) over a paged array, run as a child process by
-tests/test_pager_hang_list.py: ``python pager_hang_child.py CASE``. The array is 8x the budget and
+tests/pager/test_pager_hang_list.py: ``python pager_hang_child.py CASE``. The array is 8x the budget and
 written through ``Pager.copy`` first, so most of its pages are in the backend when the call starts
 and the call must fault them back. Prints ``result ok`` when the call's result equals the same call
 on plain memory (``result WRONG`` otherwise); a call that deadlocks ends in the abort timer."""

@@ -1,5 +1,5 @@
 """References the torch module's tests compare against: optimizers as ``zswap_host/torch/optim.py``
-documents them, over dense gradients (tests/test_torch_module.py, tests/test_torch_budget.py)."""
+documents them, over dense gradients (tests/torch/test_torch_module.py, tests/torch/test_torch_budget.py)."""
 
 import numpy as np
 import torch

@@ -109,7 +109,7 @@ def test_help_names_every_scheme_the_default_op_and_the_glossary():
     assert "/path/to/file" in out and "/dev/nvme0n2" in out
     assert f"op={get_preset('thesis-ssd').conv_op:g}" in out and "op=0.07" not in out
     assert "docs/glossary.md" in out
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     glossary = open(os.path.join(root, "docs", "glossary.md")).read()
     readme = open(os.path.join(root, "README.md")).read()
     assert sum("docs/glossary.md" in line for line in readme.splitlines()) == 1

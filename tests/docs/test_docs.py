@@ -4,7 +4,7 @@ import os
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 

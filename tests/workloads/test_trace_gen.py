@@ -12,7 +12,7 @@ import pytest
 from zswap_host.workloads import ChunkedTrace, CriteoSynth, TraceFileError, TraceGenError, generate_dlrm_trace
 from zswap_host.workloads.criteo import data_preset
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _same(a, b) -> bool:

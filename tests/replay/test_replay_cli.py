@@ -16,7 +16,7 @@ from zswap_host.errors import PageCorruptError
 from zswap_host.replay import RUNS, ReplaySpec, ReplayTrace, replay_run, run_replay
 from zswap_host.workloads import generate_dlrm_trace, synthetic_dlrm_trace
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODELED = ("stall_s", "write_amplification", "store_gc_mib", "device_gc_mib", "swap_in_p99_ms", "compute_s", "pages")
 
 

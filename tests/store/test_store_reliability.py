@@ -206,7 +206,7 @@ def test_forged_footers_are_refused():
 # 7 ----------------------------------------------------------------------------------------------
 def test_invariants_are_real_errors_not_asserts():
     """check() raises StoreInvariantError (also under python -O); the slot map's own checks are
-    broken on purpose in tests/test_store_rooms.py."""
+    broken on purpose in tests/store/test_store_rooms.py."""
     st = SwapStore(open_device(REPRO))
     st.swap_out(np.arange(300), pages_for(np.arange(300)))
     st.flush()

@@ -95,7 +95,7 @@ def test_file_backed_zns_persists_zone_state(tmp_path):
 def test_reopen_leaves_zones_without_data_empty(tmp_path):
     """A power cycle closes open zones that hold data and empties those that do not, as QEMU's
     namespace does (hw/nvme/ns.c, nvme_clear_zone): a process killed between opening a zone and its
-    first write must not leave a CLOSED zone with nothing in it (tests/test_store_crash.py met one)."""
+    first write must not leave a CLOSED zone with nothing in it (tests/store/test_store_crash.py met one)."""
     path = tmp_path / "z.img"
     dev = open_device(f"emu://{path}?{SMALL}&preset=none")
     dev.open_zone(0)                                   # explicitly open, never written

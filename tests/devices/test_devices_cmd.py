@@ -16,7 +16,7 @@ from zswap_host.cli import format_devices, main
 from zswap_host.devices import nvme_discovery
 from zswap_host.devices.nvme_discovery import LIBNVME_REQUIREMENT, NvmeNamespace
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CTRL = dict(controller="nvme0", model="QEMU NVMe Ctrl", serial="zswapzns", firmware="8.0.2", transport="pcie",
             block_size=4096)
 CONV = NvmeNamespace(name="nvme0n1", nsid=1, size=256 << 20, zoned=False, **CTRL)

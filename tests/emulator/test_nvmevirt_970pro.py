@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "experiments"))
 
 import nvmevirt_970pro as e  # noqa: E402

@@ -1,7 +1,7 @@
 """Zones over an emulated Open-Channel SSD (``OcssdZonedView``): striping over the parallel units
 and what it buys on the modeled clock, chunks chosen by wear, the ``ws_min`` / ``mw_cunits`` tail
 held in host memory, failed chunk resets, the PU-isolating layout, the swap store on the view and
-``bench --device ocssd://``. The ZNS rules themselves: tests/test_conformance.py. Modeled time only."""
+``bench --device ocssd://``. The ZNS rules themselves: tests/devices/test_conformance.py. Modeled time only."""
 from __future__ import annotations
 
 import numpy as np

@@ -18,7 +18,7 @@ from zswap_host.workloads.criteo import TINY_TABLES
 from zswap_host.workloads.data import CategoricalMapper, CriteoFile, DataFormatError, IdMap, log_dense
 from zswap_host.workloads.data.text import parse_block
 
-HERE = os.path.dirname(__file__)
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 SAMPLE = os.path.join(HERE, "data", "criteo-sample.txt")
 TABLES = tuple(TINY_TABLES)
 

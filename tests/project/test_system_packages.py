@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import system_packages as sp
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class FakeSystem:
@@ -266,7 +266,7 @@ def test_the_test_command_installs_at_session_start(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "ZSWAP_NO_APT"}
     env["PATH"] = f"{bin_dir}:{env['PATH']}"
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
-                        "tests/test_readme.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+                        "tests/docs/test_readme.py"], cwd=ROOT, env=env, capture_output=True, text=True,
                        stdin=subprocess.DEVNULL, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     names = " ".join(sp.PACKAGES)
@@ -276,7 +276,7 @@ def test_the_test_command_installs_at_session_start(tmp_path):
     log.unlink()
     env["ZSWAP_NO_APT"] = "1"
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
-                        "tests/test_readme.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+                        "tests/docs/test_readme.py"], cwd=ROOT, env=env, capture_output=True, text=True,
                        stdin=subprocess.DEVNULL, timeout=300)
     assert r.returncode == 0 and not log.exists()
     assert "not installing them (ZSWAP_NO_APT=1)" in r.stderr

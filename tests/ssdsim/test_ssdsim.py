@@ -674,7 +674,7 @@ def test_device_urls_select_the_options():
 # tests/data/ssdsim_golden.npz holds completion times and counters of a fixed mixed workload on
 # both FTLs and both presets, suspend and idle-time GC on and off.  Any change to the model's
 # timing fails this test.  Regenerate only for an intended model change, and say so in the commit:
-#     PYTHONPATH=tests/support python tests/test_ssdsim.py --regen-golden
+#     PYTHONPATH=tests/support python tests/ssdsim/test_ssdsim.py --regen-golden
 
 _COUNTER_KEYS = ("host_write_bytes", "host_read_bytes", "host_trim_bytes", "media_write_bytes",
                  "media_read_bytes", "gc_write_bytes", "pad_bytes", "erase_count", "gc_runs",
@@ -762,7 +762,7 @@ def _golden_run() -> dict:
 def test_timing_matches_the_committed_golden():
     """Completion times and counters are bit-identical to tests/data/ssdsim_golden.npz."""
     check_golden(_golden_run(), "ssdsim_golden.npz", "the model's timing",
-                 "PYTHONPATH=tests/support python tests/test_ssdsim.py --regen-golden")
+                 "PYTHONPATH=tests/support python tests/ssdsim/test_ssdsim.py --regen-golden")
 
 
 @pytest.mark.parametrize("zoned", [False, True])

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_train_dlrm_example_runs_on_the_sample_and_swaps():

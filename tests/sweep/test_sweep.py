@@ -20,7 +20,7 @@ from zswap_host.sweep.point import FAULTS_ENV
 from zswap_host.sweep.ray_executor import run_ray
 from zswap_host.workloads import generate_dlrm_trace
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GRID = dict(placements=["temporal", "hotness"], victims=["greedy", "fifo"], utilisations=[0.75, 0.95],
             interfaces=["zns", "conventional"])
 CLI_GRID = ["--placement", "temporal,hotness", "--victim", "greedy,fifo", "--utilisation", "0.75,95%",

@@ -1,6 +1,6 @@
 """The emulated FDP device (``fdp://``): placement handles on writes, their checks, per-handle
 statistics and the FDP log, persistence of its description, and what handles buy on the timing
-model (the FTL's own rules: tests/test_fdp_model.py)."""
+model (the FTL's own rules: tests/ssdsim/test_fdp_model.py)."""
 
 import json
 

@@ -769,7 +769,7 @@ def test_write_groups_is_one_write_batch_per_group():
 # recorded with the per-fault implementation that the kernel validation used (before the planned
 # fault path of issue 11). Any change to what the model decides or charges fails this test; the SSD
 # model's own timing is in it too (thesis-ssd), so an intended SSD timing change needs a regenerate:
-#     PYTHONPATH=tests/support python tests/test_baseline.py --regen-golden    (and say why in the commit)
+#     PYTHONPATH=tests/support python tests/baseline/test_baseline.py --regen-golden    (and say why in the commit)
 
 _GOLDEN_CASES = [  # faults, in_place, page_cluster, vma_pages, swap_cache_pages, ra_lifetime, size, pages held
     ("serial", True, 3, None, 4096, None, "8MiB", 1100),
@@ -846,7 +846,7 @@ def test_swap_in_matches_the_committed_golden():
     """Page waits, fault latencies, counters, clock and bytes are bit-identical to
     tests/data/baseline_golden.npz (recorded with the per-fault implementation)."""
     check_golden(_baseline_golden_run(), "baseline_golden.npz", "the Linux-swap model's faults",
-                 "PYTHONPATH=tests/support python tests/test_baseline.py --regen-golden")
+                 "PYTHONPATH=tests/support python tests/baseline/test_baseline.py --regen-golden")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def report():
 
 def test_runs_and_metrics(report):
     assert tuple(r["name"] for r in report["runs"]) == tuple(r for r in RUNS if r != "linux-swap-lookahead")
-    # emulated devices only: no model twin (tests/test_bench_twin.py)
+    # emulated devices only: no model twin (tests/bench/test_bench_twin.py)
     assert "model_twin" not in report and not any("model_twin" in r for r in report["runs"])
     dram = report["runs"][0]
     assert dram["clock"] == "charged" and dram["io_stall_time_s"] == 0

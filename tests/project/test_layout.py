@@ -14,7 +14,7 @@ import ast
 from collections import Counter
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "zswap_host"
+PACKAGE = Path(__file__).resolve().parents[2] / "zswap_host"
 
 # The rooms from the bottom up, as today's graph layers them (a room's layer is one more than the
 # highest room it imports). A room may import only rooms of lower layers: a new room, or a new

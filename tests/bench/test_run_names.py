@@ -9,7 +9,7 @@ import pytest
 
 from zswap_host.run_names import RENAMED_RUNS, current_names, current_report, old_keys, renamed_notes
 
-COMMITTED = Path(__file__).resolve().parent.parent / "experiments" / "results" / "bench_default.json"
+COMMITTED = Path(__file__).resolve().parents[2] / "experiments" / "results" / "bench_default.json"
 
 
 def test_old_names_map_to_the_new_in_order_with_one_note_each():

@@ -309,7 +309,7 @@ def test_a_data_file_as_a_device_is_refused_and_unchanged(args, tmp_path, monkey
 
 # -- issue 34, items 5-7: hostile traces, late-checked outputs, spawned runs ------------------------
 # Run as a real process: a replay's runs are spawned interpreters whose stderr CliRunner cannot see.
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run_real(args, cwd, timeout=300):

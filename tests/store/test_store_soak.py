@@ -10,7 +10,7 @@ that went offline (and had no newer copy); every page that became unreadable was
 everything and another full read-back).
 
 Bounded and seeded: a few thousand operations per device in CI. ``ZSWAP_SOAK_OPS=1000000`` (or
-``python tests/test_store_soak.py --long``) runs the long version.
+``python tests/store/test_store_soak.py --long``) runs the long version.
 """
 
 from __future__ import annotations
@@ -264,7 +264,7 @@ def test_fault_injection_soak(kind, seed, tmp_path):
     dev.close()
 
 
-if __name__ == "__main__":           # python tests/test_store_soak.py [--long] [ops]
+if __name__ == "__main__":           # python tests/store/test_store_soak.py [--long] [ops]
     ops = 1_000_000 if "--long" in sys.argv else int(next((a for a in sys.argv[1:] if a.isdigit()), OPS))
     total = Counter()
     for kind, make in (("zns", zns), ("zoned-view", zoned_view)):
