@@ -1,6 +1,7 @@
 """The package's layout, read from its source with ``ast`` (nothing is imported): no import cycle
 between modules, no room importing a room above it, and no reach into another module's private
-attributes beyond the counts recorded here (issue 31).
+attributes beyond the counts recorded here (issue 31). And the tests' own layout: test modules in
+folders named for what they test, helpers in tests/support/, no test module importing another.
 
 A room is a subpackage of ``zswap_host`` (``store``, ``devices``, ...) or a top-level module
 (``errors``, ``cli``, ...); ``zswap_host/__init__.py`` is the room ``zswap_host``. Every import
@@ -11,10 +12,14 @@ counts, also one inside a function (a lazy import is still a dependency); the C 
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "zswap_host"
+TESTS = Path(__file__).resolve().parents[1]
+# an import of a test module, also in code a test hands to a child process as a string
+TEST_IMPORT = re.compile(r"^\s*(?:from|import)\s+test_\w+", re.M)
 
 # The rooms from the bottom up, as today's graph layers them (a room's layer is one more than the
 # highest room it imports). A room may import only rooms of lower layers: a new room, or a new
@@ -234,3 +239,14 @@ def test_the_readers_see_a_lazy_cycle_an_upward_import_and_a_reach(tmp_path):
         "pkg.high.h imports pkg.low.a: room 'high' (layer 0) may not import 'low' (layer 1)"]
     assert "room 'high' is in no layer of LAYERS" in upward_imports(graph, [{"low", "pkg"}])
     assert private_reaches(root / "high/h.py") == Counter({"_theirs": 1})
+
+
+def test_no_test_module_imports_another():
+    """Tests share code through tests/support/ only (tests/conftest.py puts it on sys.path)."""
+    assert [str(p.relative_to(TESTS)) for p in sorted(TESTS.rglob("*.py")) if TEST_IMPORT.search(p.read_text())] == []
+
+
+def test_test_modules_sit_in_folders_and_helpers_in_support():
+    """Only conftest.py at the top of tests/; no test module among the helpers."""
+    assert sorted(p.name for p in TESTS.glob("*.py")) == ["conftest.py"]
+    assert sorted(p.name for p in (TESTS / "support").glob("test_*.py")) == []
