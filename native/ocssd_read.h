@@ -20,7 +20,7 @@
    Out, for the d on-device sectors in request order: ppas[d], pos[d] (the sector's index in the
    batch), req[d] (its request); for the h held ones: hpos/hzone/hslot/hsec[h]; stats[0] = h,
    stats[1] = runs of the device sectors (a run: consecutive ppas of one request, as
-   tests/ocssd_oracle.py run_qd counts them), stats[2] = requests with a device sector, stats[3] = all
+   tests/support/ocssd_oracle.py run_qd counts them), stats[2] = requests with a device sector, stats[3] = all
    sectors. Every output array holds `cap` entries. Returns d; -1 when there are more than cap
    sectors (stats[3] then says how many: the caller tries again with that room); -2 for a request
    of no sector or a zone beyond nr_zones (never for ranges read_batch checked: the caller raises

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 /* Reasons ocs_commit_plan refuses (nothing written): never for a state the view makes, so the view
-   raises RuntimeError (its numpy oracle: tests/ocssd_oracle.py). */
+   raises RuntimeError (its numpy oracle: tests/support/ocssd_oracle.py). */
 #define OCS_CAPACITY  -1    /* more sectors than `cap` */
 #define OCS_STATE     -2    /* a slot's dwp above what the zone holds or commits (not a state _commit makes) */
 #define OCS_APPENDS   -3    /* a negative append length, or lengths not adding up to n */

@@ -3,7 +3,7 @@
  * to the timing model (devices/ocssd.py: EmulatedOcssdDevice.write_vectors), in one pass over the
  * vector instead of a sort, a unique and a dozen numpy calls per write.
  *
- * The one statement of the chunk rules (tests/ocssd_oracle.py is their numpy oracle). A write is
+ * The one statement of the chunk rules (tests/support/ocssd_oracle.py is their numpy oracle). A write is
  * good when each ppa is inside the device; no chunk is OFFLINE or CLOSED; per chunk, its sectors
  * in vector order run on from its write pointer; per chunk a multiple of ws_min sectors, and so
  * per chunk and write when there are several writes; the writes' counts are not negative and add

@@ -3,7 +3,7 @@
  * one pass over a batch's pages in place of a dozen numpy operations, on the store's own arrays
  * (the id map's direct array and handle -> id column, the slot map's location / reverse map /
  * valid counts, the per-handle in-flight and write-buffer flags). The pure-Python code in
- * store/idmap.py and store/slotmap.py stays the reference; tests/test_store_fastpath.py checks
+ * store/idmap.py and store/slotmap.py stays the reference; tests/store/test_store_fastpath.py checks
  * that both leave the same state.
  *
  * Handles and ids are int64, slots uint32 (ST_UNMAPPED: none), flags uint8.

@@ -1,4 +1,4 @@
-"""GUEST side: the device conformance suite (tests/conformance.py, unchanged) against the real zoned
+"""GUEST side: the device conformance suite (tests/support/conformance.py, unchanged) against the real zoned
 namespace of QEMU's NVMe controller, through the kernel's zoned block layer. Not collected on the host
 (the name does not match test_*.py); tests/qemu/test_qemu_zns.py runs it inside the guest with
 ``pytest tests/qemu/guest_conformance.py``. ``ZSWAP_ZNS_DEVICE`` overrides the device path."""

@@ -1,4 +1,4 @@
-"""GUEST side: the store's property test (tests/test_properties.py's state machine against a dict
+"""GUEST side: the store's property test (tests/support/store_machine.py's state machine against a dict
 oracle) and its long read-back run, on the real zoned namespace: every append goes through NVMe Zone
 Append passthrough, every reset through BLKRESETZONE. Fewer examples than on the host (guest Python
 under TCG is slow); fault injection is emulator-only and is not repeated here."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-import test_properties as tp
+import store_machine as tp
 from zswap_host import StoreConfig, SwapStore, open_device
 
 DEVICE = os.environ.get("ZSWAP_ZNS_DEVICE", "/dev/nvme0n2")

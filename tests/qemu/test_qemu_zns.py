@@ -14,7 +14,7 @@ append limit 512 KiB), and inside it run (tests/qemu/guest_suite.sh):
 
 The tests below check what the guest left in the shared results folder. They are skipped (with the
 reason) only when QEMU, a kernel in /boot, virtme-ng or a static busybox are missing; the test
-command's first run installs them (tests/system_packages.py; the devices check skips without libnvme). ``ZSWAP_QEMU=0`` skips them on
+command's first run installs them (tests/support/system_packages.py; the devices check skips without libnvme). ``ZSWAP_QEMU=0`` skips them on
 purpose; the guest log is kept in the pytest tmp folder.
 """
 
@@ -104,7 +104,7 @@ def emulated(tmp_path_factory) -> dict[str, str]:
     once for both engines' comparisons: test name (the device's id taken out) -> outcome."""
     xml = tmp_path_factory.mktemp("emulated_conformance") / "emulated.xml"
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
-                    os.path.join(REPO, "tests", "test_conformance.py")], cwd=REPO, capture_output=True, text=True)
+                    os.path.join(REPO, "tests", "devices", "test_conformance.py")], cwd=REPO, capture_output=True, text=True)
     return {name.replace("[memory-", "[").replace("[memory]", ""): o
             for name, o in _junit(xml, "test_conformance").items() if "[memory" in name or "[" not in name}
 

@@ -229,7 +229,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         ``words``: ``data`` is the first 64-bit word of each sector (uint64), the rest of the sector
         zeros: what a payload-free device keeps, given without building the sectors. The checks
         and the model's requests come from one C pass (``native/ocssd_vector.c``: ``ocv_check``;
-        its numpy oracle is ``tests/ocssd_oracle.py``); the model is an ``OcssdSSD``
+        its numpy oracle is ``tests/support/ocssd_oracle.py``); the model is an ``OcssdSSD``
         (``submit_writes``: one call for all the writes)."""
         g = self.geometry
         with self._lock:
@@ -280,7 +280,7 @@ class EmulatedOcssdDevice(PersistedState, ModelClock):
         with timing off). ``qd``: runs in flight at once (None: the whole vector). ``words``: the
         first 64-bit word of each sector (uint64) instead of its bytes. Errors as ``read``. The
         checks and the model's requests (runs of consecutive sectors of one chunk) come from one
-        C pass (``native/ocssd_vector.c``: ``ocv_read_check``; oracle: ``tests/ocssd_oracle.py``)."""
+        C pass (``native/ocssd_vector.c``: ``ocv_read_check``; oracle: ``tests/support/ocssd_oracle.py``)."""
         with self._lock:
             c = self._read_c
             if c is None:                         # the per-device constants of this path, once

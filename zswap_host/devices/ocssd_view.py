@@ -337,7 +337,7 @@ class OcssdZonedView(EmulatedZonedDevice):
         sectors stay in host memory until readable. ``appends``: the rows are that many appends
         back to back (sectors each), written as one device write each, as appending them one by one
         would. The plan and the gathers are C's (``native/ocssd_stripe.c``; its numpy oracle is
-        ``tests/ocssd_oracle.py``)."""
+        ``tests/support/ocssd_oracle.py``)."""
         g = self.ocssd.geometry
         if self._chunk[z, 0] < 0:
             self._bind(z)
@@ -423,7 +423,7 @@ class OcssdZonedView(EmulatedZonedDevice):
         (``qd`` x runs per request: a request that crosses stripe units becomes one run per chunk
         piece, all in flight together, as a ZNS device reads one request's dies in parallel; page
         reads keep ``qd``) and the requests' completions are C's (``native/ocssd_read.c``; its
-        numpy oracle is ``tests/ocssd_oracle.py``). ``read_batch`` checked the ranges."""
+        numpy oracle is ``tests/support/ocssd_oracle.py``). ``read_batch`` checked the ranges."""
         c = self._read_c
         if c is None:                           # the per-view constants of this path, once
             c = self._read_c = self._read_consts()

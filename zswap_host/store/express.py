@@ -18,7 +18,7 @@ the same C call (``ur_store_out``, ``native/uring_store.c``, through the device'
 Anything else is declined with nothing changed (``Express.declined`` counts why) and the caller
 takes the general path. A batch that was sent but did not land back to back (a failed append,
 another order) continues on the general path from that point (``Committer.stream_write(sent=)``:
-``_land``'s commits and retries). tests/test_store_express.py checks both paths leave the same
+``_land``'s commits and retries). tests/store/test_store_express.py checks both paths leave the same
 state.
 
 Everything it uses of the store comes through the store's ``StoreState`` (store/state.py: the

@@ -2,7 +2,7 @@
 ``swap_out`` fast path's lookup/classify, handle insert, flag fills and commit, each one pass over
 the batch instead of a dozen numpy operations. The pure-Python code (``IdMap``, ``SlotMap``, the
 store's numpy expressions) is the reference and the fallback: ``SwapStore(..., native=False)`` or
-``ZSWAP_NATIVE_STORE=0`` uses only it, and tests/test_store_fastpath.py checks both leave the same
+``ZSWAP_NATIVE_STORE=0`` uses only it, and tests/store/test_store_fastpath.py checks both leave the same
 state.
 
 The C functions take pointers into the store's arrays; those are cached and refreshed whenever

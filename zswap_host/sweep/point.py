@@ -46,7 +46,7 @@ def _inject(point: Point) -> None:
 
 def payload_free(url: str) -> str:
     """The same device keeping a fingerprint word per block instead of its bytes (same modeled
-    numbers, ``tests/test_payload_free.py``): a sweep's many devices fit in memory."""
+    numbers, ``tests/devices/test_payload_free.py``): a sweep's many devices fit in memory."""
     return url + ("&" if "?" in url else "?") + "payload=0"
 
 

@@ -1,0 +1,170 @@
+"""What the pager's tests share: the backends they page to (and the ``backend`` fixture over both),
+wrappers that keep a ledger or fail on purpose, threads of random reads and writes checked against
+an oracle, and the checks every pager must pass."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+
+from zswap_host import ConventionalSwap, SwapStore, open_device
+
+if TYPE_CHECKING:
+    from zswap_host.pager import Pager
+
+SUPPORT_DIR = os.path.dirname(os.path.abspath(__file__))  # on a child's sys.path, to import this
+PS = 4096
+BUDGET_PAGES = 64
+RSS_SLACK_PAGES = 0  # by construction: mapped + being-read pages never exceed the budget
+
+
+def make_backend(kind: str):
+    if kind == "store":
+        return SwapStore(open_device("emu://?zones=16&zone_size=1MiB&preset=none"))
+    return ConventionalSwap(open_device("emu-conv://?size=16MiB&preset=none"))
+
+
+@pytest.fixture(params=["store", "conv"])
+def backend(request):
+    b = make_backend(request.param)
+    yield b
+    b.close()
+
+
+def memmove(dst: np.ndarray, src: np.ndarray) -> None:
+    """A copy that releases the GIL (ctypes foreign calls do), like Pager.copy."""
+    ctypes.memmove(dst.ctypes.data, src.ctypes.data, dst.nbytes)
+
+
+def read_all(pager: Pager, a: np.ndarray) -> np.ndarray:
+    out = np.empty_like(a)
+    pager.copy(out, a)
+    return out
+
+
+def check_stats(pager: Pager) -> None:
+    s = pager.stats()
+    assert s.uffd_errors == 0 and s.backend_errors == 0
+    assert s.max_resident <= pager.budget_pages
+    assert s.rearm_faults <= s.rearms and (pager.rearm_wp or s.rearms == 0)  # only re-armed pages fault so
+
+
+# ---------------------------------------------------------------- correctness under concurrency
+class Ledger:
+    """Delegates to ``inner`` and keeps the set of ids it holds: ``swap_in`` of an id not held (never
+    written, or discarded) does not reach ``inner`` but returns pages of 0xEE and is noted in
+    ``bad_reads``, so a lost copy shows as wrong bytes instead of SIGBUS. Counts discard calls."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.page_size = inner, inner.page_size
+        self.held: set[int] = set()
+        self.bad_reads: list[int] = []
+        self.discard_calls = 0
+
+    def swap_out(self, ids, pages, stream=0):
+        self.inner.swap_out(ids, pages, stream)
+        self.held.update(int(i) for i in ids)
+
+    def swap_in(self, ids):
+        missing = [int(i) for i in ids if int(i) not in self.held]
+        if missing:
+            self.bad_reads += missing
+            out = np.full((len(ids), self.page_size), 0xEE, np.uint8)
+            ok = [k for k, i in enumerate(ids) if int(i) in self.held]
+            if ok:
+                out[ok] = self.inner.swap_in(np.asarray(ids)[ok])
+            return out
+        return self.inner.swap_in(ids)
+
+    def discard(self, ids):
+        self.discard_calls += 1
+        self.inner.discard(ids)
+        self.held.difference_update(int(i) for i in ids)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def random_reads_and_writes(pager: Pager, a: np.ndarray, oracle: np.ndarray, nthreads: int, chunk: int,
+                            seed: int, ops: int = 400) -> list[str]:
+    """``nthreads`` threads each doing ``ops`` random reads and writes (spanning pages) of paged ``a``,
+    thread t owning the interleaved ``chunk``-byte chunks t, t + nthreads, ...; writes go to
+    ``oracle`` too and reads are checked against it. Even threads copy with ``Pager.copy``, odd ones
+    with ``memmove`` (both without the GIL). Returns the mismatches found (a thread stops at its
+    first)."""
+    failures: list[str] = []
+
+    def worker(t: int) -> None:
+        rng = np.random.default_rng(seed + t)
+        copy = pager.copy if t % 2 == 0 else memmove
+        chunks = np.arange(t, a.nbytes // chunk, nthreads)
+        for op in range(ops):
+            c = int(rng.choice(chunks))
+            off = c * chunk + int(rng.integers(0, chunk - 1))
+            n = int(rng.integers(1, c * chunk + chunk - off + 1))
+            if rng.random() < 0.5:
+                data = rng.integers(0, 256, n, dtype=np.uint8)
+                copy(a[off:off + n], data)
+                oracle[off:off + n] = data
+            else:
+                got = np.empty(n, np.uint8)
+                copy(got, a[off:off + n])
+                if not np.array_equal(got, oracle[off:off + n]):
+                    failures.append(f"thread {t} op {op}: bytes {off}..{off + n} differ")
+                    return
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(nthreads)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return failures
+
+
+def stored_by_pager(pager: Pager) -> int:
+    """How many pages the pager's core counts as having a backend copy (valid or stale)."""
+    return int(pager._lib.pg_stored_pages(pager._h, pager._ffi.NULL, 0))
+
+
+def _resident(addr: int) -> bool:
+    """Whether the page at addr is mapped (mincore; does not touch the page)."""
+    vec = (ctypes.c_ubyte * 1)()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(PS), vec) != 0:
+        raise OSError(ctypes.get_errno(), "mincore")
+    return bool(vec[0] & 1)
+
+
+class FlakyBackend:
+    """Delegates to ``inner``; ``swap_in`` of an id in ``bad_in`` raises; the first ``fail_out``
+    ``swap_out`` calls raise, and the first ``fail_discard`` ``discard`` calls."""
+
+    def __init__(self, inner, bad_in=(), fail_out: int = 0, fail_discard: int = 0) -> None:
+        self.inner, self.bad_in, self.fail_out = inner, np.asarray(list(bad_in), np.int64), fail_out
+        self.fail_discard = fail_discard
+        self.page_size = inner.page_size
+
+    def discard(self, ids):
+        if self.fail_discard > 0:
+            self.fail_discard -= 1
+            raise OSError(5, "injected discard failure")
+        return self.inner.discard(ids)
+
+    def swap_in(self, ids):
+        if np.isin(ids, self.bad_in).any():
+            raise OSError(5, "injected read failure")
+        return self.inner.swap_in(ids)
+
+    def swap_out(self, ids, pages, stream=0):
+        if self.fail_out > 0:
+            self.fail_out -= 1
+            raise OSError(5, "injected write failure")
+        return self.inner.swap_out(ids, pages, stream)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
