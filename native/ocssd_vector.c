@@ -3,6 +3,20 @@
 
 enum { STATE = 0, WP = 1, COLS = 3 };     /* the chunk log's columns (devices/ocssd.py) */
 
+/* The first ppa outside the device, then the first on an OFFLINE chunk (err[0] its index): the two
+   rules a refused write and a refused read check first, in that order; 0 when neither is broken. */
+static int64_t first_misplaced(int64_t n, const int64_t *ppas, int64_t total, int64_t sectors,
+                               const int64_t *table, int64_t offline, int64_t *err)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (ppas[i] < 0 || ppas[i] >= total)
+            return err[0] = i, OCV_OUTSIDE;
+    for (int64_t i = 0; i < n; i++)
+        if (table[ppas[i] / sectors * COLS + STATE] == offline)
+            return err[0] = i, OCV_OFFLINE;
+    return 0;
+}
+
 /* Why the write is refused, as devices/ocssd.py words it: the first rule broken in the order
    its messages take them (every ppa inside; no chunk OFFLINE; none CLOSED; each chunk's sectors
    on from its write pointer; ws_min per chunk; counts splitting the vector; ws_min per chunk and
@@ -12,13 +26,10 @@ static int64_t diagnose(int64_t n, const int64_t *ppas, int64_t nwrites, const i
                         int64_t closed, int64_t offline, int64_t *scratch, int64_t *uniq, int64_t *per,
                         int64_t *first, int64_t *err)
 {
-    int64_t total = nr_chunks * sectors, nu = 0, code = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (ppas[i] < 0 || ppas[i] >= total)
-            return err[0] = i, OCV_OUTSIDE;
-    for (int64_t i = 0; i < n; i++)
-        if (table[ppas[i] / sectors * COLS + STATE] == offline)
-            return err[0] = i, OCV_OFFLINE;
+    int64_t total = nr_chunks * sectors, nu = 0, code = first_misplaced(n, ppas, total, sectors, table,
+                                                                       offline, err);
+    if (code)
+        return code;
     for (int64_t i = 0; i < n; i++)
         if (table[ppas[i] / sectors * COLS + STATE] == closed)
             return err[0] = i, OCV_CLOSED;
@@ -194,12 +205,9 @@ int64_t ocv_read_check(int64_t n, const int64_t *ppas, int64_t nr_chunks, int64_
     if (!bad)
         return nr;
     /* refused: the first rule broken in devices/ocssd.py's order (inside, OFFLINE, readable) */
-    for (int64_t i = 0; i < n; i++)
-        if (ppas[i] < 0 || ppas[i] >= total)
-            return err[0] = i, OCV_OUTSIDE;
-    for (int64_t i = 0; i < n; i++)
-        if (table[ppas[i] / sectors * COLS + STATE] == offline)
-            return err[0] = i, OCV_OFFLINE;
+    int64_t code = first_misplaced(n, ppas, total, sectors, table, offline, err);
+    if (code)
+        return code;
     for (int64_t i = 0; i < n; i++) {
         int64_t c = ppas[i] / sectors;
         if (table[c * COLS + STATE] != closed && ppas[i] - c * sectors >= table[c * COLS + WP] - mw_cunits)
