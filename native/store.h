@@ -1,5 +1,5 @@
 /*
- * store.h - the swap store's per-page bookkeeping for its swap_out fast path (store/fastpath.py):
+ * store.h - the swap store's per-page bookkeeping for its swap_out fast path (store/native.py):
  * one pass over a batch's pages in place of a dozen numpy operations, on the store's own arrays
  * (the id map's direct array and handle -> id column, the slot map's location / reverse map /
  * valid counts, the per-handle in-flight and write-buffer flags). The pure-Python code in
