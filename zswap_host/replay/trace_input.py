@@ -7,6 +7,7 @@ there with the same parameters."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 
 from .runs import ReplayError, Sizing
@@ -107,19 +108,39 @@ class ReplayTrace:
 
     def identity_of(self) -> str:
         """What :meth:`identity` digests."""
-        return "the manifest (trace.json)" if os.path.isdir(self.path) else "the file"
+        return ("the manifest (trace.json) without its wall-clock fields" if os.path.isdir(self.path)
+                else "the file")
 
     def identity(self) -> str:
         """A digest that changes with the trace (an ``.npz``: its bytes; a directory: its manifest,
-        which holds the meta, seed included, and every chunk's counts): what a resumed run is keyed on."""
+        which holds the meta, seed included, and every chunk's counts, less the fields the generator
+        measured on the wall clock, so identical generations share it): what a resumed run is keyed on."""
         from ..workloads.chunked_trace import MANIFEST
 
-        name = os.path.join(self.path, MANIFEST) if os.path.isdir(self.path) else self.path
         h = hashlib.sha256()
-        with open(name, "rb") as f:
+        if os.path.isdir(self.path):
+            with open(os.path.join(self.path, MANIFEST)) as f:
+                manifest = json.load(f)
+            h.update(json.dumps(without_wall_clock(manifest), sort_keys=True).encode())
+            return h.hexdigest()
+        with open(self.path, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
         return h.hexdigest()
+
+
+# the generator's paging runs on the wall clock (no device model): its stall and overlap are wall time
+_WALL_CLOCK_KEYS = frozenset({"io_stall_s", "io_overlap_s"})
+
+
+def without_wall_clock(manifest: dict) -> dict:
+    """``manifest`` less what the generation measured on the wall clock (``*_wall_s`` anywhere in
+    its meta; the paging's stall and overlap): what two generations of the same parameters share."""
+    def strip(d: dict, paging: bool) -> dict:
+        return {k: strip(v, k == "paging") if isinstance(v, dict) else v for k, v in d.items()
+                if not k.endswith("_wall_s") and not (paging and k in _WALL_CLOCK_KEYS)}
+
+    return {**manifest, "meta": strip(manifest.get("meta", {}), False)}
 
 
 def ensure_trace(path: str, preset: str, *, budget=None, iterations: int | None = None,
