@@ -46,6 +46,27 @@ def test_a_batch_larger_than_the_budget_streams_and_equals_embedding_bag(optimiz
     assert s["steps"] == [3] and s["faults"] > 0 and s["budget_pages"] < 300
 
 
+@pytest.mark.parametrize("optimizer,pages", [("sgd", 1), ("adagrad", 2), ("adam", 3)])
+def test_the_smallest_budget_one_row_and_its_state_needs_still_equals_embedding_bag(optimizer, pages):
+    """The floor design.md names: 1 page for SGD, 2 for Adagrad, 3 for Adam."""
+    n, d, lr = 4000, 16, 0.05
+    m = SwappedEmbeddingBag(n, d, "sum", backend=zns(), budget=pages * 4096, optimizer=optimizer, lr=lr, seed=5)
+    assert m.page_cache.budget_pages == pages
+    ref, opt = reference(m.read_rows(torch.arange(n)), "sum", optimizer, lr)
+    rng = np.random.default_rng(7)
+    for _ in range(2):
+        x = torch.from_numpy(rng.integers(0, n, (16, 4)))
+        outs = []
+        for mod in (m, ref):
+            y = mod(x)
+            y.pow(2).sum().backward()
+            outs.append(y.detach())
+        opt.step()
+        opt.zero_grad()
+        assert torch.equal(outs[0], outs[1])
+    assert torch.equal(m.read_rows(torch.arange(n)), ref.weight.detach())
+
+
 def test_per_sample_weights_and_no_grad_under_a_tiny_budget():
     n, d = 5000, 8
     m = SwappedEmbeddingBag(n, d, "sum", backend=zns(), budget=2 * 4096, lr=0.1)
