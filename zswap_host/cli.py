@@ -836,12 +836,15 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
 @click.option("--gc-yield-to-reads", is_flag=True, help="The store runs' GC never runs after a swap-out, in front "
               "of the step's reads: only in the compute windows, or in the foreground when a swap-out finds no "
               "zone (StoreConfig.gc_yield_to_reads) [default: off].")
+@click.option("--gc-step", "gc_step", default=None, metavar="SIZE",
+              help="The store runs' background GC relocates SIZE per step, its victim pages read as one queue "
+              "(0: a whole victim, as foreground GC does; StoreConfig.gc_step_bytes) [default: one write unit].")
 @quiet_option
 @friendly_errors
 @plugin_option
 def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, budget, gen_preset, iterations,
            compute_us_per_sample, lookahead, seed, ssd, geometry, out_dir, restart, json_path, idle_gc=True,
-           suspend=False, gc_yield_to_reads=False, quiet=False) -> None:
+           suspend=False, gc_yield_to_reads=False, gc_step=None, quiet=False) -> None:
     """Replay a page trace through named swap runs, each on fresh payload-free emulated SSDs (no page
     bytes kept: a trace of tables far beyond RAM replays in a few GB) sized as the bench sizes them,
     all from the same raw flash, every swap-in verified against its fingerprint. Per run: modeled
@@ -886,6 +889,15 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
             erase_bytes = parse_size(erase_block)
         except ValueError as e:
             _fail(f"bad --erase-block {erase_block!r}: {e}")
+    gc_step_bytes = None
+    if gc_step is not None:
+        from .units import parse_size
+        try:
+            gc_step_bytes = parse_size(gc_step)
+        except ValueError as e:
+            _fail(f"bad --gc-step {gc_step!r}: {e}")
+        if gc_step_bytes < 0:
+            _fail(f"bad --gc-step {gc_step!r}: not a size")
     _note_renamed_runs("replay", runs_csv)
     runs = check_runs(runs_csv.split(",")) if runs_csv is not None else DEFAULT_RUNS
     if gen_preset is not None:
@@ -914,7 +926,7 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
     spec = ReplaySpec(trace=trace_path, runs=runs, preset=trace_preset,
                       budget=None if gen_preset else budget, utilisation=utilisation, op=op,
                       erase_block=erase_bytes, ssd=ssd, geometry=geometry, idle_gc=idle_gc, suspend=suspend,
-                      gc_yield_to_reads=gc_yield_to_reads,
+                      gc_yield_to_reads=gc_yield_to_reads, gc_step_bytes=gc_step_bytes,
                       us_per_sample=None if gen_preset else compute_us_per_sample, journal=journal, restart=restart)
     with Progress("replay", len(runs), "runs", work="page", quiet=quiet) as bars:
         summary = run_replay(spec, progress, on_row)
@@ -931,7 +943,7 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
                + (f" --compute-us-per-sample {compute_us_per_sample:g}"
                   if compute_us_per_sample is not None and not gen_preset else "")
                + ("" if idle_gc else " --no-idle-gc") + (" --suspend" if suspend else "")
-               + (" --gc-yield-to-reads" if gc_yield_to_reads else "")
+               + (" --gc-yield-to-reads" if gc_yield_to_reads else "") + (f" --gc-step {gc_step}" if gc_step else "")
                + (f" --model {trace_preset}" if trace_preset else "")
                + (f" --budget {budget}" if budget and not gen_preset else "")
                + (f" --out {out_dir}" if out_dir else "") + (" --restart" if restart else "")

@@ -67,3 +67,16 @@ def test_the_command_takes_the_option_and_keys_its_journal_on_it(trace, tmp_path
     assert "stall_breakdown" in got["runs"][0]
     again = CliRunner().invoke(main, [*args, "--out", out, "--json", str(tmp_path / "n.json")])
     assert again.exit_code == 0 and json.loads((tmp_path / "n.json").read_text())["resumed"] == []
+
+
+def test_a_whole_victim_gc_step_and_a_bad_one(trace, tmp_path):
+    args = ("replay", "--trace", trace, "--runs", "store-on-conventional", "--utilisation", "0.9",
+            "--compute-us-per-sample", "0.05", "--suspend")
+    r = CliRunner().invoke(main, [*args, "--gc-step", "0", "--json", str(tmp_path / "w.json")])
+    assert r.exit_code == 0, r.output
+    got = json.loads((tmp_path / "w.json").read_text())
+    assert got["gc_step_bytes"] == 0 and "--gc-step 0" in got["command"]
+    assert got["runs"][0]["stall_breakdown"]["gc_background_read"] > 0
+    bad = CliRunner().invoke(main, [*args, "--gc-step", "lots", "--json", str(tmp_path / "b.json")])
+    assert bad.exit_code == 2 and "bad --gc-step 'lots'" in bad.output and not (tmp_path / "b.json").exists()
+    assert "Traceback" not in bad.output and len(bad.output.strip().splitlines()) == 1

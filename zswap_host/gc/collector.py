@@ -340,8 +340,10 @@ class Collector:
                     break
             if zones.free_count() < sched.low:
                 budget = sched.background_budget()
+                unit = self.step_pages * self.page_size if sched.step_bytes is None else sched.step_bytes or math.inf
                 while budget > 0 and (zones.free_count() < sched.high or self.victim is not None):
-                    moved = self.step(int(min(budget, self.step_pages * self.page_size)), "background")
+                    most = min(budget, unit)
+                    moved = self.step(None if most == math.inf else int(most), "background")
                     if moved < 0:
                         break
                     budget -= max(moved, self.page_size)

@@ -23,6 +23,7 @@ class GcScheduler:
         self.idle_target = max(self.high, math.ceil(2 * config.gc_high_watermark * nr_zones))
         self.rate = config.gc_rate_limit
         self.yield_to_reads = bool(getattr(config, "gc_yield_to_reads", False))
+        self.step_bytes = getattr(config, "gc_step_bytes", None)   # a background step (None: a write unit; 0: a victim)
         self.yielded = 0                       # background GC due after an operation, left to idle / foreground
         self._clock = clock
         self._last = clock()
