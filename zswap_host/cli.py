@@ -510,6 +510,9 @@ def _study_progress(study: str, quiet: bool):
 @click.option("--gc-yield-to-reads", is_flag=True, help="The store runs' GC never runs after a swap-out, in front "
               "of the step's reads: only in the idle windows, or in the foreground when a swap-out finds no zone "
               "(StoreConfig.gc_yield_to_reads) [default: off].")
+@click.option("--gc-step", "gc_step", default=None, metavar="SIZE",
+              help="The store runs' background GC relocates SIZE per step, its victim pages read as one queue "
+              "(0: a whole victim, as foreground GC does; StoreConfig.gc_step_bytes) [default: one write unit].")
 @click.option("--quick", is_flag=True, help="The quick preset (about a minute).")
 @click.option("--verify", is_flag=True, help="Check every swapped-in page against a fingerprint taken at "
               "swap-out; a page that differs stops the run (for real devices and emulators).")
@@ -561,7 +564,7 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
           lookahead, pack_hot_rows, sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
           jobs, model_twin, twin_preset, geometry, data_path, data_format, max_ind_range, cat_mapping, skip_bad_lines,
           json_path, plot_dir, trace_out, force=False, yes=False, ranks=None, gc_yield_to_reads=False,
-          quiet=False) -> None:
+          gc_step=None, quiet=False) -> None:
     """Train DLRM in DRAM only and over five swap configurations, side by side, each changing one thing
     from the one before; prints the attribution chain (what batching, lookahead, aggregation and ZNS
     each buy), and last a summary line: store-on-zns against the best Linux run (the fastest Linux run
@@ -594,6 +597,7 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
             ("baseline_device", baseline_device), ("data", data_path), ("trace_out", trace_out), ("plot", plot_dir),
             ("verify", verify), ("compute_us_per_sample", compute_us_per_sample), ("utilisation", utilisation),
             ("suspend", suspend), ("jobs", jobs), ("no_idle_gc", not idle_gc), ("gc_yield_to_reads", gc_yield_to_reads),
+            ("gc_step", gc_step is not None),
             ("compute measured", compute_kind == "measured"), ("pack_hot_rows", pack_hot_rows)) if v]
         if given:
             _fail(f"{given[0]} does not apply to a sharded bench (--ranks)")
@@ -623,7 +627,7 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
                      twin_preset=twin_preset, ssd=twin_preset, geometry=geometry, data=data_path, data_format=data_format or "auto",
                      max_ind_range=max_ind_range, cat_mapping=cat_mapping or "hash",
                      skip_bad_lines=skip_bad_lines, lookahead=lookahead, pack_hot_rows=pack_hot_rows,
-                     gc_yield_to_reads=gc_yield_to_reads)
+                     gc_yield_to_reads=gc_yield_to_reads, gc_step_bytes=_gc_step(gc_step))
 
     def progress(name: str, done: int, total: int) -> None:   # a bar per run (runs may train at once)
         bars.update(name, done, total)
@@ -889,15 +893,7 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
             erase_bytes = parse_size(erase_block)
         except ValueError as e:
             _fail(f"bad --erase-block {erase_block!r}: {e}")
-    gc_step_bytes = None
-    if gc_step is not None:
-        from .units import parse_size
-        try:
-            gc_step_bytes = parse_size(gc_step)
-        except ValueError as e:
-            _fail(f"bad --gc-step {gc_step!r}: {e}")
-        if gc_step_bytes < 0:
-            _fail(f"bad --gc-step {gc_step!r}: not a size")
+    gc_step_bytes = _gc_step(gc_step)
     _note_renamed_runs("replay", runs_csv)
     runs = check_runs(runs_csv.split(",")) if runs_csv is not None else DEFAULT_RUNS
     if gen_preset is not None:
@@ -954,6 +950,17 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
         with open(json_path, "w") as f:
             json.dump(summary, f, indent=1)
         click.echo(f"wrote {json_path}")
+
+
+def _gc_step(text: str | None) -> int | None:
+    """``--gc-step SIZE`` in bytes (None: not given); a bad size is one line and exit 2."""
+    if text is None:
+        return None
+    from .units import parse_size
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        _fail(f"bad --gc-step {text!r}: {e}")
 
 
 def _format_replay(summary: dict) -> str:

@@ -27,3 +27,14 @@ def test_the_report_and_the_command_say_so():
     assert "gc_yield_to_reads" not in run_bench(BenchSpec(**{**SPEC, "iterations": 4}))
     bad = CliRunner().invoke(main, ["bench", "--ranks", "2", "--gc-yield-to-reads"])
     assert bad.exit_code == 2 and "--gc-yield-to-reads does not apply" in bad.output
+
+
+def test_whole_victim_gc_steps_train_the_same_losses():
+    base = {r["name"]: r for r in run_bench(BenchSpec(**SPEC))["runs"]}
+    rep = run_bench(BenchSpec(**SPEC, gc_step_bytes=0))
+    got = {r["name"]: r for r in rep["runs"]}
+    assert got["store-on-zns"]["gc_runs_background"] > 0
+    assert got["store-on-zns"]["loss"] == base["store-on-zns"]["loss"]
+    assert rep["gc_step_bytes"] == 0 and "background GC steps of a whole victim" in format_table(rep)
+    bad = CliRunner().invoke(main, ["bench", "--model", "tiny", "--gc-step", "lots"])
+    assert bad.exit_code == 2 and "bad --gc-step 'lots'" in bad.output
