@@ -507,6 +507,12 @@ def _study_progress(study: str, quiet: bool):
               "conventional SSD's FTL), or to neither.")
 @click.option("--suspend", is_flag=True, help="Emulated SSDs (both) suspend programs and erases for reads "
               "(docs/ssd-model.md) [default: off].")
+@click.option("--gc-yield-to-reads", is_flag=True, help="The store runs' GC never runs after a swap-out, in front "
+              "of the step's reads: only in the idle windows, or in the foreground when a swap-out finds no zone "
+              "(StoreConfig.gc_yield_to_reads) [default: off].")
+@click.option("--gc-step", "gc_step", default=None, metavar="SIZE",
+              help="The store runs' background GC relocates SIZE per step, its victim pages read as one queue "
+              "(0: a whole victim, as foreground GC does; StoreConfig.gc_step_bytes) [default: one write unit].")
 @click.option("--quick", is_flag=True, help="The quick preset (about a minute).")
 @click.option("--verify", is_flag=True, help="Check every swapped-in page against a fingerprint taken at "
               "swap-out; a page that differs stops the run (for real devices and emulators).")
@@ -557,7 +563,8 @@ def _study_progress(study: str, quiet: bool):
 def bench(device, baseline_device, preset, budget, placement, victim, iterations, batch_size, seed, runs_csv,
           lookahead, pack_hot_rows, sizing, utilisation, compute_kind, compute_us_per_sample, compute_repeats, idle_gc, suspend, quick, verify,
           jobs, model_twin, twin_preset, geometry, data_path, data_format, max_ind_range, cat_mapping, skip_bad_lines,
-          json_path, plot_dir, trace_out, force=False, yes=False, ranks=None, quiet=False) -> None:
+          json_path, plot_dir, trace_out, force=False, yes=False, ranks=None, gc_yield_to_reads=False,
+          gc_step=None, quiet=False) -> None:
     """Train DLRM in DRAM only and over five swap configurations, side by side, each changing one thing
     from the one before; prints the attribution chain (what batching, lookahead, aggregation and ZNS
     each buy), and last a summary line: store-on-zns against the best Linux run (the fastest Linux run
@@ -589,7 +596,8 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
         given = [f"--{k.replace('_', '-')}" for k, v in (
             ("baseline_device", baseline_device), ("data", data_path), ("trace_out", trace_out), ("plot", plot_dir),
             ("verify", verify), ("compute_us_per_sample", compute_us_per_sample), ("utilisation", utilisation),
-            ("suspend", suspend), ("jobs", jobs), ("no_idle_gc", not idle_gc),
+            ("suspend", suspend), ("jobs", jobs), ("no_idle_gc", not idle_gc), ("gc_yield_to_reads", gc_yield_to_reads),
+            ("gc_step", gc_step is not None),
             ("compute measured", compute_kind == "measured"), ("pack_hot_rows", pack_hot_rows)) if v]
         if given:
             _fail(f"{given[0]} does not apply to a sharded bench (--ranks)")
@@ -618,7 +626,8 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
                      verify=verify, idle_gc=idle_gc, suspend=suspend, jobs=jobs, model_twin=model_twin,
                      twin_preset=twin_preset, ssd=twin_preset, geometry=geometry, data=data_path, data_format=data_format or "auto",
                      max_ind_range=max_ind_range, cat_mapping=cat_mapping or "hash",
-                     skip_bad_lines=skip_bad_lines, lookahead=lookahead, pack_hot_rows=pack_hot_rows)
+                     skip_bad_lines=skip_bad_lines, lookahead=lookahead, pack_hot_rows=pack_hot_rows,
+                     gc_yield_to_reads=gc_yield_to_reads, gc_step_bytes=_gc_step(gc_step))
 
     def progress(name: str, done: int, total: int) -> None:   # a bar per run (runs may train at once)
         bars.update(name, done, total)
@@ -828,12 +837,18 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
               "background GC), as the bench does; --no-idle-gc: to neither (the device clocks only pass).")
 @click.option("--suspend", is_flag=True, help="Every run's emulated SSD suspends programs and erases for reads, "
               "as drives do (the bench's --suspend; docs/ssd-model.md).")
+@click.option("--gc-yield-to-reads", is_flag=True, help="The store runs' GC never runs after a swap-out, in front "
+              "of the step's reads: only in the compute windows, or in the foreground when a swap-out finds no "
+              "zone (StoreConfig.gc_yield_to_reads) [default: off].")
+@click.option("--gc-step", "gc_step", default=None, metavar="SIZE",
+              help="The store runs' background GC relocates SIZE per step, its victim pages read as one queue "
+              "(0: a whole victim, as foreground GC does; StoreConfig.gc_step_bytes) [default: one write unit].")
 @quiet_option
 @friendly_errors
 @plugin_option
 def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, budget, gen_preset, iterations,
            compute_us_per_sample, lookahead, seed, ssd, geometry, out_dir, restart, json_path, idle_gc=True,
-           suspend=False, quiet=False) -> None:
+           suspend=False, gc_yield_to_reads=False, gc_step=None, quiet=False) -> None:
     """Replay a page trace through named swap runs, each on fresh payload-free emulated SSDs (no page
     bytes kept: a trace of tables far beyond RAM replays in a few GB) sized as the bench sizes them,
     all from the same raw flash, every swap-in verified against its fingerprint. Per run: modeled
@@ -878,6 +893,7 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
             erase_bytes = parse_size(erase_block)
         except ValueError as e:
             _fail(f"bad --erase-block {erase_block!r}: {e}")
+    gc_step_bytes = _gc_step(gc_step)
     _note_renamed_runs("replay", runs_csv)
     runs = check_runs(runs_csv.split(",")) if runs_csv is not None else DEFAULT_RUNS
     if gen_preset is not None:
@@ -906,6 +922,7 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
     spec = ReplaySpec(trace=trace_path, runs=runs, preset=trace_preset,
                       budget=None if gen_preset else budget, utilisation=utilisation, op=op,
                       erase_block=erase_bytes, ssd=ssd, geometry=geometry, idle_gc=idle_gc, suspend=suspend,
+                      gc_yield_to_reads=gc_yield_to_reads, gc_step_bytes=gc_step_bytes,
                       us_per_sample=None if gen_preset else compute_us_per_sample, journal=journal, restart=restart)
     with Progress("replay", len(runs), "runs", work="page", quiet=quiet) as bars:
         summary = run_replay(spec, progress, on_row)
@@ -922,6 +939,7 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
                + (f" --compute-us-per-sample {compute_us_per_sample:g}"
                   if compute_us_per_sample is not None and not gen_preset else "")
                + ("" if idle_gc else " --no-idle-gc") + (" --suspend" if suspend else "")
+               + (" --gc-yield-to-reads" if gc_yield_to_reads else "") + (f" --gc-step {gc_step}" if gc_step else "")
                + (f" --model {trace_preset}" if trace_preset else "")
                + (f" --budget {budget}" if budget and not gen_preset else "")
                + (f" --out {out_dir}" if out_dir else "") + (" --restart" if restart else "")
@@ -932,6 +950,17 @@ def replay(trace_path, runs_csv, utilisation, op, erase_block, trace_preset, bud
         with open(json_path, "w") as f:
             json.dump(summary, f, indent=1)
         click.echo(f"wrote {json_path}")
+
+
+def _gc_step(text: str | None) -> int | None:
+    """``--gc-step SIZE`` in bytes (None: not given); a bad size is one line and exit 2."""
+    if text is None:
+        return None
+    from .units import parse_size
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        _fail(f"bad --gc-step {text!r}: {e}")
 
 
 def _format_replay(summary: dict) -> str:

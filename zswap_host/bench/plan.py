@@ -76,7 +76,11 @@ class BenchSpec:
     runs' swap-outs under a handle per stream (``ConventionalSwap(handles=)``: a hypothetical
     FDP-aware swap; Linux passes no hints). ``pack_hot_rows``: every swap run's embedding module
     packs its hot rows together (``SwappedEmbeddingBagCollection(pack_hot_rows=True)``): an
-    application-level lever, so the Linux runs get it too; losses unchanged."""
+    application-level lever, so the Linux runs get it too; losses unchanged. ``gc_yield_to_reads``:
+    the store runs' GC runs only in the idle windows, or in the foreground when a swap-out finds no
+    zone, never after a swap-out in front of the step's reads (``StoreConfig.gc_yield_to_reads``).
+    ``gc_step_bytes``: what one background GC step of the store runs relocates (None: a write unit;
+    0: a whole victim, its pages read as one queue; ``StoreConfig.gc_step_bytes``)."""
 
     preset: str = "default"
     device: str | None = None           # ZNS device URL or path (default: emulated, same flash as the baseline)
@@ -110,6 +114,8 @@ class BenchSpec:
     lookahead: int = 1                  # batches prefetched ahead by LOOKAHEAD_RUNS (0: none)
     linux_handles: str | None = None    # FDP baseline device: None (Linux: no hints) or "stream"
     pack_hot_rows: bool = False         # every swap run's tables pack hot rows together (application-level)
+    gc_yield_to_reads: bool = False     # the store runs' GC yields to reads (StoreConfig.gc_yield_to_reads)
+    gc_step_bytes: int | None = None    # their background GC step (StoreConfig.gc_step_bytes; 0: a whole victim)
 
 
 @dataclass
@@ -292,7 +298,8 @@ def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple
     from ..devices import open_device, placement_units
     from ..store import StoreConfig, SwapStore
 
-    cfg = StoreConfig(placement=spec.placement, victim=spec.victim, read_qd=READ_QD)
+    cfg = StoreConfig(placement=spec.placement, victim=spec.victim, read_qd=READ_QD,
+                      gc_yield_to_reads=spec.gc_yield_to_reads, gc_step_bytes=spec.gc_step_bytes)
 
     def linux(faults: str):
         def make():

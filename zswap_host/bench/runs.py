@@ -156,6 +156,8 @@ def run_bench(spec: BenchSpec, progress: Callable[[str, int, int], None] | None 
               "verify": spec.verify, "idle_gc": spec.idle_gc, "lookahead": spec.lookahead,
               "pack_hot_rows": spec.pack_hot_rows, "compute": basis.as_dict(),
               **({"linux_handles": spec.linux_handles} if spec.linux_handles else {}),
+              **({"gc_yield_to_reads": True} if spec.gc_yield_to_reads else {}),
+              **({"gc_step_bytes": spec.gc_step_bytes} if spec.gc_step_bytes is not None else {}),
               "sizing": pl.devices, "devices": {"baseline": pl.baseline_url, "zns": pl.zns_url},
               "runs": runs}
     if pl.source is not None:

@@ -51,7 +51,10 @@ def format_table(report: dict) -> str:
              f"tables {format_size(report['table_bytes'])}, DRAM budget {format_size(report['budget_bytes'])}, "
              f"store {report['placement']}/{report['victim']}",
              f"devices: {_sizing(report['sizing'])}; idle windows to {'both GCs' if report['idle_gc'] else 'neither GC'}; "
-             f"program/erase suspend {'on' if report['sizing'].get('suspend') else 'off'}",
+             f"program/erase suspend {'on' if report['sizing'].get('suspend') else 'off'}"
+             + ("; the store's GC yields to reads" if report.get("gc_yield_to_reads") else "")
+             + (f"; background GC steps of {report['gc_step_bytes'] or 'a whole victim'}{' bytes' if report['gc_step_bytes'] else ''}"
+                if report.get("gc_step_bytes") is not None else ""),
              f"compute: {_basis(report['compute'])}"]
     if "data" in report:
         lines.append(_data(report["data"]))

@@ -83,6 +83,7 @@ class Collector:
         self.read_failures = 0
         self.drain_queue: list[int] = []
         self.write_bytes = 0
+        self._held: dict[str, float] | None = None   # within a step: clock seconds its reads / resets took
 
     # -- what the store tells the collector ------------------------------------------------------
     def wrote(self, nbytes: int) -> None:
@@ -150,8 +151,22 @@ class Collector:
         it should be empty; device errors of the GC writes (``DeviceIOError``, ``SwapFullError``)."""
         if self.victim is None and not self.pick():
             return -1
+        t0 = self.host.now()
+        outer, self._held = self._held, {"read": 0.0, "reset": 0.0, "nested": 0.0}
+        try:
+            return self._step(max_bytes, why, t0)
+        finally:
+            held, self._held = self._held, outer
+            total = self.host.now() - t0
+            sched = self.scheduler
+            sched.clocked(why, "read", held["read"])
+            sched.clocked(why, "reset", held["reset"])
+            sched.clocked(why, "write", max(0.0, total - held["read"] - held["reset"] - held["nested"]))
+            if outer is not None:                     # a step inside a step: the outer one does not count it again
+                outer["nested"] += total
+
+    def _step(self, max_bytes: int | None, why: str, t0: float) -> int:
         host, ps = self.host, self.page_size
-        t0 = host.now()
         v = self.victim
         s0 = self.slots.first_slot(v)
         end = self.zones.written(v)
@@ -184,7 +199,7 @@ class Collector:
                 raise StoreInvariantError(f"zone {v} still holds {left} valid pages after GC; not resetting it")
             if not self.draining:
                 try:
-                    self.zones.reset(v)
+                    self._reset(v)
                 except ZswapError:
                     if not host.zone_trouble(v):
                         raise
@@ -192,6 +207,26 @@ class Collector:
             self.victim = None
         self.scheduler.relocated(moved, host.now() - t0)
         return moved
+
+    def _reset(self, z: int) -> None:
+        """Reset zone z, its clock time held as a reset (the step's, or a foreground one)."""
+        t0 = self.host.now()
+        try:
+            self.zones.reset(z)
+        finally:
+            dt = self.host.now() - t0
+            if self._held is not None:
+                self._held["reset"] += dt
+            else:
+                self.scheduler.clocked("foreground", "reset", dt)
+
+    def _read(self, slots: np.ndarray) -> np.ndarray:
+        t0 = self.host.now()
+        try:
+            return self.host.read_slots(slots)
+        finally:
+            if self._held is not None:
+                self._held["read"] += self.host.now() - t0
 
     def relocate(self, slots: np.ndarray) -> int:
         """Copy the pages in these victim slots into the GC stream; a page with a newer copy on its
@@ -206,7 +241,7 @@ class Collector:
         chunk = self.host.read_chunk_pages()
         if chunk <= 0 or handles.size <= chunk:
             try:
-                data = self.host.read_slots(slots)
+                data = self._read(slots)
             except DeviceIOError:
                 return self._read_failed()
             self.read_failures = 0
@@ -266,7 +301,7 @@ class Collector:
         for z in self.zones.reclaimable(self.slots.valid_counts()).tolist():
             written = self.zones.written(z) * self.page_size
             try:
-                self.zones.reset(z)
+                self._reset(z)
             except ZswapError:
                 self.host.zone_trouble(z)
                 continue
@@ -290,8 +325,13 @@ class Collector:
     def background(self) -> None:
         """After an operation: drain read-only zones, then GC from the low to the high watermark
         within the rate limit. Best effort: the caller's operation is complete, so a device error
-        here only stops GC until the next operation."""
+        here only stops GC until the next operation. With the scheduler's ``yield_to_reads``
+        nothing: the caller's reads come next (counted in ``yielded`` when GC was due)."""
         zones, sched = self.zones, self.scheduler
+        if sched.yield_to_reads:        # the caller's next reads wait for nothing GC does: idle windows do it
+            if self.drain_queue or self.victim is not None or zones.free_count() < sched.low:
+                sched.yielded += 1
+            return
         try:
             while self.drain_queue or (self.victim is not None and self.draining):
                 if not (self.victim is not None and self.draining) and zones.free_count() < 2:
@@ -300,8 +340,10 @@ class Collector:
                     break
             if zones.free_count() < sched.low:
                 budget = sched.background_budget()
+                unit = self.step_pages * self.page_size if sched.step_bytes is None else sched.step_bytes or math.inf
                 while budget > 0 and (zones.free_count() < sched.high or self.victim is not None):
-                    moved = self.step(int(min(budget, self.step_pages * self.page_size)), "background")
+                    most = min(budget, unit)
+                    moved = self.step(None if most == math.inf else int(most), "background")
                     if moved < 0:
                         break
                     budget -= max(moved, self.page_size)

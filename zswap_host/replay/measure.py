@@ -12,6 +12,7 @@ import time
 from typing import Callable
 
 from .runs import Sizing, make_run, run_url
+from .stall import StallClock, stall_breakdown
 
 # progress(run, pages done, pages in all, chunks done, chunks, wall s)
 Progress = Callable[[str, int, int, int, int, float], None]
@@ -24,7 +25,8 @@ def replay_run(name: str, trace_path: str, preset: str, sizing: Sizing, progress
     ``stall_s``, ``write_amplification``, ``store_gc_mib``, ``device_gc_mib``, ``swap_in_p99_ms``,
     ``compute_s``, ``pages``, ``wall_s``, ``pages_per_s``, ``cpu_s`` and ``pages_per_cpu_s`` (less
     moved by other load on the machine than wall time), ``peak_rss_mib`` (this process's: run it in
-    a process of its own for the run's), ``device`` (URL) and ``devices`` (the plan's sizing).
+    a process of its own for the run's), ``device`` (URL), ``devices`` (the plan's sizing) and ``stall_breakdown`` (``stall.stall_breakdown``: where
+    the stall went, on the model's clock).
     ``idle_scale``: the trace's compute windows times this (another compute per sample). Without
     ``sizing.idle_gc`` a window only lets the device clock pass (neither GC gets it).
     Raises ``PageCorruptError`` for a page that comes back wrong, what the backend raises otherwise
@@ -44,6 +46,7 @@ def replay_run(name: str, trace_path: str, preset: str, sizing: Sizing, progress
     if not id_space and "chunks" not in total:        # a bench .npz: its one chunk says
         id_space = next(iter(src.chunks())).pages
     backend, clock, dev = make_run(name, sizing, id_space)
+    timed = StallClock(backend, clock, None if sizing.idle_gc else dev.advance)
     try:
         vers = PageVersions(id_space)
         wall0, cpu0, t0, done, idle = time.monotonic(), time.process_time(), clock(), 0, 0.0
@@ -56,13 +59,12 @@ def replay_run(name: str, trace_path: str, preset: str, sizing: Sizing, progress
                 chunk = chunk.without(DISCARD)
             if idle_scale != 1.0:
                 chunk = chunk.with_idle_scaled(idle_scale)
-            replay(backend, chunk, verify=verify, clock=clock, versions=vers,
-                   on_idle=None if sizing.idle_gc else dev.advance)
+            replay(timed, chunk, verify=verify, clock=clock, versions=vers)
             done += c["swap_in_pages"] + c["swap_out_pages"]
             idle += c["idle_s"]
             if progress is not None:
                 progress(name, done, pages_total, i + 1, nchunks, time.monotonic() - wall0)
-        backend.flush()                 # the end of training, as the bench ends it
+        timed.flush()                   # the end of training, as the bench ends it
         wall, cpu = time.monotonic() - wall0, time.process_time() - cpu0
         s = backend.stats()
         return {"run": name, "stall_s": round(clock() - t0 - idle, 4) or 0.0,
@@ -73,7 +75,8 @@ def replay_run(name: str, trace_path: str, preset: str, sizing: Sizing, progress
                 "pages": pages_total, "wall_s": round(wall, 1), "pages_per_s": round(pages_total / max(wall, 1e-9)),
                 "cpu_s": round(cpu, 1), "pages_per_cpu_s": round(pages_total / max(cpu, 1e-9)),
                 "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-                "device": run_url(name, sizing), "devices": sizing.devices}
+                "device": run_url(name, sizing), "devices": sizing.devices,
+                "stall_breakdown": stall_breakdown(timed, s.extra or {}, idle)}
     finally:
         backend.close()
         dev.close()

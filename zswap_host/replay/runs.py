@@ -28,7 +28,10 @@ class Sizing:
     conventional and ZNS SSDs' URLs, the zoned view's units, and the DRAM budget in pages (the Linux
     model ages readahead within it). ``devices``: the plan's description, for the report.
     ``idle_gc``: the trace's compute windows go to both GCs (the store's, then the conventional SSD's
-    background GC, ``idle_gc=1`` in its URL); False: to neither, the device clocks only pass."""
+    background GC, ``idle_gc=1`` in its URL); False: to neither, the device clocks only pass.
+    ``gc_yield_to_reads``: the store runs' ``StoreConfig.gc_yield_to_reads`` (GC only in the compute
+    windows, or in the foreground when a swap-out finds no zone); ``gc_step_bytes``: their
+    ``StoreConfig.gc_step_bytes`` (None: a write unit per background GC step; 0: a whole victim)."""
 
     baseline_url: str
     zns_url: str
@@ -37,6 +40,8 @@ class Sizing:
     budget_pages: int
     devices: dict = field(default_factory=dict)
     idle_gc: bool = True
+    gc_yield_to_reads: bool = False
+    gc_step_bytes: int | None = None
 
     @classmethod
     def of_plan(cls, pl, budget_pages: int, idle_gc: bool = True) -> "Sizing":
@@ -81,4 +86,6 @@ def make_run(name: str, sizing: Sizing, id_space: int = 0):
         dev = open_device(url, zoned=False)
         return (linux_swap(dev, sizing.budget_pages, "serial" if name == "linux-swap" else "batched",
                            id_space=id_space), dev.now, dev)
-    return store_on(url, sizing.zone_size, sizing.zone_capacity, StoreConfig(read_qd=READ_QD, id_space=id_space))
+    return store_on(url, sizing.zone_size, sizing.zone_capacity,
+                    StoreConfig(read_qd=READ_QD, id_space=id_space, gc_yield_to_reads=sizing.gc_yield_to_reads,
+                                gc_step_bytes=sizing.gc_step_bytes))

@@ -4,6 +4,7 @@ of its own, recorded as it finishes, and the summary."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -25,7 +26,9 @@ class ReplaySpec:
     rows are keyed on (None: the trace's digest, preset, budget and utilisation); ``restart``: forget
     the journal first. ``isolate``: each run in a spawned process (its peak RSS its own). ``idle_gc``:
     the trace's compute windows go to both GCs (the store's and the conventional SSD's background GC;
-    False: to neither). ``suspend``: every run's SSD suspends programs and erases for reads."""
+    False: to neither). ``suspend``: every run's SSD suspends programs and erases for reads.
+    ``gc_yield_to_reads``: the store runs' GC yields to reads (``StoreConfig.gc_yield_to_reads``);
+    ``gc_step_bytes``: their background GC step (``StoreConfig.gc_step_bytes``; None: the store's)."""
 
     trace: str
     runs: tuple[str, ...] = DEFAULT_RUNS
@@ -44,6 +47,8 @@ class ReplaySpec:
     verify: bool = True
     idle_gc: bool = True
     suspend: bool = False
+    gc_yield_to_reads: bool = False
+    gc_step_bytes: int | None = None
 
 
 def run_replay(spec: ReplaySpec, progress: Progress | None = None,
@@ -59,17 +64,21 @@ def run_replay(spec: ReplaySpec, progress: Progress | None = None,
     tr = ReplayTrace(spec.trace, spec.preset, spec.budget)
     sizing = tr.sizing(spec.utilisation, spec.op, spec.erase_block, spec.ssd, spec.geometry, spec.idle_gc,
                        spec.suspend)
+    if spec.gc_yield_to_reads or spec.gc_step_bytes is not None:
+        sizing = dataclasses.replace(sizing, gc_yield_to_reads=spec.gc_yield_to_reads, gc_step_bytes=spec.gc_step_bytes)
     idle_scale = tr.idle_scale(spec.us_per_sample)
     t0 = time.monotonic()
     digest = tr.identity()
     key = spec.key if spec.key is not None else {"trace_sha256": digest, "preset": tr.preset,
                                                  "budget_pages": sizing.budget_pages, "utilisation": spec.utilisation,
                                                  **{k: v for k, v in (("op", spec.op), ("erase_block", spec.erase_block),
-                                                                      ("us_per_sample", spec.us_per_sample))
+                                                                      ("us_per_sample", spec.us_per_sample),
+                                                                      ("gc_step_bytes", spec.gc_step_bytes))
                                                     if v is not None},
                                                  **{k: v for k, v in (("ssd", spec.ssd), ("geometry", spec.geometry),
                                                                       ("idle_gc", spec.idle_gc),
-                                                                      ("suspend", spec.suspend))
+                                                                      ("suspend", spec.suspend),
+                                                                      ("gc_yield_to_reads", spec.gc_yield_to_reads))
                                                     if v != ReplaySpec.__dataclass_fields__[k].default}}
     journal = Journal(spec.journal, key)
     if spec.restart:
@@ -96,7 +105,7 @@ def run_replay(spec: ReplaySpec, progress: Progress | None = None,
                       **{k: m.get(k) for k in ("kind", "iterations", "batch_size", "seed", "us_per_sample", "lookahead")},
                       "budget_pages": sizing.budget_pages},
             "utilisation": spec.utilisation, "op": spec.op, "erase_block": spec.erase_block, "idle_gc": spec.idle_gc,
-            "suspend": spec.suspend,
+            "suspend": spec.suspend, "gc_yield_to_reads": spec.gc_yield_to_reads, "gc_step_bytes": spec.gc_step_bytes,
             "us_per_sample": spec.us_per_sample or m.get("us_per_sample"), "devices": sizing.devices,
             "wall_s_this_invocation": round(time.monotonic() - t0, 1), "resumed": resumed,
             "runs": [done[r] for r in runs]}

@@ -17,6 +17,16 @@ class StoreConfig:
     ``hotness`` pages that keep coming back go to a hot zone, the rest to a warm one, GC survivors to
     a cold one. Every placement but ``single`` gives GC relocations their own stream.
 
+    GC timing (``gc_yield_to_reads``): by default background GC runs after a swap-out once free
+    zones fall below ``gc_low_watermark`` — on a synchronous caller, in front of the reads of the
+    step that swap-out made room for. With ``gc_yield_to_reads`` it never does: GC runs only in the
+    idle windows the caller hands over (``idle``) and, as before, in the foreground when a swap-out
+    finds no zone (``gc_runs_foreground``; the hard floor is the user streams' reserve zone).
+    Background GC that was due and yielded is counted (``gc_yielded``). Off by default: at
+    accelerator speed there are no idle windows to move GC into (docs/results/regimes.md).
+    ``gc_step_bytes``: how much a background GC step relocates — its victim pages are read as one
+    queue — (None: one write unit; 0: the whole victim, as foreground GC does).
+
     Victim policy (``victim``): ``greedy``, ``cost-benefit``, ``fifo`` or a name registered with
     ``zswap_host.gc.register_victim_policy``.
     """
@@ -29,6 +39,9 @@ class StoreConfig:
     gc_low_watermark: float = 0.02     # background GC starts when free zones < this fraction (>= 2 zones)
     gc_high_watermark: float = 0.04    # ... and runs until free zones >= this fraction (>= low + 1)
     gc_rate_limit: float | None = None  # background GC bytes per second of device time (None: no limit)
+    gc_yield_to_reads: bool = False    # GC never runs after a swap-out, in front of the step's reads: only in idle
+    #                                    windows, or in the foreground when a swap-out finds no zone (counted)
+    gc_step_bytes: int | None = None   # background GC relocates this much per step, its reads one queue (None: a write unit; 0: the whole victim)
     hot_threshold: int = 2             # hotness: a page swapped out this many times is hot
     prefetch: bool = False             # read whole write units around faults (helps when faults follow swap-out order)
     prefetch_bytes: int = 128 << 10    # read back up to this much around a faulting page (its write unit)
@@ -66,6 +79,8 @@ class StoreConfig:
             raise ValueError(f"hot_threshold must be at least 1, not {self.hot_threshold}")
         if self.gc_rate_limit is not None and not 0 < self.gc_rate_limit < float("inf"):
             raise ValueError(f"gc_rate_limit must be a positive number of bytes per second or None, not {self.gc_rate_limit}")
+        if self.gc_step_bytes is not None and (type(self.gc_step_bytes) is not int or self.gc_step_bytes < 0):
+            raise ValueError(f"gc_step_bytes must be None or a number of bytes >= 0, not {self.gc_step_bytes!r}")
         if not 0 < self.idle_gc_bandwidth < float("inf"):
             raise ValueError(f"idle_gc_bandwidth must be positive and finite, not {self.idle_gc_bandwidth}")
 
