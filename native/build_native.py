@@ -56,6 +56,13 @@ def header_cdefs(header: str) -> str:
 
 SSDSIM_CDEFS = header_cdefs("ssd.h")
 
+# ---------------------------------------------------------------- the swap store's write rule (store_plan.c)
+# which units a write is cut into, and whether a swap_out call is one batch: the one implementation,
+# for the general path (store/write_rule.py) and the express path (store_out.c)
+STORE_PLAN_SOURCES = ["store_plan.c"]
+STORE_PLAN_HEADERS = ["store_plan.h"]
+STORE_PLAN_CDEFS = header_cdefs("store_plan.h")
+
 # ---------------------------------------------------------------- the swap store's bookkeeping (store.c)
 STORE_SOURCES = ["store.c"]
 STORE_HEADERS = ["store.h"]
@@ -103,7 +110,7 @@ int64_t zd_pread(int fd, void *buf, size_t len, int64_t off);
 URING_SOURCES = ["uring.c"]
 URING_HEADERS = ["uring.h"]
 URING_CDEFS = header_cdefs("uring.h")
-URING_STORE_SOURCES = ["uring_store.c", "store_out.c", "store.c"]
+URING_STORE_SOURCES = ["uring_store.c", "store_out.c", "store_plan.c", "store.c"]
 URING_STORE_HEADERS = ["uring_store.h"]
 URING_STORE_CDEFS = header_cdefs("uring_store.h")
 LIBURING_HEADER = "/usr/include/liburing.h"
@@ -124,6 +131,7 @@ PAGER_CDEFS = header_cdefs("pager.h")
 # module name -> its parts (sources relative to native/, cdef text, headers relative to native/)
 MODULES = {
     "zswap_host._native": [(SSDSIM_SOURCES, SSDSIM_CDEFS, SSDSIM_HEADERS),
+                           (STORE_PLAN_SOURCES, STORE_PLAN_CDEFS, STORE_PLAN_HEADERS),
                            (STORE_SOURCES, STORE_CDEFS, STORE_HEADERS),
                            (STORE_OUT_SOURCES, STORE_OUT_CDEFS, STORE_OUT_HEADERS),
                            (OCSSD_STRIPE_SOURCES, OCSSD_STRIPE_CDEFS, OCSSD_STRIPE_HEADERS),

@@ -4,8 +4,9 @@
  * the write buffer's unit (topped up from the batch) and the batch's whole units, back to back
  * into the stream's open zone, which has room for them all; the rest waits in the buffer. The
  * same steps, in the same order and with the same result, as SwapStore.swap_out's general path
- * (store.py: _one_batch_plan, _one_batch, _stream_write); anything else is declined with nothing
- * changed and the caller takes that path.
+ * (store/commit.py: stream_write, _one_batch); anything else is declined with nothing changed and
+ * the caller takes that path. Which units the call is written as is decided by the store's one
+ * write rule, st_plan_batch (store_plan.h), which the general path calls too (store/write_rule.py).
  *
  * At a zone's end (the units do not all fit, and a fresh zone can be taken without GC: split_ok)
  * the call is two runs, as the general path's _write_buffer_and / _write_one write it: the first
@@ -27,9 +28,10 @@
 #define ST_OUT_BUFFERED  -4     /* a page of the batch waits in a write buffer */
 #define ST_OUT_FULL      -5     /* the new pages do not fit (the general path raises SwapFullError) */
 #define ST_OUT_GROW      -6     /* new handles would need the per-handle arrays to grow */
-#define ST_OUT_NO_PLAN   -7     /* not one batch of the open zone (small call, zone end, ...) */
-#define ST_OUT_UNITS     -8     /* more than ST_OUT_MAX_UNITS units */
+#define ST_OUT_NO_PLAN   -7     /* not one batch of the open zone (st_plan_batch's ST_PLAN_NO_PLAN, or no open zone) */
+#define ST_OUT_UNITS     -8     /* more than ST_OUT_MAX_UNITS units (ST_PLAN_UNITS) */
 #define ST_OUT_DEVICE    -9     /* the device's one-call write would refuse the batch (uring_store.c) */
+#define ST_OUT_ARGS     -10     /* st_plan_batch refused the struct's counts (ST_PLAN_ARGS: a bug, not a call) */
 
 /* cffi:begin */
 
@@ -65,7 +67,7 @@ typedef struct {
     uint8_t tag;                /* buffer_of value of its pages (stream + 1) */
     int64_t split_ok;           /* a fresh zone can be taken without GC (the run may end at the zone's end) */
     int64_t phase;              /* 1: the call's first run; 2: the rest of a split call (zone: the fresh one) */
-    /* the plan (st_out_plan) */
+    /* the plan (st_out_plan: st_plan_batch's, lens in bytes) */
     int64_t fresh, new_pages;   /* ids not held; pages new to the store */
     int64_t top, b, w;          /* pages topped up, buffer unit pages, caller's pages in this run */
     int64_t at;                 /* the caller's first page in this run (phase 1: top) */

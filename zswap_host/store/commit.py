@@ -23,6 +23,7 @@ from ..devices.zone import ZoneCond
 from ..errors import DeviceIOError, SwapFullError, ZswapError
 from .plan import Planner, WritePlan
 from .state import StoreState
+from .write_rule import BatchPlan
 
 
 def raise_write_error(error: Exception | None) -> None:
@@ -119,8 +120,8 @@ class Committer:
         """Small batches gather in the stream's buffer; large ones go to the device straight from
         the caller's array in writes of ``min_write_pages``..``unit_pages`` pages, the rest waits.
         ``sent``: the express path (store/express.py) planned the call, topped the buffer up and
-        sent a run of it: ``(plan, C pointers, the device's (offsets, failures) or None: not sent)``;
-        the call goes on from ``_one_batch``'s landing of that run."""
+        sent a run of it: ``(BatchPlan, C pointers, the device's (offsets, failures) or None: not
+        sent)``; the call goes on from ``_one_batch``'s landing of that run."""
         st = self._st
         buf, unit, i, n = st.buffers[k], st.unit_pages, 0, handles.size
         least = st.min_write_pages
@@ -130,8 +131,8 @@ class Committer:
         try:
             if sent is not None:
                 plan, ctx, out = sent
-                i = plan[1]
-                i += self._one_batch(k, handles, pages, done, plan, i, ctx, out)
+                i = plan.at
+                i += self._one_batch(k, handles, pages, done, plan, ctx, out)
             elif buf.n + n < unit:
                 i = n
                 self.buffer(k, handles, pages)
@@ -139,12 +140,12 @@ class Committer:
             elif (plan := self.planner.one_batch(k, n) if self._native is not None else None) is not None:
                 # the usual call: one batch, planned in a few steps
                 ctx = self._native.batch_ctx(handles, pages)    # None: the numpy steps
-                top = plan[1]
+                top = plan.top
                 if top:
                     i = top
                     if ctx is None or not self._native.stage(buf, k + 1, ctx, 0, top):
                         self.buffer(k, handles[:top], pages[:top])
-                i += self._one_batch(k, handles, pages, done, plan, i, ctx)
+                i += self._one_batch(k, handles, pages, done, plan, ctx)
             else:
                 if buf.n and buf.n < least:      # top the buffer up to one write unit
                     i = unit - buf.n
@@ -166,18 +167,18 @@ class Committer:
                     rest = np.flatnonzero(~done[i:]) + i
                     self.buffer(k, handles[rest], pages[rest])
 
-    def _one_batch(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray, plan: tuple, at: int,
+    def _one_batch(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray, plan: BatchPlan,
                    ctx: tuple | None, out=None) -> int:
-        """Write ``Planner.one_batch``'s units (the caller's from ``handles[at:]``) as one
+        """Write a ``BatchPlan``'s units (the caller's from ``handles[plan.at:]``) as one
         ``append_batch`` (the buffer's unit and the caller's pages as two buffers: no view per
         unit), or the device's ``append_run``; when they landed back to back from the zone's cursor
         (the usual batch), commit them as one run (``ctx``: in one C call). Anything else (a
         failure, another order) goes to ``_land`` as the general path's plan would, retries
-        included. Returns the caller's pages written (a prefix of ``handles[at:]``); ``done``
+        included. Returns the caller's pages written (a prefix of ``handles[plan.at:]``); ``done``
         marks them as ``_land`` does. ``out``: the batch was sent already (the express path),
         the device's (offsets, failures)."""
         st = self._st
-        z, _, b, w, _ = plan
+        z, at, b, w = plan.zone, plan.at, plan.b, plan.w
         buf = st.buffers[k]
         first = z * st.slots.slots_per_zone + st.zones.written(z)
         if out is None:
@@ -195,25 +196,23 @@ class Committer:
             done[at:at + w] = True
             if full:
                 self.seal(st.group_of[k], z)
-            st.fast_path["one_commit_batches"] += 1
-            st.fast_path["one_batch_calls"] += 1
+            st.landed_batch(plan.phase, plan.zone_end, len(plan.units))
             return w
         offsets, failures = out
         caller = (k, handles[at:], pages[at:], st.min_write_pages, False, done[at:])
         if not b:
-            wp = self.planner.one_batch_plan(k, z, b, w, None, caller)
+            wp = self.planner.one_batch_plan(k, plan, None, caller)
             return self._land(wp, offsets, failures)[0]
         bids = buf.ids[:b].copy()
         done_buf = np.zeros(b, bool)
-        wp = self.planner.one_batch_plan(k, z, b, w, (k, bids, buf.data[:b], st.min_write_pages, True, done_buf),
-                                         caller)
+        wp = self.planner.one_batch_plan(k, plan, (k, bids, buf.data[:b], st.min_write_pages, True, done_buf), caller)
         try:
             return self._land(wp, offsets, failures)[1]
         finally:
             self._drop_written(buf, bids, done_buf)
 
     def send_units(self, z: int, b: int, w: int, buf, mine: np.ndarray, first: int):
-        """Send ``Planner.one_batch``'s units (the buffer's first ``b`` pages, then ``mine``) as one
+        """Send a one-batch run's units (the buffer's first ``b`` pages, then ``mine``) as one
         batch expected back to back from slot ``first``: True when they landed so, else the
         device's (offsets, failures)."""
         ps = self._ps
