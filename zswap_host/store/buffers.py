@@ -55,6 +55,16 @@ class WriteBuffer:
                            ffi.from_buffer("uint8_t[]", self.data))
         self.n = lib.st_drop_front(p[2], p[3], self.n, k, self.page_size)
 
+    def drop_written(self, ids: np.ndarray, done: np.ndarray) -> None:
+        """Take the pages now on the device out (``ids``: the buffer's first ones when the write
+        began, ``done``: which of them were written): a prefix, unless a retry failed after later
+        units had landed."""
+        w = int(np.count_nonzero(done))
+        if done[:w].all():
+            self.drop_front(w)
+        else:
+            self.remove(ids[done])
+
     def remove(self, ids: np.ndarray) -> None:
         """Drop these ids (a newer copy arrived, or they were discarded)."""
         keep = ~np.isin(self.ids[:self.n], ids)

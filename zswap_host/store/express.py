@@ -33,9 +33,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DeviceIOError, SwapFullError
-from .commit import raise_write_error
 from .placement import Placement, Streams
 from .write_rule import BatchPlan
+from .zone_failures import raise_write_error
 
 _I64 = np.dtype(np.int64)
 _U8 = np.dtype(np.uint8)

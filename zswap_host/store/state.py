@@ -125,6 +125,15 @@ class StoreState:
         self.live += pages
         self.host_write_bytes += nbytes
 
+    def unbuffer(self, handles: np.ndarray) -> None:
+        """Take these handles' pages out of the write buffers (a newer copy, or discarded)."""
+        b = self.buffer_of[handles]
+        if b.any():
+            m = b != 0
+            for k in np.unique(b[m]):
+                self.buffers[int(k) - 1].remove(handles[b == k])
+            self.buffer_of[handles[m]] = 0
+
     def newer_copy(self, handles: np.ndarray) -> np.ndarray:
         """Whether a newer copy than the device's is on its way (buffered, or a swap_out writing it)."""
         return (self.buffer_of[handles] != 0) | self.in_flight[handles]
