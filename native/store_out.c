@@ -3,13 +3,14 @@
 #include "store.h"
 #include "store_plan.h"
 
+#include <stddef.h>
 
-/* the run st_plan_batch planned, into the struct: bytes and zones per unit, the run's first slot */
+/* the run st_plan_batch planned, into the struct: the run's bytes and zone per unit, its first slot */
 static void take(st_out *o, const st_batch *p, const int64_t *pages)
 {
     for (int64_t i = 0; i < p->nunits; i++) {
-        o->lens[i] = pages[i] * o->page_size;
-        o->zones[i] = o->zone;
+        o->run.lens[i] = pages[i] * o->page_size;
+        o->run.zones[i] = o->zone;
     }
     o->nunits = p->nunits;
     o->top = p->top;
@@ -85,4 +86,29 @@ void st_out_end(st_out *o)
                  o->buffer_of, o->tag);
         o->buf_n += o->n - at;
     }
+}
+
+int st_out_call(st_out *o, const zs_run_writer *w)
+{
+    int rc = st_out_plan(o);
+    if (rc <= 0)
+        return rc;
+    int64_t ps = o->page_size, k = o->nunits;
+    zs_run *r = &o->run;
+    r->version = ZS_RUN_VERSION;
+    r->nunits = (uint32_t)k;
+    r->seg0 = o->b ? o->buf_data : NULL;    /* the buffer's unit (after the top-up: its first b pages) */
+    r->seg0_len = o->b * ps;
+    r->seg1 = o->pages + o->at * ps;        /* the caller's pages of the run */
+    r->seg1_len = o->w * ps;
+    r->expect = o->first_slot * ps;
+    if (w->check(w->ctx, r) != ZS_RUN_OK)
+        return ST_OUT_DEVICE;
+    st_out_stage(o);
+    int s = w->append(w->ctx, r);
+    if (s == ZS_RUN_LANDED) {
+        st_out_end(o);
+        return (1 << 8) | (int)k;
+    }
+    return ((s == ZS_RUN_OTHER ? 2 : 3) << 8) | (int)k;
 }

@@ -412,14 +412,15 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
             return True
         return out
 
-    def store_out_port(self, out_addr: int):
-        """The store's usual ``swap_out`` call with this device's write inside the same C call
-        (``devices/uring_store.py``) on the uring-cmd path; None on any other path."""
+    def run_writer(self, run_addr: int):
+        """A writer of append runs (``native/append_run.h``: the caller's ``zs_run`` at ``run_addr``)
+        for a caller's own C call, on the uring-cmd path (``devices/uring_store.py``); None on any
+        other path."""
         eng = self._append_engine
-        if self._ngfd < 0 or not self._passthrough or not hasattr(getattr(eng, "_lib", None), "ur_store_out"):
+        if self._ngfd < 0 or not self._passthrough or not hasattr(getattr(eng, "_lib", None), "ur_run_append"):
             return None
-        from .uring_store import UringStoreOut
-        return UringStoreOut(self, eng, out_addr)
+        from .uring_store import UringRunWriter
+        return UringRunWriter(self, eng, run_addr)
 
     def _count_landed(self, ll: list, dt: float) -> None:
         """Stats of a uring-cmd batch whose appends all landed (``ll``: their lengths as ints, counted

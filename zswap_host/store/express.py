@@ -13,8 +13,9 @@ tail: the same steps, in the same order and with the same result, as the general
 (``Committer._one_batch`` / ``stream_write``). At a zone's end the call is two runs, as the general path writes it: the first
 fills the zone, the store seals it and opens the next (Python), the second writes the rest there.
 On a Linux zoned namespace on the uring-cmd path the device write runs inside
-the same C call (``ur_store_out``, ``native/uring_store.c``, through the device's
-``store_out_port``); elsewhere the committer's ``send_units`` writes between the C steps.
+the same C call (``st_out_call`` with the device's ``run_writer``: the run handed over as a neutral,
+versioned ``zs_run``, ``native/append_run.h``, appended by ``native/uring_store.c``); elsewhere the
+committer's ``send_units`` writes between the C steps.
 
 Anything else is declined with nothing changed (``Express.declined`` counts why) and the caller
 takes the general path. A batch that was sent but did not land back to back (a failed append,
@@ -29,6 +30,8 @@ rooms, the per-handle arrays whose layout it documents, the counters it advances
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 
@@ -65,8 +68,12 @@ class Express:
         self._bufs: list = [None] * len(state.buffers)   # per stream: (ids, data) the struct may point at
         self._h = np.empty(0, np.int64)             # scratch: the batch's handles, the run's page ids
         self._ids_out = np.empty(0, np.int64)
-        out_port = getattr(state.device, "store_out_port", None)
-        self._port = out_port(int(ffi.cast("uintptr_t", o))) if out_port is not None else None
+        # the device's writer of append runs (native/append_run.h: it takes the run the struct
+        # describes, o.run, never the struct), for the run inside the C call: st_out_call
+        writer = getattr(state.device, "run_writer", None)
+        self._port = writer(int(ffi.cast("uintptr_t", ffi.addressof(o, "run")))) if writer is not None else None
+        self._call = None if self._port is None else \
+            partial(lib.st_out_call, o, ffi.cast("zs_run_writer *", self._port.writer))
         self.taken = 0                              # calls done here
         self.split = 0                              # ... of them written as two runs (a zone's end)
         self.declined: dict[int, int] = {}          # st_out_plan's reason -> calls left to the general path
@@ -171,11 +178,12 @@ class Express:
             return True
 
     def _run(self, o, pages: np.ndarray) -> int:
-        """The C call(s) of one run: ``ur_store_out``'s result, or the same from ``st_out_plan`` /
-        ``st_out_stage`` / the committer's ``send_units`` / ``st_out_end`` (status 1 landed, 2 not)."""
+        """The C call(s) of one run: ``st_out_call``'s result with the device's run writer, or the
+        same from ``st_out_plan`` / ``st_out_stage`` / the committer's ``send_units`` /
+        ``st_out_end`` (status 1 landed, 2 not)."""
         port = self._port
         if port is not None:
-            return port(self._s.config.append_qd)
+            return port(self._s.config.append_qd, self._call)
         lib = self._lib
         rc = lib.st_out_plan(o)
         if rc <= 0:
