@@ -33,7 +33,8 @@ import time
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, NotZonedError, ZoneStateError
-from .base import Buffer, as_bytes_view, check_aligned, check_append, check_append_batch, check_zone_write
+from .base import (Buffer, as_bytes_view, check_aligned, check_append, check_append_batch, check_zone_write,
+                   append_run_batched)
 from .blkzoned import ZONE_OPS, errname, report_fd, zoned_lib
 from .direct_io import DirectIO, aligned_copy, gathered, open_direct
 from .io_engine import DEFAULT_DEPTH, UringEngine
@@ -405,12 +406,7 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
                     return self._append_results(zones, None, lengths, qd, segs, np.array(res, np.int32), alba, dt)
                 self._count_landed(lengths.tolist(), dt)
                 return alba, []
-        out = self.append_batch(zones, segs, lengths, qd)
-        offsets = out[0]
-        if not out[1] and offsets.size and int(offsets[0]) == expect and \
-                np.array_equal(offsets, expect + np.concatenate(([0], np.cumsum(lengths)[:-1]))):
-            return True
-        return out
+        return append_run_batched(self, zones, segs, lengths, qd, expect)
 
     def run_writer(self, run_addr: int):
         """A writer of append runs (``native/append_run.h``: the caller's ``zs_run`` at ``run_addr``)

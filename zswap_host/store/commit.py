@@ -40,8 +40,9 @@ class Committer:
         self._ps, self._qd = state.page_size, state.config.append_qd
         self._units = planner.one_batch_units
         # the device's append_batch that also says whether the units landed back to back where the
-        # store expects them (LinuxZonedDevice: one C call on the uring-cmd path), or None
-        self._append_run = getattr(state.device, "append_run", None)
+        # store expects them (ZonedDevice.append_run: numpy on the emulated devices, one C call on
+        # a Linux zoned namespace's uring-cmd path)
+        self._append_run = state.device.append_run
         # when a write fails: retries, seals, zone failures (store/zone_failures.py)
         failures = ZoneFailures(state, self)
         self._write_unit, self.seal, self.zone_trouble = failures.write_unit, failures.seal, failures.trouble
@@ -196,22 +197,10 @@ class Committer:
 
     def send_units(self, z: int, b: int, w: int, buf, mine: np.ndarray, first: int):
         """Send a one-batch run's units (the buffer's first ``b`` pages, then ``mine``) as one
-        batch expected back to back from slot ``first``: True when they landed so, else the
-        device's (offsets, failures)."""
-        ps = self._ps
-        zarr, lbytes, lens = self._units(z, b, w)
-        run = self._append_run
-        if run is not None:                      # the device checks where the units landed
-            return run(zarr, (buf.data[:b], mine) if b else (mine,), lbytes, self._qd, first * ps)
-        offsets, failures = self._device.append_batch(zarr, (buf.data[:b], mine) if b else mine, lbytes, self._qd)
-        if failures:
-            return offsets, failures
-        expect = first * ps
-        for off, m in zip(offsets.tolist(), lens):
-            if off != expect:
-                return offsets, failures
-            expect += m * ps
-        return True
+        batch expected back to back from slot ``first`` (the device's ``append_run``): True when
+        they landed so, else the device's (offsets, failures)."""
+        zarr, lbytes, _ = self._units(z, b, w)
+        return self._append_run(zarr, (buf.data[:b], mine) if b else (mine,), lbytes, self._qd, first * self._ps)
 
     def _write_buffer_and(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray) -> int:
         """Stream k's buffered write unit and the caller's next units as one batch (one trip to the
