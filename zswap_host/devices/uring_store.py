@@ -37,7 +37,8 @@ class UringRunWriter:
         self._bs = bs = g.block_size
         self._e = eng._e
         c = self._ctx = ffi.new("ur_run_ctx *")
-        c.e, c.ngfd, c.nsid, c.lba_size, c.zone_lbas, c.nzones = self._e, dev._ngfd, dev.nsid, bs, g.zone_size // bs, g.nr_zones
+        c.e, c.ngfd, c.nsid, c.lba_size = self._e, dev._ngfd, dev.nsid, bs
+        c.zone_lbas, c.nzones = g.zone_size // bs, g.nr_zones
         c.max_len, c.res, c.alba, c.qd = g.max_append or g.zone_size, p[3], p[4], 1
         w = self._w = ffi.new("zs_run_writer *")
         w.check, w.append, w.ctx = ffi.addressof(lib, "ur_run_check"), ffi.addressof(lib, "ur_run_append"), c

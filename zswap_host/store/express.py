@@ -10,12 +10,12 @@ buffer. ``native/store_out.c`` checks and plans it (the plan is the store's writ
 ``st_plan_batch``, the same C function ``Planner.one_batch`` calls: store/write_rule.py), hands out
 the new handles, tops the buffer up, and after the device write commits the run and buffers the
 tail: the same steps, in the same order and with the same result, as the general path
-(``Committer._one_batch`` / ``stream_write``). At a zone's end the call is two runs, as the general path writes it: the first
-fills the zone, the store seals it and opens the next (Python), the second writes the rest there.
-On a Linux zoned namespace on the uring-cmd path the device write runs inside
-the same C call (``st_out_call`` with the device's ``run_writer``: the run handed over as a neutral,
-versioned ``zs_run``, ``native/append_run.h``, appended by ``native/uring_store.c``); elsewhere the
-committer's ``send_units`` writes between the C steps.
+(``Committer._one_batch`` / ``stream_write``). At a zone's end the call is two runs, as the
+general path writes it: the first fills the zone, the store seals it and opens the next (Python),
+the second writes the rest there. On a Linux zoned namespace on the uring-cmd path the device
+write runs inside the same C call (``st_out_call`` with the device's ``run_writer``: the run handed
+over as a neutral, versioned ``zs_run``, ``native/append_run.h``, appended by
+``native/uring_store.c``); elsewhere the committer's ``send_units`` writes between the C steps.
 
 Anything else is declined with nothing changed (``Express.declined`` counts why) and the caller
 takes the general path. A batch that was sent but did not land back to back (a failed append,

@@ -80,7 +80,8 @@ class NativeWriteRule:
 
     def __init__(self, unit: int, least: int, zone_pages: int) -> None:
         if not 1 <= least <= unit or zone_pages < 0:
-            raise ValueError(f"write rule: need 1 <= least <= unit and zone_pages >= 0, not {least}, {unit}, {zone_pages}")
+            raise ValueError(f"write rule: need 1 <= least <= unit and zone_pages >= 0, "
+                             f"not {least}, {unit}, {zone_pages}")
         self.unit, self.least, self.zone_pages = unit, least, zone_pages
         self._max = zone_pages // unit + 2           # units of a run into one zone, the buffer's included
         self._pages = ffi.new("int64_t[]", self._max)
@@ -109,4 +110,5 @@ class NativeWriteRule:
         self.calls += 1
         if rc != 1:
             return Decline(rc)
-        return BatchPlan(zone, phase, p.top, p.at, p.b, p.w, p.w2, bool(p.zone_end), tuple(ffi.unpack(self._pages, p.nunits)))
+        return BatchPlan(zone, phase, p.top, p.at, p.b, p.w, p.w2, bool(p.zone_end),
+                         tuple(ffi.unpack(self._pages, p.nunits)))
