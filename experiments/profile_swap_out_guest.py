@@ -65,7 +65,7 @@ def guest() -> None:
         store.swap_out(ids[i:i + CALL_PAGES], pages[i:i + CALL_PAGES])
     t = time.perf_counter() - t0
     print(f"plain: {calls} calls of {CALL_PAGES * 4} KiB in {t:.3f} s = {t / calls * 1e3:.2f} ms per call; "
-          f"inside append_batch/append_run/ur_store_out {acc['s']:.3f} s ({acc['n']} batches) = "
+          f"inside append_batch/append_run/st_out_call {acc['s']:.3f} s ({acc['n']} batches) = "
           f"{acc['s'] / calls * 1e3:.2f} ms per call")
     if ex is not None:
         print(f"express calls: {ex.taken} of {2 * calls} (device write in the same C call: {ex.in_one_call}); "

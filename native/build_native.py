@@ -56,12 +56,25 @@ def header_cdefs(header: str) -> str:
 
 SSDSIM_CDEFS = header_cdefs("ssd.h")
 
+# ---------------------------------------------------------------- a run of zone appends, for any device (append_run.h)
+# the neutral, versioned description of a run a caller hands a device's writer: in the store's module
+# (which fills it) and in the io_uring one (which appends it); no sources
+APPEND_RUN_HEADERS = ["append_run.h"]
+APPEND_RUN_CDEFS = header_cdefs("append_run.h")
+
+# ---------------------------------------------------------------- the swap store's write rule (store_plan.c)
+# which units a write is cut into, and whether a swap_out call is one batch: the one implementation,
+# for the general path (store/write_rule.py) and the express path (store_out.c)
+STORE_PLAN_SOURCES = ["store_plan.c"]
+STORE_PLAN_HEADERS = ["store_plan.h"]
+STORE_PLAN_CDEFS = header_cdefs("store_plan.h")
+
 # ---------------------------------------------------------------- the swap store's bookkeeping (store.c)
 STORE_SOURCES = ["store.c"]
 STORE_HEADERS = ["store.h"]
 STORE_CDEFS = header_cdefs("store.h")
-# the usual swap_out call around its device write (store_out.c); the io_uring module compiles it
-# too, for the call with the ring write in one C call (uring_store.c)
+# the usual swap_out call around its device write (store_out.c), and with a device's writer of
+# append runs inside it (st_out_call: the io_uring device's, uring_store.c, takes only the zs_run)
 STORE_OUT_SOURCES = ["store_out.c"]
 STORE_OUT_HEADERS = ["store_out.h"]
 STORE_OUT_CDEFS = header_cdefs("store_out.h")
@@ -103,7 +116,7 @@ int64_t zd_pread(int fd, void *buf, size_t len, int64_t off);
 URING_SOURCES = ["uring.c"]
 URING_HEADERS = ["uring.h"]
 URING_CDEFS = header_cdefs("uring.h")
-URING_STORE_SOURCES = ["uring_store.c", "store_out.c", "store.c"]
+URING_STORE_SOURCES = ["uring_store.c"]
 URING_STORE_HEADERS = ["uring_store.h"]
 URING_STORE_CDEFS = header_cdefs("uring_store.h")
 LIBURING_HEADER = "/usr/include/liburing.h"
@@ -124,13 +137,16 @@ PAGER_CDEFS = header_cdefs("pager.h")
 # module name -> its parts (sources relative to native/, cdef text, headers relative to native/)
 MODULES = {
     "zswap_host._native": [(SSDSIM_SOURCES, SSDSIM_CDEFS, SSDSIM_HEADERS),
+                           (STORE_PLAN_SOURCES, STORE_PLAN_CDEFS, STORE_PLAN_HEADERS),
                            (STORE_SOURCES, STORE_CDEFS, STORE_HEADERS),
+                           ([], APPEND_RUN_CDEFS, APPEND_RUN_HEADERS),
                            (STORE_OUT_SOURCES, STORE_OUT_CDEFS, STORE_OUT_HEADERS),
                            (OCSSD_STRIPE_SOURCES, OCSSD_STRIPE_CDEFS, OCSSD_STRIPE_HEADERS),
                            (OCSSD_VECTOR_SOURCES, OCSSD_VECTOR_CDEFS, OCSSD_VECTOR_HEADERS),
                            (OCSSD_READ_SOURCES, OCSSD_READ_CDEFS, OCSSD_READ_HEADERS)],
     "zswap_host._zoned": [(ZONED_SOURCES, ZONED_CDEFS, ZONED_HEADERS)],
     "zswap_host._uring": [(URING_SOURCES, URING_CDEFS, URING_HEADERS),
+                          ([], APPEND_RUN_CDEFS, APPEND_RUN_HEADERS),
                           (URING_STORE_SOURCES, URING_STORE_CDEFS, URING_STORE_HEADERS)],
     "zswap_host._pager": [(PAGER_SOURCES, PAGER_CDEFS, PAGER_HEADERS)],
 }

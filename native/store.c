@@ -103,3 +103,13 @@ void st_commit_run(uint32_t *loc, int64_t *rmap, int64_t *valid, int64_t slots_p
     if (n2)
         st_commit(loc, rmap, valid, slots_per_zone, h2, n2, first_slot + n1, in_flight, buffer_of, 0);
 }
+
+int64_t st_drop_front(int64_t *buf_ids, uint8_t *buf_data, int64_t n, int64_t k, int64_t page_size)
+{
+    int64_t left = n - k;
+    if (left > 0 && k > 0) {
+        memmove(buf_ids, buf_ids + k, (size_t)left * sizeof *buf_ids);
+        memmove(buf_data, buf_data + k * page_size, (size_t)(left * page_size));
+    }
+    return left;
+}

@@ -46,6 +46,10 @@ void st_commit(uint32_t *loc, int64_t *rmap, int64_t *valid, int64_t slots_per_z
 void st_stage(int64_t *buf_ids, uint8_t *buf_data, int64_t at, const int64_t *h, const uint8_t *pages,
               int64_t n, int64_t page_size, uint8_t *buffer_of, uint8_t tag);
 
+/* A write buffer's first k pages were written (WriteBuffer.drop_front; st_out_end): the n - k after
+   them move to the front, ids and rows (page_size bytes each). Returns n - k. 0 <= k <= n. */
+int64_t st_drop_front(int64_t *buf_ids, uint8_t *buf_data, int64_t n, int64_t k, int64_t page_size);
+
 /* The one-batch call's commit: h1 (n1 handles from a write buffer) then h2 (n2 of the caller's)
    written to consecutive slots from first_slot (one zone), as st_commit(h1, clear_buffered=1)
    then st_commit(h2, 0); ids_out[0 .. n1 + n2) = their page ids (id_of) in slot order. */

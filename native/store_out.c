@@ -1,92 +1,48 @@
 /* store_out.c - see store_out.h */
 #include "store_out.h"
 #include "store.h"
+#include "store_plan.h"
 
-#include <string.h>
+#include <stddef.h>
 
-/* the lengths of w pages cut into write units, the last one shorter (into lens from k) */
-static int64_t cut(st_out *o, int64_t k, int64_t w)
+/* the run st_plan_batch planned, into the struct: the run's bytes and zone per unit, its first slot */
+static void take(st_out *o, const st_batch *p, const int64_t *pages)
 {
-    for (int64_t m = w; m > 0; m -= o->unit) {
-        if (k == ST_OUT_MAX_UNITS)
-            return -1;
-        o->lens[k++] = (m < o->unit ? m : o->unit) * o->page_size;
+    for (int64_t i = 0; i < p->nunits; i++) {
+        o->run.lens[i] = pages[i] * o->page_size;
+        o->run.zones[i] = o->zone;
     }
-    return k;
-}
-
-/* the caller's pages the general path writes of `rest` into a zone with room for them all:
-   whole units, and a last one of at least `least` pages */
-static int64_t whole(const st_out *o, int64_t rest)
-{
-    int64_t tail = rest % o->unit;
-    return tail < o->least ? rest - tail : rest;
-}
-
-static int plan_rest(st_out *o)
-{
-    int64_t room = o->data_slots - o->written[o->zone];
-    o->top = o->b = o->zone_end = o->w2 = 0;
-    o->w = whole(o, o->n - o->at);
-    if (o->w <= 0 || o->w > room)
-        return ST_OUT_NO_PLAN;
-    int64_t k = cut(o, 0, o->w);
-    if (k < 0)
-        return ST_OUT_UNITS;
-    for (int64_t i = 0; i < k; i++)
-        o->zones[i] = o->zone;
-    o->nunits = k;
+    o->nunits = p->nunits;
+    o->top = p->top;
+    o->at = p->at;
+    o->b = p->b;
+    o->w = p->w;
+    o->w2 = p->w2;
+    o->zone_end = p->zone_end;
     o->first_slot = o->zone * o->slots_per_zone + o->written[o->zone];
-    return 1;
 }
 
 int st_out_plan(st_out *o)
 {
-    if (o->phase == 2)
-        return plan_rest(o);
-    int64_t n = o->n, r = o->buf_n, unit = o->unit, least = o->least;
-    /* _stream_write: a call that fits the buffer only gathers there; _one_batch_plan below */
-    if (n <= 0 || r + n < unit || r > unit || o->zone < 0)
+    if (o->zone < 0)
         return ST_OUT_NO_PLAN;
-    int64_t room = o->data_slots - o->written[o->zone];
-    int64_t top = (r > 0 && r < least) ? unit - r : 0;
-    int64_t rest = n - top;
-    int64_t w = whole(o, rest);
-    int64_t b = r + top, w2 = 0, zone_end = 0;
-    if (b && rest < least)
-        return ST_OUT_NO_PLAN;
-    if (b + w > room) {
-        /* the zone's end: _write_buffer_and / _write_one fill the zone (units cut at its end), the
-           seal, a fresh zone, _write_one of the rest there */
-        if (!o->split_ok || b > room)
-            return ST_OUT_NO_PLAN;
-        int64_t left = room - b, rem = rest;
-        w = 0;
-        while (rem >= least && left > 0) {
-            int64_t m = rem < unit ? rem : unit;
-            if (m > left)
-                m = left;
-            w += m, rem -= m, left -= m;
-        }
-        if (left)
-            return ST_OUT_NO_PLAN;
-        w2 = whole(o, rem);
-        if (w2 > o->data_slots)
-            return ST_OUT_NO_PLAN;
-        zone_end = 1;
-    } else if (!b && w <= unit) {
-        return ST_OUT_NO_PLAN;
+    int64_t pages[ST_OUT_MAX_UNITS];
+    st_batch p = {
+        .n = o->n, .at = o->at, .buffered = o->buf_n, .room = o->data_slots - o->written[o->zone],
+        .zone_pages = o->data_slots, .unit = o->unit, .least = o->least, .split_ok = o->split_ok,
+        .phase = o->phase, .max_units = ST_OUT_MAX_UNITS, .units = pages,
+    };
+    int rc = st_plan_batch(&p);
+    if (rc != ST_PLAN_OK)
+        return rc;                          /* ST_OUT_NO_PLAN / ST_OUT_UNITS: the same numbers */
+    if (o->phase == 2) {
+        take(o, &p, pages);
+        return 1;
     }
-    int64_t k = 0;
-    if (b)
-        o->lens[k++] = b * o->page_size;
-    k = cut(o, k, w);
-    if (k < 0 || (w2 && (w2 + unit - 1) / unit > ST_OUT_MAX_UNITS))
-        return ST_OUT_UNITS;
-    if (b > o->buf_cap || n - top - w - w2 > o->buf_cap)   /* the buffer's unit; the tail left */
+    if (p.b > o->buf_cap || o->n - p.top - p.w - p.w2 > o->buf_cap)   /* the buffer's unit; the tail left */
         return ST_OUT_NO_PLAN;
     int64_t counts[3];
-    int rc = st_prepare(o->ids, n, o->direct, o->direct_size, o->loc, o->buffer_of, o->in_flight, o->h, counts);
+    rc = st_prepare(o->ids, o->n, o->direct, o->direct_size, o->loc, o->buffer_of, o->in_flight, o->h, counts);
     if (rc)
         return rc;
     if (counts[2])
@@ -95,17 +51,9 @@ int st_out_plan(st_out *o)
         return ST_OUT_FULL;
     if (o->next_handle + counts[0] > o->handle_cap)
         return ST_OUT_GROW;
-    for (int64_t i = 0; i < k; i++)
-        o->zones[i] = o->zone;
+    take(o, &p, pages);
     o->fresh = counts[0];
     o->new_pages = counts[1];
-    o->top = o->at = top;
-    o->b = b;
-    o->w = w;
-    o->w2 = w2;
-    o->zone_end = zone_end;
-    o->nunits = k;
-    o->first_slot = o->zone * o->slots_per_zone + o->written[o->zone];
     return 1;
 }
 
@@ -129,12 +77,7 @@ void st_out_end(st_out *o)
     int64_t ps = o->page_size, b = o->b, at = o->at + o->w;
     st_commit_run(o->loc, o->rmap, o->valid, o->slots_per_zone, o->buf_ids, b, o->h + o->at, o->w,
                   o->first_slot, o->in_flight, o->buffer_of, o->id_of, o->ids_out);
-    int64_t left = o->buf_n - b;            /* WriteBuffer.drop_front(b) */
-    if (left > 0) {
-        memmove(o->buf_ids, o->buf_ids + b, (size_t)left * sizeof *o->buf_ids);
-        memmove(o->buf_data, o->buf_data + b * ps, (size_t)(left * ps));
-    }
-    o->buf_n = left;
+    o->buf_n = st_drop_front(o->buf_ids, o->buf_data, o->buf_n, b, ps);
     o->at = at;
     if (o->phase == 1 && o->w2)             /* phase 2 writes the rest, then the tail waits */
         return;
@@ -143,4 +86,29 @@ void st_out_end(st_out *o)
                  o->buffer_of, o->tag);
         o->buf_n += o->n - at;
     }
+}
+
+int st_out_call(st_out *o, const zs_run_writer *w)
+{
+    int rc = st_out_plan(o);
+    if (rc <= 0)
+        return rc;
+    int64_t ps = o->page_size, k = o->nunits;
+    zs_run *r = &o->run;
+    r->version = ZS_RUN_VERSION;
+    r->nunits = (uint32_t)k;
+    r->seg0 = o->b ? o->buf_data : NULL;    /* the buffer's unit (after the top-up: its first b pages) */
+    r->seg0_len = o->b * ps;
+    r->seg1 = o->pages + o->at * ps;        /* the caller's pages of the run */
+    r->seg1_len = o->w * ps;
+    r->expect = o->first_slot * ps;
+    if (w->check(w->ctx, r) != ZS_RUN_OK)
+        return ST_OUT_DEVICE;
+    st_out_stage(o);
+    int s = w->append(w->ctx, r);
+    if (s == ZS_RUN_LANDED) {
+        st_out_end(o);
+        return (1 << 8) | (int)k;
+    }
+    return ((s == ZS_RUN_OTHER ? 2 : 3) << 8) | (int)k;
 }

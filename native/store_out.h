@@ -4,8 +4,9 @@
  * the write buffer's unit (topped up from the batch) and the batch's whole units, back to back
  * into the stream's open zone, which has room for them all; the rest waits in the buffer. The
  * same steps, in the same order and with the same result, as SwapStore.swap_out's general path
- * (store.py: _one_batch_plan, _one_batch, _stream_write); anything else is declined with nothing
- * changed and the caller takes that path.
+ * (store/commit.py: stream_write, _one_batch); anything else is declined with nothing changed and
+ * the caller takes that path. Which units the call is written as is decided by the store's one
+ * write rule, st_plan_batch (store_plan.h), which the general path calls too (store/write_rule.py).
  *
  * At a zone's end (the units do not all fit, and a fresh zone can be taken without GC: split_ok)
  * the call is two runs, as the general path's _write_buffer_and / _write_one write it: the first
@@ -14,22 +15,27 @@
  *
  * Three steps, so the device write can sit between them: st_out_plan (checks and plans, changes
  * nothing), st_out_stage (new handles, the buffer topped up), the device write, st_out_end (the
- * run committed, the tail buffered). uring_store.c runs all three with the ring write in one call.
+ * run committed, the tail buffered). st_out_call runs all three with a device's write inside, the
+ * run handed over as the neutral, versioned zs_run (append_run.h) to the device's zs_run_writer:
+ * the io_uring device (uring_store.c) knows the run, never this struct.
  */
 #ifndef ZSWAP_STORE_OUT_H
 #define ZSWAP_STORE_OUT_H
 
 #include <stdint.h>
 
-#define ST_OUT_MAX_UNITS 64     /* the lens / zones arrays below */
+#include "append_run.h"
+
+#define ST_OUT_MAX_UNITS ZS_RUN_MAX_UNITS     /* the run's units (run.lens / run.zones) */
 
 /* Reasons st_out_plan declines (nothing changed): -1 .. -3 as st_prepare, and */
 #define ST_OUT_BUFFERED  -4     /* a page of the batch waits in a write buffer */
 #define ST_OUT_FULL      -5     /* the new pages do not fit (the general path raises SwapFullError) */
 #define ST_OUT_GROW      -6     /* new handles would need the per-handle arrays to grow */
-#define ST_OUT_NO_PLAN   -7     /* not one batch of the open zone (small call, zone end, ...) */
-#define ST_OUT_UNITS     -8     /* more than ST_OUT_MAX_UNITS units */
-#define ST_OUT_DEVICE    -9     /* the device's one-call write would refuse the batch (uring_store.c) */
+#define ST_OUT_NO_PLAN   -7     /* not one batch of the open zone (st_plan_batch's ST_PLAN_NO_PLAN, or no open zone) */
+#define ST_OUT_UNITS     -8     /* more than ST_OUT_MAX_UNITS units (ST_PLAN_UNITS) */
+#define ST_OUT_DEVICE    -9     /* the device's writer would refuse the run (its check: st_out_call) */
+#define ST_OUT_ARGS     -10     /* st_plan_batch refused the struct's counts (ST_PLAN_ARGS: a bug, not a call) */
 
 /* cffi:begin */
 
@@ -65,7 +71,7 @@ typedef struct {
     uint8_t tag;                /* buffer_of value of its pages (stream + 1) */
     int64_t split_ok;           /* a fresh zone can be taken without GC (the run may end at the zone's end) */
     int64_t phase;              /* 1: the call's first run; 2: the rest of a split call (zone: the fresh one) */
-    /* the plan (st_out_plan) */
+    /* the plan (st_out_plan: st_plan_batch's; its units are the run's lens / zones, in bytes) */
     int64_t fresh, new_pages;   /* ids not held; pages new to the store */
     int64_t top, b, w;          /* pages topped up, buffer unit pages, caller's pages in this run */
     int64_t at;                 /* the caller's first page in this run (phase 1: top) */
@@ -73,8 +79,7 @@ typedef struct {
     int64_t w2;                 /* phase 1 of a split call: the caller's pages of phase 2 (0: none) */
     int64_t first_slot;         /* slot of the run's first page */
     int64_t nunits;
-    int64_t lens[64];           /* bytes per unit (ST_OUT_MAX_UNITS) */
-    int64_t zones[64];
+    zs_run run;                 /* the run for the device (st_out_plan: units; st_out_call: the rest) */
 } st_out;
 
 /* Check and plan the call (phase 1) or the rest of a split call (phase 2, after st_out_end of
@@ -88,6 +93,13 @@ int64_t st_out_stage(st_out *o);
    buffer's b pages then the caller's w from at (st_commit_run, ids_out filled), drop them from the
    buffer and buffer the tail (the caller's pages after the run), unless phase 2 follows (w2). */
 void st_out_end(st_out *o);
+/* The call's run with a device's write inside, in one C call: st_out_plan; the run described in
+   o->run (version, buffers, expected offset); the writer's check (anything but ZS_RUN_OK: declined,
+   ST_OUT_DEVICE, nothing changed); st_out_stage; the writer's append; st_out_end when the run
+   landed back to back. Returns <= 0: declined (st_out_plan's reason or ST_OUT_DEVICE), nothing
+   changed or sent. Else (status << 8) | units: 1 landed and committed; 2 sent, landed otherwise or
+   failed (the writer's results; staged, not committed); 3 staged, nothing sent. */
+int st_out_call(st_out *o, const zs_run_writer *w);
 /* cffi:end */
 
 #endif

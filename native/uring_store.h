@@ -1,24 +1,33 @@
 /*
- * uring_store.h - the swap store's usual swap_out call (store_out.h) with its device write on the
- * io_uring passthrough path (ur_append_run) in ONE call: in a TCG guest every Python step costs
- * tens of microseconds, more than the bookkeeping itself.
+ * uring_store.h - the io_uring device's writer of append runs (append_run.h): a run a caller
+ * describes (the store's usual swap_out call, store_out.c) appended through the uring-cmd ring
+ * (ur_append_run) inside the caller's own C call: in a TCG guest every Python step costs tens of
+ * microseconds, more than the bookkeeping itself. The device knows the run, not the caller.
  */
 #ifndef ZSWAP_URING_STORE_H
 #define ZSWAP_URING_STORE_H
 #include <stdint.h>
 
+#include "append_run.h"
+
 /* cffi:begin */
-/* `out` is the store's st_out (store_out.h; void * here: the struct belongs to the other cffi module).
-   st_out_plan; if the units would not pass ur_append_run's checks (longer than max_len, not whole
-   blocks, a zone out of range, a buffer not dword aligned) declines with ST_OUT_DEVICE (-9);
-   st_out_stage; the units' lengths and zones copied to lens_out / zones_out; ur_append_run from the
-   buffer's unit and the caller's pages, expecting them back to back from first_slot; if they landed
-   so, st_out_end.
-   Returns <= 0: declined (st_out_plan's reason), nothing changed or sent. Else (status << 8) | units:
-   status 1 landed and committed; 2 sent, landed otherwise or failed (res, alba as ur_zone_append;
-   staged, not committed); 3 staged but the ring refused the batch with nothing sent. */
-int ur_store_out(ur_engine *e, int ngfd, uint32_t nsid, uint32_t lba_size, uint64_t zone_lbas, uint32_t nzones,
-                 uint32_t qd, int64_t max_len, void *out, int64_t *lens_out, int64_t *zones_out, int32_t *res,
-                 uint64_t *alba);
+/* The device's side of a zs_run_writer (its ctx): the ring, the namespace, and where the results go. */
+typedef struct {
+    ur_engine *e;
+    int ngfd;
+    uint32_t nsid, lba_size;
+    uint64_t zone_lbas;
+    uint32_t nzones, qd;
+    int64_t max_len;            /* the device's largest append, bytes */
+    int32_t *res;               /* per unit, as ur_zone_append (ZS_RUN_OTHER) */
+    uint64_t *alba;
+} ur_run_ctx;
+
+/* ZS_RUN_OK, or what ur_append_run would refuse: ZS_RUN_BAD_VERSION (another version),
+   ZS_RUN_CANNOT (more than UR_RUN_MAX units, a zone out of range, a buffer not dword aligned, a
+   length longer than max_len or not whole blocks, expect not on a block). Sends nothing. */
+int ur_run_check(void *ctx, const zs_run *run);
+/* ur_append_run of the run: ZS_RUN_LANDED, ZS_RUN_OTHER (res, alba filled) or ZS_RUN_REFUSED. */
+int ur_run_append(void *ctx, const zs_run *run);
 /* cffi:end */
 #endif

@@ -3,9 +3,10 @@ staged, written and committed in C. Checked against two references on identical 
 store without its express path (the C helpers' steps) and the numpy store (``native=False``) —
 what each call returned or raised, the maps, the buffers, the zones, the stats, the bytes read back,
 and the fast-path counters. Then that every reason to decline sends the call to the general path
-with nothing changed, that a batch that did not land back to back continues there, and the port
-contract (the device write inside the C call: ``ur_store_out``, native/uring_store.c) through a
-port that does on an emulated device what the ring does on a namespace."""
+with nothing changed, that a batch that did not land back to back continues there, and the device
+write inside the C call (``st_out_call`` handing a neutral, versioned ``zs_run`` to the device's
+``zs_run_writer``, native/append_run.h) through a run writer that does on an emulated device what
+the ring does on a namespace."""
 
 from __future__ import annotations
 
@@ -27,38 +28,58 @@ pytestmark = pytest.mark.skipif(store_native.load() is None, reason="zswap_host.
 
 
 class FakePort:
-    """``ur_store_out``'s contract on an emulated device: ``st_out_plan`` / ``st_out_stage``, the units
-    cut from the buffer's unit and the caller's pages and sent with ``append_batch``, ``st_out_end``
-    when they landed back to back (status 1), else status 2 with ``results`` the device's
-    (offsets, failures); ``refuse``: status 3 (staged, nothing sent)."""
+    """A device's run writer (``zs_run_writer``, native/append_run.h) on an emulated device, through
+    cffi callbacks, as ``UringRunWriter`` is on a namespace: the store's ``st_out_call`` checks the
+    run (a run of another version is refused) and has it appended: its units cut from the run's two
+    buffers and sent with ``append_batch`` (status 1 when they landed back to back from ``expect``,
+    else 2 with ``results`` the device's (offsets, failures)); ``refuse``: status 3 (nothing sent).
+    ``runs``: what the device was handed (version, units) — it reads the run, never the store's struct."""
 
-    def __init__(self, dev, addr: int, refuse: bool = False) -> None:
-        from zswap_host._native import ffi, lib
-        self.ffi, self.lib = ffi, lib
-        self.o = ffi.cast("st_out *", addr)
+    def __init__(self, dev, run_addr: int, refuse: bool = False) -> None:
+        from zswap_host._native import ffi
+        self.ffi = ffi
         self.dev, self.refuse = dev, refuse
         self.status: list[int] = []
+        self.runs: list[tuple] = []
+        self.checked = 0
+        self.run = ffi.cast("zs_run *", run_addr)
+        self._cb = (ffi.callback("int(void *, const zs_run *)", self._check, onerror=self._error),
+                    ffi.callback("int(void *, const zs_run *)", self._append, onerror=self._error))
+        w = self._w = ffi.new("zs_run_writer *")
+        w.check, w.append, w.ctx = self._cb[0], self._cb[1], ffi.NULL
+        self.writer = int(ffi.cast("uintptr_t", w))
+        self.errors: list = []
 
-    def __call__(self, qd: int) -> int:
-        o, lib = self.o, self.lib
-        rc = lib.st_out_plan(o)
-        if rc <= 0:
-            return rc
-        lib.st_out_stage(o)
-        k, ps = o.nunits, o.page_size
+    def _error(self, exc, value, tb):
+        self.errors.append(value)
+        return 2
+
+    version = 1                     # the run layout this device knows
+
+    def _check(self, ctx, r) -> int:
+        self.checked += 1
+        return 0 if r.version == self.version else -11
+
+    def _append(self, ctx, r) -> int:
+        ffi, k = self.ffi, r.nunits
+        lens = np.array(ffi.unpack(r.lens, k), np.int64)
+        self.runs.append((r.version, k, lens.tolist()))
         status = 3
         if not self.refuse:
-            segs = [np.frombuffer(self.ffi.buffer(o.buf_data, o.b * ps), np.uint8)] if o.b else []
-            segs.append(np.frombuffer(self.ffi.buffer(o.pages + o.at * ps, o.w * ps), np.uint8))
-            lens = np.array(list(o.lens[0:k]), np.int64)
-            offsets, failures = self.dev.append_batch(np.array(list(o.zones[0:k]), np.int64), segs, lens, qd)
-            starts = o.first_slot * ps + np.concatenate(([0], np.cumsum(lens)[:-1]))
+            segs = [np.frombuffer(ffi.buffer(r.seg0, r.seg0_len), np.uint8)] if r.seg0_len else []
+            segs.append(np.frombuffer(ffi.buffer(r.seg1, r.seg1_len), np.uint8))
+            offsets, failures = self.dev.append_batch(np.array(ffi.unpack(r.zones, k), np.int64), segs, lens, self.qd)
+            starts = r.expect + np.concatenate(([0], np.cumsum(lens)[:-1]))
             status = 1 if not failures and np.array_equal(offsets, starts) else 2
-            if status == 1:
-                lib.st_out_end(o)
             self.out = (offsets, failures)
         self.status.append(status)
-        return (status << 8) | k
+        return status
+
+    def __call__(self, qd: int, call) -> int:
+        self.qd = qd
+        rc = call()
+        assert not self.errors, self.errors
+        return rc
 
     def results(self, rc: int, qd: int, segs: tuple):
         return self.out
@@ -77,7 +98,7 @@ def trio(url: str, cfg: StoreConfig, run: bool = False, port: str | None = None)
         def make(addr, dev=devs[0]):
             ports.append(FakePort(dev, addr, refuse=port == "refuse"))
             return ports[-1]
-        devs[0].store_out_port = make
+        devs[0].run_writer = make
     stores = [SwapStore(devs[0], cfg), SwapStore(devs[1], cfg), SwapStore(devs[2], cfg, native=False)]
     stores[1]._express = None
     assert stores[0]._express is not None and stores[0]._express.in_one_call == (port is not None)
@@ -349,3 +370,26 @@ def test_a_zone_that_cannot_be_opened_between_the_two_runs_fails_as_the_general_
     for st in stores:
         st.check()
         assert np.array_equal(st.swap_in(ids[:a + m]), pages_for(ids[:a + m]))
+
+
+def test_the_device_gets_a_versioned_run_and_one_of_another_version_declines():
+    """The run writer sees only the ``zs_run`` (version 1, the units the store planned); a device
+    that knows another version refuses it at its check: the call is declined (ST_OUT_DEVICE, -9)
+    with nothing changed or sent, and the general path writes it with the same result."""
+    cfg = StoreConfig(placement="temporal", prefetch=False)
+    stores, _, _, ports = trio(GUEST, cfg, port="ok")
+    ids = np.arange(4096, dtype=np.int64)
+    for a in range(0, 2048, 512):
+        all_three(stores, lambda st: st.swap_out(ids[a:a + 512], pages_for(ids[a:a + 512])))
+    ex, port = stores[0]._express, ports[0]
+    assert ex.taken >= 2 and port.runs and {r[0] for r in port.runs} == {1}
+    assert all(sum(lens) % PS == 0 and len(lens) == k for _, k, lens in port.runs)
+    taken, sent, declined = ex.taken, len(port.runs), ex.declined.get(-9, 0)
+    port.version = 2
+    for a in range(2048, 4096, 512):
+        all_three(stores, lambda st: st.swap_out(ids[a:a + 512], pages_for(ids[a:a + 512])))
+    assert ex.taken == taken and len(port.runs) == sent and ex.declined[-9] >= declined + 2
+    agree(stores)
+    for st in stores:
+        st.check()
+        assert np.array_equal(st.swap_in(ids), pages_for(ids))

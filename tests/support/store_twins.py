@@ -35,16 +35,20 @@ class FailAt:
 
 
 def state(st: SwapStore) -> dict:
-    keys, vals = st.state.idmap.items()
+    """Everything a store holds, through its rooms' public members."""
+    s = st.state
+    keys, vals = s.idmap.items()
     order = np.argsort(keys)
+    loc, rmap, valid = s.slots.arrays
+    zones = np.arange(st.device.geometry.nr_zones)
     return {
-        "loc": st.state.slots._loc.copy(), "rmap": st.state.slots._rmap.copy(), "valid": st.state.slots._valid.copy(),
-        "ids": keys[order], "handles": vals[order], "next": st.state.idmap.handles, "n": st.state.idmap.n,
-        "free": list(st.state.idmap._free[:st.state.idmap.reusable]), "buffer_of": st.state.buffer_of.copy(), "in_flight": st.state.in_flight.copy(),
-        "lost": st.state.lost.copy(), "live": st.state.live, "capacity": st.capacity_pages,
-        "buffers": [(b.n, b.ids[:b.n].copy(), b.data[:b.n].copy()) for b in st.state.buffers],
-        "written": st.state.zones._written.copy(), "zstate": st.state.zones._state.copy(), "clock": st.state.zones.clock,
-        "last_write": st.state.zones._last_write.copy(), "stats": st.stats(),
+        "loc": loc.copy(), "rmap": rmap.copy(), "valid": valid.copy(),
+        "ids": keys[order], "handles": vals[order], "next": s.idmap.handles, "n": s.idmap.n,
+        "free": s.idmap.reusable_handles().tolist(), "buffer_of": s.buffer_of.copy(), "in_flight": s.in_flight.copy(),
+        "lost": s.lost.copy(), "live": s.live, "capacity": st.capacity_pages,
+        "buffers": [(b.n, b.ids[:b.n].copy(), b.data[:b.n].copy()) for b in s.buffers],
+        "written": s.zones.cursors.copy(), "zstate": s.zones.states(), "clock": s.zones.clock,
+        "last_write": s.zones.history(zones)[0].copy(), "stats": st.stats(),
     }
 
 

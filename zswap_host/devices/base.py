@@ -344,6 +344,13 @@ class ZonedDevice(Protocol):
         ``(i, typed error)`` for each failed request in order. A request's failure raises nothing:
         the batch's other appends landed and the caller must account for them. Devices without
         a queue append one after another (``SerialAppends``)."""
+    def append_run(self, zones: np.ndarray, segs: tuple, lengths: np.ndarray, qd: int, expect: int):
+        """``append_batch(zones, segs, lengths, qd)`` of a run a caller expects to land back to
+        back in request order from byte ``expect`` (``segs``: one or two buffers holding the
+        requests back to back; ``zones``/``lengths`` int64 arrays): True when it did, else
+        ``append_batch``'s ``(offsets, failures)``; the same checks and errors. The emulated
+        devices check in Python (``SerialAppends``: ``append_run_batched``); a Linux zoned
+        namespace on the uring-cmd path sends, reaps and checks in one C call."""
     def read(self, offset: int, length: int) -> np.ndarray:
         """``length`` bytes at ``offset`` (zbd_pread); may span zones. Bytes past a zone's write
         pointer read as zeros on the emulator (a real device returns what its deallocated blocks
@@ -587,10 +594,28 @@ def _check_append_batch_np(g: ZoneGeometry, zones: np.ndarray, data, lengths: np
     return zones, lengths, units
 
 
+def append_run_batched(dev, zones: np.ndarray, segs: tuple, lengths: np.ndarray, qd: int, expect: int):
+    """``ZonedDevice.append_run`` on ``dev.append_batch``: True when no request failed and they
+    landed back to back in request order from byte ``expect``, else ``append_batch``'s
+    ``(offsets, failures)`` (``SerialAppends.append_run``; a Linux namespace off the uring-cmd path)."""
+    out = dev.append_batch(zones, segs if len(segs) > 1 else segs[0], lengths, qd)
+    offsets, failures = out
+    if failures or not offsets.size:
+        return out
+    at = expect
+    for off, n in zip(offsets.tolist(), lengths.tolist()):
+        if off != at:
+            return out
+        at += n
+    return True
+
+
 class SerialAppends:
-    """``append_batch`` for zoned devices without a queue: one ``append`` after another."""
+    """``append_batch`` for zoned devices without a queue: one ``append`` after another; and
+    ``append_run`` on it (the check in Python: ``append_run_batched``)."""
 
     geometry: ZoneGeometry
+    append_run = append_run_batched
 
     def append_batch(self, zones, data: Buffer | Sequence[Buffer], lengths, qd: int = 32) -> tuple[np.ndarray, list]:
         """See ``ZonedDevice.append_batch``."""

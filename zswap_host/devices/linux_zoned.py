@@ -33,7 +33,8 @@ import time
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, NotZonedError, ZoneStateError
-from .base import Buffer, as_bytes_view, check_aligned, check_append, check_append_batch, check_zone_write
+from .base import (Buffer, as_bytes_view, check_aligned, check_append, check_append_batch, check_zone_write,
+                   append_run_batched)
 from .blkzoned import ZONE_OPS, errname, report_fd, zoned_lib
 from .direct_io import DirectIO, aligned_copy, gathered, open_direct
 from .io_engine import DEFAULT_DEPTH, UringEngine
@@ -405,21 +406,17 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
                     return self._append_results(zones, None, lengths, qd, segs, np.array(res, np.int32), alba, dt)
                 self._count_landed(lengths.tolist(), dt)
                 return alba, []
-        out = self.append_batch(zones, segs, lengths, qd)
-        offsets = out[0]
-        if not out[1] and offsets.size and int(offsets[0]) == expect and \
-                np.array_equal(offsets, expect + np.concatenate(([0], np.cumsum(lengths)[:-1]))):
-            return True
-        return out
+        return append_run_batched(self, zones, segs, lengths, qd, expect)
 
-    def store_out_port(self, out_addr: int):
-        """The store's usual ``swap_out`` call with this device's write inside the same C call
-        (``devices/uring_store.py``) on the uring-cmd path; None on any other path."""
+    def run_writer(self, run_addr: int):
+        """A writer of append runs (``native/append_run.h``: the caller's ``zs_run`` at ``run_addr``)
+        for a caller's own C call, on the uring-cmd path (``devices/uring_store.py``); None on any
+        other path."""
         eng = self._append_engine
-        if self._ngfd < 0 or not self._passthrough or not hasattr(getattr(eng, "_lib", None), "ur_store_out"):
+        if self._ngfd < 0 or not self._passthrough or not hasattr(getattr(eng, "_lib", None), "ur_run_append"):
             return None
-        from .uring_store import UringStoreOut
-        return UringStoreOut(self, eng, out_addr)
+        from .uring_store import UringRunWriter
+        return UringRunWriter(self, eng, run_addr)
 
     def _count_landed(self, ll: list, dt: float) -> None:
         """Stats of a uring-cmd batch whose appends all landed (``ll``: their lengths as ints, counted

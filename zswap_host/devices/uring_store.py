@@ -1,54 +1,65 @@
-"""The store's usual ``swap_out`` call with its device write in the same C call (issue 12):
-``ur_store_out`` (``native/uring_store.c``) plans and stages the call on the store's arrays
-(``store/express.py``, ``native/store_out.c``), sends its units through the device's uring-cmd
-ring (``ur_append_run``), and commits them when they landed back to back. In a TCG guest every
-Python step costs tens of microseconds; this leaves a handful per call.
+"""The io_uring device's writer of append runs (issue 12; issue 31: a neutral plan): a caller (the
+store's usual ``swap_out`` call, ``native/store_out.c``'s ``st_out_call``) describes a run of zone
+appends as a ``zs_run`` (``native/append_run.h``: units cut from two buffers, their zones and
+lengths, the offset they must land at, a version checked at the boundary) and hands this device's
+``zs_run_writer`` to its own C call, which appends the run through the uring-cmd ring
+(``ur_run_check`` / ``ur_run_append``, ``native/uring_store.c``) without leaving C. In a TCG guest
+every Python step costs tens of microseconds; this leaves a handful per call. The device knows the
+run, never the caller's structs.
 
-``LinuxZonedDevice.store_out_port`` makes one for a store; the device's locks and counters are kept
-as ``append_run`` keeps them.
+``LinuxZonedDevice.run_writer`` makes one for a caller; the device's locks and counters are kept as
+``append_run`` keeps them.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 
 
-class UringStoreOut:
-    """``port(qd)`` runs ``ur_store_out`` on the store's ``st_out`` (at address ``out_addr``) under
-    the device's append lock and returns its result (<= 0: declined, nothing done; else
-    ``(status << 8) | units``: 1 landed and committed, 2 sent and landed otherwise (``results``),
-    3 staged, nothing sent). A closed engine, or a device that gave up passthrough, declines."""
+class UringRunWriter:
+    """The device's ``zs_run_writer`` for the caller's ``zs_run`` at ``run_addr``: ``writer`` is its
+    address, for the caller's C call. ``port(qd, call)`` runs ``call()`` (that C call, which returns
+    ``(status << 8) | units`` or <= 0) under the device's append lock and counts a run that landed
+    (status 1); ``results`` gives ``append_batch``'s (offsets, failures) of one that did not (status
+    2). A closed engine, or a device that gave up passthrough, declines (``DECLINED``, nothing run)."""
 
-    DECLINED = -9      # ST_OUT_DEVICE: the device cannot take the call now
+    DECLINED = -9      # ST_OUT_DEVICE / ZS_RUN_CANNOT: the device cannot take the call now
 
-    def __init__(self, dev, eng, out_addr: int) -> None:
-        ffi = eng._ffi
-        self._dev, self._eng = dev, eng
-        self._fn = eng._lib.ur_store_out
-        (_, self._lens, self._zones, self._res, self._alba, _), p = eng.small_arrays()
+    def __init__(self, dev, eng, run_addr: int) -> None:
+        ffi, lib = eng._ffi, eng._lib
+        self._dev, self._eng, self._ffi = dev, eng, ffi
+        self._run = ffi.cast("zs_run *", run_addr)
+        (_, _, _, self._res, self._alba, _), p = eng.small_arrays()
         g = dev.geometry
         self._bs = bs = g.block_size
-        self._head = (dev._ngfd, dev.nsid, bs, g.zone_size // bs, g.nr_zones)
-        self._tail = (g.max_append or g.zone_size, ffi.cast("void *", out_addr), p[1], p[2], p[3], p[4])
         self._e = eng._e
+        c = self._ctx = ffi.new("ur_run_ctx *")
+        c.e, c.ngfd, c.nsid, c.lba_size = self._e, dev._ngfd, dev.nsid, bs
+        c.zone_lbas, c.nzones = g.zone_size // bs, g.nr_zones
+        c.max_len, c.res, c.alba, c.qd = g.max_append or g.zone_size, p[3], p[4], 1
+        w = self._w = ffi.new("zs_run_writer *")
+        w.check, w.append, w.ctx = ffi.addressof(lib, "ur_run_check"), ffi.addressof(lib, "ur_run_append"), c
+        self.writer = int(ffi.cast("uintptr_t", w))
         self._dt = 0.0
 
-    def __call__(self, qd: int) -> int:
+    def __call__(self, qd: int, call: Callable[[], int]) -> int:
         dev, eng = self._dev, self._eng
         if eng._e is not self._e or not dev._passthrough or dev._append_engine is not eng:
             return self.DECLINED
         with dev._append_lock:
             dev._batch_begins()
             try:
+                self._ctx.qd = max(1, qd)
                 t = time.perf_counter()
-                rc = self._fn(self._e, *self._head, max(1, qd), *self._tail)
+                rc = call()
                 dt = time.perf_counter() - t
             finally:
                 dev._batch_ends()
         if rc > 0 and rc >> 8 == 1:
-            dev._count_landed(self._lens[:rc & 255].tolist(), dt)
+            dev._count_landed(self._ffi.unpack(self._run.lens, rc & 255), dt)
         self._dt = dt
         return rc
 
@@ -57,7 +68,9 @@ class UringStoreOut:
         units' buffers, for the write-at-wp redo of a refused passthrough), counted as
         ``append_run`` counts them."""
         k = rc & 255
+        run, unpack = self._run, self._ffi.unpack
         alba = self._alba[:k].astype(np.int64)
         alba *= self._bs
-        return self._dev._append_results(self._zones[:k].copy(), None, self._lens[:k].copy(), qd, segs,
+        return self._dev._append_results(np.array(unpack(run.zones, k), np.int64), None,
+                                         np.array(unpack(run.lens, k), np.int64), qd, segs,
                                          self._res[:k].astype(np.int32), alba, self._dt)

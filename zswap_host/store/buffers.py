@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._native import ffi, lib
+
 
 class WriteBuffer:
     """Pages waiting to be written by one stream, in arrival order. Grows when a write fails."""
@@ -13,6 +15,7 @@ class WriteBuffer:
         self.ids = np.zeros(pages, np.int64)
         self.data = np.zeros((pages, page_size), np.uint8)
         self.n = 0
+        self._p: tuple | None = None        # (ids, data, their C pointers) for drop_front
 
     def add(self, ids: np.ndarray, pages: np.ndarray) -> None:
         need = self._room(ids.size)
@@ -42,11 +45,25 @@ class WriteBuffer:
         return need
 
     def drop_front(self, k: int) -> None:
-        rest = self.n - k
-        if rest:
-            self.ids[:rest] = self.ids[k:self.n]
-            self.data[:rest] = self.data[k:self.n]
-        self.n = rest
+        """The first ``k`` pages were written: the rest move to the front (``st_drop_front``,
+        native/store.c, the one implementation: the express path's C drops them the same way)."""
+        if not 0 <= k <= self.n:
+            raise ValueError(f"drop_front({k}) of a buffer holding {self.n} pages")
+        p = self._p
+        if p is None or p[0] is not self.ids or p[1] is not self.data:     # replaced by _room
+            p = self._p = (self.ids, self.data, ffi.from_buffer("int64_t[]", self.ids),
+                           ffi.from_buffer("uint8_t[]", self.data))
+        self.n = lib.st_drop_front(p[2], p[3], self.n, k, self.page_size)
+
+    def drop_written(self, ids: np.ndarray, done: np.ndarray) -> None:
+        """Take the pages now on the device out (``ids``: the buffer's first ones when the write
+        began, ``done``: which of them were written): a prefix, unless a retry failed after later
+        units had landed."""
+        w = int(np.count_nonzero(done))
+        if done[:w].all():
+            self.drop_front(w)
+        else:
+            self.remove(ids[done])
 
     def remove(self, ids: np.ndarray) -> None:
         """Drop these ids (a newer copy arrived, or they were discarded)."""

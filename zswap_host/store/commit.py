@@ -5,11 +5,11 @@ Every write of the store goes through here: a swap-out batch (``stream_write``),
 collector's ``GcHost.queue_relocated`` / ``flush_relocated``). Each is planned by the planner
 (``store/plan.py``: a ``WritePlan``) and then landed here: the units sent to the device, the map
 entries of those that landed committed (each zone in its order; units back to back are one
-commit), zones now full sealed, failed units retried in this or other zones (``_write``), and zone
-failures handled (read-only: retired and drained by GC; offline: retired, and the pages whose only
-copy was there flagged lost, ``PageLostError`` naming them).
+commit), zones now full sealed, failed units retried in this or other zones and zone failures
+handled (``store/zone_failures.py``: read-only zones retired and drained by GC, offline ones retired
+and the pages whose only copy was there flagged lost).
 
-Invariants: a page's map entry moves only after its new copy is written (``_commit``, after the
+Invariants: a page's map entry moves only after its new copy is written (``commit``, after the
 allocator checked the device wrote at the zone's cursor); a zone is reset only when no entry points
 into it. The express path (``store/express.py``) makes the usual call's plan, staging and commit in
 C on the same state and hands any call whose run did not land back to back to ``stream_write``.
@@ -19,20 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..devices.zone import ZoneCond
-from ..errors import DeviceIOError, SwapFullError, ZswapError
+from ..errors import DeviceIOError, SwapFullError
 from .plan import Planner, WritePlan
 from .state import StoreState
-
-
-def raise_write_error(error: Exception | None) -> None:
-    """What ``swap_out`` raises for a write error past its commit point (the batch is stored)."""
-    if isinstance(error, SwapFullError):
-        raise SwapFullError(
-            f"{error}: the batch was stored and waits in host buffers until GC frees a zone",
-            np.zeros(0, np.int64)) from error
-    if error is not None:
-        raise error
+from .write_rule import BatchPlan
+from .zone_failures import ZoneFailures, raise_write_error
 
 
 class Committer:
@@ -49,20 +40,14 @@ class Committer:
         self._ps, self._qd = state.page_size, state.config.append_qd
         self._units = planner.one_batch_units
         # the device's append_batch that also says whether the units landed back to back where the
-        # store expects them (LinuxZonedDevice: one C call on the uring-cmd path), or None
-        self._append_run = getattr(state.device, "append_run", None)
+        # store expects them (ZonedDevice.append_run: numpy on the emulated devices, one C call on
+        # a Linux zoned namespace's uring-cmd path)
+        self._append_run = state.device.append_run
+        # when a write fails: retries, seals, zone failures (store/zone_failures.py)
+        failures = ZoneFailures(state, self)
+        self._write_unit, self.seal, self.zone_trouble = failures.write_unit, failures.seal, failures.trouble
 
     # -- write buffers ------------------------------------------------------------------------------
-    def unbuffer(self, handles: np.ndarray) -> None:
-        """Take these handles' pages out of the write buffers (a newer copy, or discarded)."""
-        st = self._st
-        b = st.buffer_of[handles]
-        if b.any():
-            m = b != 0
-            for k in np.unique(b[m]):
-                st.buffers[int(k) - 1].remove(handles[b == k])
-            st.buffer_of[handles[m]] = 0
-
     def buffer(self, k: int, handles: np.ndarray, pages: np.ndarray, words: bool = False) -> None:
         """Pages wait in buffer k (``words``: given as their first words, ``WriteBuffer.add_words``)."""
         st = self._st
@@ -119,8 +104,8 @@ class Committer:
         """Small batches gather in the stream's buffer; large ones go to the device straight from
         the caller's array in writes of ``min_write_pages``..``unit_pages`` pages, the rest waits.
         ``sent``: the express path (store/express.py) planned the call, topped the buffer up and
-        sent a run of it: ``(plan, C pointers, the device's (offsets, failures) or None: not sent)``;
-        the call goes on from ``_one_batch``'s landing of that run."""
+        sent a run of it: ``(BatchPlan, C pointers, the device's (offsets, failures) or None: not
+        sent)``; the call goes on from ``_one_batch``'s landing of that run."""
         st = self._st
         buf, unit, i, n = st.buffers[k], st.unit_pages, 0, handles.size
         least = st.min_write_pages
@@ -130,8 +115,8 @@ class Committer:
         try:
             if sent is not None:
                 plan, ctx, out = sent
-                i = plan[1]
-                i += self._one_batch(k, handles, pages, done, plan, i, ctx, out)
+                i = plan.at
+                i += self._one_batch(k, handles, pages, done, plan, ctx, out)
             elif buf.n + n < unit:
                 i = n
                 self.buffer(k, handles, pages)
@@ -139,12 +124,12 @@ class Committer:
             elif (plan := self.planner.one_batch(k, n) if self._native is not None else None) is not None:
                 # the usual call: one batch, planned in a few steps
                 ctx = self._native.batch_ctx(handles, pages)    # None: the numpy steps
-                top = plan[1]
+                top = plan.top
                 if top:
                     i = top
                     if ctx is None or not self._native.stage(buf, k + 1, ctx, 0, top):
                         self.buffer(k, handles[:top], pages[:top])
-                i += self._one_batch(k, handles, pages, done, plan, i, ctx)
+                i += self._one_batch(k, handles, pages, done, plan, ctx)
             else:
                 if buf.n and buf.n < least:      # top the buffer up to one write unit
                     i = unit - buf.n
@@ -166,18 +151,18 @@ class Committer:
                     rest = np.flatnonzero(~done[i:]) + i
                     self.buffer(k, handles[rest], pages[rest])
 
-    def _one_batch(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray, plan: tuple, at: int,
+    def _one_batch(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray, plan: BatchPlan,
                    ctx: tuple | None, out=None) -> int:
-        """Write ``Planner.one_batch``'s units (the caller's from ``handles[at:]``) as one
+        """Write a ``BatchPlan``'s units (the caller's from ``handles[plan.at:]``) as one
         ``append_batch`` (the buffer's unit and the caller's pages as two buffers: no view per
         unit), or the device's ``append_run``; when they landed back to back from the zone's cursor
         (the usual batch), commit them as one run (``ctx``: in one C call). Anything else (a
         failure, another order) goes to ``_land`` as the general path's plan would, retries
-        included. Returns the caller's pages written (a prefix of ``handles[at:]``); ``done``
+        included. Returns the caller's pages written (a prefix of ``handles[plan.at:]``); ``done``
         marks them as ``_land`` does. ``out``: the batch was sent already (the express path),
         the device's (offsets, failures)."""
         st = self._st
-        z, _, b, w, _ = plan
+        z, at, b, w = plan.zone, plan.at, plan.b, plan.w
         buf = st.buffers[k]
         first = z * st.slots.slots_per_zone + st.zones.written(z)
         if out is None:
@@ -186,50 +171,36 @@ class Committer:
             if ctx is not None:                  # the cursor is first: record cannot refuse it
                 full = st.zones.record(z, first, self._native.commit_run(buf, b, ctx, at, w, first))
             elif b:
-                full = self._commit(np.concatenate((buf.ids[:b], handles[at:at + w])), z, first * st.page_size,
+                full = self.commit(np.concatenate((buf.ids[:b], handles[at:at + w])), z, first * st.page_size,
                                     False, True)
             else:
-                full = self._commit(handles[at:at + w], z, first * st.page_size, False, False)
+                full = self.commit(handles[at:at + w], z, first * st.page_size, False, False)
             if b:
                 buf.drop_front(b)
             done[at:at + w] = True
             if full:
                 self.seal(st.group_of[k], z)
-            st.fast_path["one_commit_batches"] += 1
-            st.fast_path["one_batch_calls"] += 1
+            st.landed_batch(plan.phase, plan.zone_end, len(plan.units))
             return w
         offsets, failures = out
         caller = (k, handles[at:], pages[at:], st.min_write_pages, False, done[at:])
         if not b:
-            wp = self.planner.one_batch_plan(k, z, b, w, None, caller)
+            wp = self.planner.one_batch_plan(k, plan, None, caller)
             return self._land(wp, offsets, failures)[0]
         bids = buf.ids[:b].copy()
         done_buf = np.zeros(b, bool)
-        wp = self.planner.one_batch_plan(k, z, b, w, (k, bids, buf.data[:b], st.min_write_pages, True, done_buf),
-                                         caller)
+        wp = self.planner.one_batch_plan(k, plan, (k, bids, buf.data[:b], st.min_write_pages, True, done_buf), caller)
         try:
             return self._land(wp, offsets, failures)[1]
         finally:
-            self._drop_written(buf, bids, done_buf)
+            buf.drop_written(bids, done_buf)
 
     def send_units(self, z: int, b: int, w: int, buf, mine: np.ndarray, first: int):
-        """Send ``Planner.one_batch``'s units (the buffer's first ``b`` pages, then ``mine``) as one
-        batch expected back to back from slot ``first``: True when they landed so, else the
-        device's (offsets, failures)."""
-        ps = self._ps
-        zarr, lbytes, lens = self._units(z, b, w)
-        run = self._append_run
-        if run is not None:                      # the device checks where the units landed
-            return run(zarr, (buf.data[:b], mine) if b else (mine,), lbytes, self._qd, first * ps)
-        offsets, failures = self._device.append_batch(zarr, (buf.data[:b], mine) if b else mine, lbytes, self._qd)
-        if failures:
-            return offsets, failures
-        expect = first * ps
-        for off, m in zip(offsets.tolist(), lens):
-            if off != expect:
-                return offsets, failures
-            expect += m * ps
-        return True
+        """Send a one-batch run's units (the buffer's first ``b`` pages, then ``mine``) as one
+        batch expected back to back from slot ``first`` (the device's ``append_run``): True when
+        they landed so, else the device's (offsets, failures)."""
+        zarr, lbytes, _ = self._units(z, b, w)
+        return self._append_run(zarr, (buf.data[:b], mine) if b else (mine,), lbytes, self._qd, first * self._ps)
 
     def _write_buffer_and(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray) -> int:
         """Stream k's buffered write unit and the caller's next units as one batch (one trip to the
@@ -242,7 +213,7 @@ class Committer:
             return self._write_jobs([(k, ids, buf.data[:buf.n], least, True, done_buf),
                                      (k, handles, pages, least, False, done)])[1]
         finally:
-            self._drop_written(buf, ids, done_buf)
+            buf.drop_written(ids, done_buf)
 
     # -- flushes ------------------------------------------------------------------------------------
     def flush_buffer(self, k: int, force: bool, least: int | None = None) -> None:
@@ -256,17 +227,7 @@ class Committer:
             try:
                 self._write_one(k, ids, buf.data[:buf.n], least, True, done)
             finally:
-                self._drop_written(buf, ids, done)
-
-    @staticmethod
-    def _drop_written(buf, ids: np.ndarray, done: np.ndarray) -> None:
-        """Take the pages now on the device out of a write buffer (a prefix, unless a retry failed
-        after later units had landed)."""
-        w = int(np.count_nonzero(done))
-        if done[:w].all():
-            buf.drop_front(w)
-        else:
-            buf.remove(ids[done])
+                buf.drop_written(ids, done)
 
     def flush_streams(self) -> None:
         """The user streams' buffers that fit their open zones go down as one batch (each stream's
@@ -284,7 +245,7 @@ class Committer:
             self._write_jobs(jobs)
         finally:
             for k, ids, _, _, _, done in jobs:
-                self._drop_written(st.buffers[k], ids, done)
+                st.buffers[k].drop_written(ids, done)
 
     def flush_all(self) -> Exception | None:
         """Write every buffered page (user streams, then GC's); the last write error, or None."""
@@ -305,7 +266,7 @@ class Committer:
         """One ``append_batch`` for several streams' write units (jobs: ``(k, handles, data, least,
         buffered, done)``, each stream into its own open zone): the units of one zone are in
         flight together and land where the device chooses; they are committed in the zone's
-        order. A unit that fails goes through ``_write``'s retries (other zones) afterwards."""
+        order. A unit that fails goes through ``ZoneFailures.write_unit``'s retries afterwards."""
         if len(jobs) == 1:
             return [self._write_one(*jobs[0])]
         st = self._st
@@ -314,7 +275,7 @@ class Committer:
         if len(wp.units) == 1:                   # one unit: the plain path (and its retries)
             j, _, _, m = wp.units[0]
             k, handles, data, _, buffered, done = jobs[j]
-            w = self._write(k, handles[:m], data[:m], buffered)
+            w = self._write_unit(k, handles[:m], data[:m], buffered)
             done[:w] = True
             return [w if i == j else 0 for i in range(len(jobs))]
         # several jobs: one buffer per unit, gathered by the device without a copy
@@ -338,7 +299,7 @@ class Committer:
             return 0
         if len(lens) == 1:                       # one unit: the plain path (and its retries)
             m = lens[0]
-            w = self._write(k, handles[:m], data[:m], buffered)
+            w = self._write_unit(k, handles[:m], data[:m], buffered)
             done[:w] = True
             return w
         wp = self.planner.stream((k, handles, data, least, buffered, done), z, group, lens)
@@ -348,7 +309,7 @@ class Committer:
     def _land(self, wp: WritePlan, offsets: np.ndarray, failures: list) -> list[int]:
         """Account for an ``append_batch`` of ``wp``'s units: commit what landed, each zone in its
         order (units landed back to back: one commit), seal zones now full, retry failed units
-        (``_write``: this or other zones). Returns the pages written per job."""
+        (``ZoneFailures.write_unit``: this or other zones). Returns the pages written per job."""
         st = self._st
         ps = st.page_size
         jobs, plan, owners = wp.jobs, wp.units, wp.owners
@@ -370,7 +331,7 @@ class Committer:
                 full = False
                 for j, a, m, off in runs:
                     k, handles, _, _, buffered, done = jobs[j]
-                    if self._commit(handles[a:a + m], z, off, k == gc, buffered):
+                    if self.commit(handles[a:a + m], z, off, k == gc, buffered):
                         full = True
                     done[a:a + m] = True
                 if full:
@@ -392,7 +353,7 @@ class Committer:
             if run is not None:
                 j, z, a, m, off = run
                 k, handles, _, _, buffered, done = jobs[j]
-                if self._commit(handles[a:a + m], z, off, k == gc, buffered):
+                if self.commit(handles[a:a + m], z, off, k == gc, buffered):
                     full.add(z)
                 done[a:a + m] = True
             run = None if u is None else (*plan[u], int(offsets[u]))
@@ -402,37 +363,10 @@ class Committer:
             j, _, a, left = plan[u]
             k, handles, data_j, _, buffered, done = jobs[j]
             while left:
-                w = self._write(k, handles[a:a + left], data_j[a:a + left], buffered)
+                w = self._write_unit(k, handles[a:a + left], data_j[a:a + left], buffered)
                 done[a:a + w] = True
                 a, left = a + w, left - w
         return wp.written
-
-    def _write(self, k: int, handles: np.ndarray, data: np.ndarray, buffered: bool = True) -> int:
-        """Append up to len(handles) pages into stream k's zone (one unit, retried in this zone
-        once and then in others); returns how many were written."""
-        st = self._st
-        group, for_gc = st.group_of[k], k == st.gc_buffer
-        error: DeviceIOError | None = None
-        failed_once = None
-        for _ in range(st.config.write_retries + 1):
-            z = self.zone_for(group, for_gc)
-            owner = st.zones.owner_of(z, group)
-            n = min(handles.size, st.zones.room(z))
-            try:
-                off = self._device.append(z, data[:n])
-            except DeviceIOError as e:
-                error = e
-                # a zone the device still reports writable gets one more try (a transient error
-                # must not cost a zone); a second failure, or a read-only/offline zone, gives it up
-                if failed_once != z and not self.zone_trouble(z):
-                    failed_once = z
-                    continue
-                self._write_failed(owner, z)
-                continue
-            if self._commit(handles[:n], z, off, for_gc, buffered):
-                self.seal(owner, z)
-            return n
-        raise error
 
     def zone_for(self, group: int, for_gc: bool) -> int:
         """The group's open zone, taking a free one (GC reclaiming one if need be); SwapFullError."""
@@ -457,7 +391,7 @@ class Committer:
             if not self.collector.foreground():
                 raise SwapFullError("no free zone and GC cannot reclaim one")
 
-    def _commit(self, handles: np.ndarray, z: int, off: int, for_gc: bool, buffered: bool) -> bool:
+    def commit(self, handles: np.ndarray, z: int, off: int, for_gc: bool, buffered: bool) -> bool:
         """The new copies are on the device at ``off``: advance the zone's cursor, move the map
         entries (invalidating the old copies). True when the zone's data area is now full."""
         st = self._st
@@ -473,61 +407,3 @@ class Committer:
         if for_gc:
             self.collector.wrote(handles.size * st.page_size)
         return full
-
-    def seal(self, group: int, z: int) -> None:
-        """Close a full zone (its summary footer)."""
-        try:
-            self._st.zones.seal(group, z)
-        except DeviceIOError:
-            self.zone_trouble(z)
-
-    def _write_failed(self, group: int, z: int) -> None:
-        """A write into z failed: give up on z and look at why. A zone the store had not written yet
-        goes back to the free list (reset); one holding data is finished and left to GC."""
-        st = self._st
-        st.zones.abandon(group, z)
-        if self.zone_trouble(z):
-            return
-        try:
-            if st.zones.written(z) == 0 and st.slots.valid(z) == 0:
-                st.zones.reset(z)
-            else:
-                st.zones.finish(z)
-        except ZswapError:
-            self.zone_trouble(z)
-
-    # -- zone failures ------------------------------------------------------------------------------
-    def zone_trouble(self, z: int, cond: ZoneCond | None = None) -> bool:
-        """Retire z if the device says (or ``cond`` says) it went read-only (drain it) or offline
-        (its pages are lost)."""
-        st = self._st
-        if cond is None:
-            cond = self._device.report_zones()[z].cond
-        if cond == ZoneCond.READ_ONLY:
-            if st.zones.retire(z):                       # queued for draining once, not per failure
-                st.update_capacity()
-                self.collector.queue_drain(z)
-            return True
-        if cond == ZoneCond.OFFLINE:
-            if st.zones.retire(z):
-                st.update_capacity()
-            self.collector.zone_lost(z)
-            self._lose_zone(z)
-            return True
-        return False
-
-    def _lose_zone(self, z: int) -> None:
-        st = self._st
-        gone = st.slots.lose_zone(z)
-        # a page whose newer copy waits in a write buffer (a swap-out, or GC that already read it)
-        # is not lost: only the old copy was there
-        lost = gone[~st.newer_copy(gone)]
-        if lost.size:
-            st.lost[lost] = True
-            st.lost_count += lost.size
-            st.lost_total += lost.size
-            st.live -= lost.size
-            st.lost_unreported.append(st.idmap.ids[lost].copy())
-            if st.prefetch.size:
-                st.prefetch.drop(st.prefetch_pos, lost)
-        st.zones.forget(z)

@@ -6,14 +6,16 @@ The usual call: a flat int64 batch of distinct ids whose pages are all fresh or 
 the device (none waits in a write buffer), on a placement that sends the whole call to one stream,
 written as that stream's buffered unit (topped up from the batch) and the batch's whole units,
 back to back into the stream's open zone, which has room for them all; the rest waits in the
-buffer. ``native/store_out.c`` checks and plans it, hands out the new handles, tops the buffer up,
-and after the device write commits the run and buffers the tail: the same steps, in the same order
-and with the same result, as the general path (``Planner.one_batch``, ``Committer._one_batch`` /
-``stream_write``). At a zone's end the call is two runs, as the general path writes it: the first
-fills the zone, the store seals it and opens the next (Python), the second writes the rest there.
-On a Linux zoned namespace on the uring-cmd path the device write runs inside
-the same C call (``ur_store_out``, ``native/uring_store.c``, through the device's
-``store_out_port``); elsewhere the committer's ``send_units`` writes between the C steps.
+buffer. ``native/store_out.c`` checks and plans it (the plan is the store's write rule,
+``st_plan_batch``, the same C function ``Planner.one_batch`` calls: store/write_rule.py), hands out
+the new handles, tops the buffer up, and after the device write commits the run and buffers the
+tail: the same steps, in the same order and with the same result, as the general path
+(``Committer._one_batch`` / ``stream_write``). At a zone's end the call is two runs, as the
+general path writes it: the first fills the zone, the store seals it and opens the next (Python),
+the second writes the rest there. On a Linux zoned namespace on the uring-cmd path the device
+write runs inside the same C call (``st_out_call`` with the device's ``run_writer``: the run handed
+over as a neutral, versioned ``zs_run``, ``native/append_run.h``, appended by
+``native/uring_store.c``); elsewhere the committer's ``send_units`` writes between the C steps.
 
 Anything else is declined with nothing changed (``Express.declined`` counts why) and the caller
 takes the general path. A batch that was sent but did not land back to back (a failed append,
@@ -29,11 +31,14 @@ rooms, the per-handle arrays whose layout it documents, the counters it advances
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ..errors import DeviceIOError, SwapFullError
-from .commit import raise_write_error
 from .placement import Placement, Streams
+from .write_rule import BatchPlan
+from .zone_failures import raise_write_error
 
 _I64 = np.dtype(np.int64)
 _U8 = np.dtype(np.uint8)
@@ -63,8 +68,12 @@ class Express:
         self._bufs: list = [None] * len(state.buffers)   # per stream: (ids, data) the struct may point at
         self._h = np.empty(0, np.int64)             # scratch: the batch's handles, the run's page ids
         self._ids_out = np.empty(0, np.int64)
-        out_port = getattr(state.device, "store_out_port", None)
-        self._port = out_port(int(ffi.cast("uintptr_t", o))) if out_port is not None else None
+        # the device's writer of append runs (native/append_run.h: it takes the run the struct
+        # describes, o.run, never the struct), for the run inside the C call: st_out_call
+        writer = getattr(state.device, "run_writer", None)
+        self._port = writer(int(ffi.cast("uintptr_t", ffi.addressof(o, "run")))) if writer is not None else None
+        self._call = None if self._port is None else \
+            partial(lib.st_out_call, o, ffi.cast("zs_run_writer *", self._port.writer))
         self.taken = 0                              # calls done here
         self.split = 0                              # ... of them written as two runs (a zone's end)
         self.declined: dict[int, int] = {}          # st_out_plan's reason -> calls left to the general path
@@ -131,30 +140,27 @@ class Express:
             # -- past the commit point: the batch is accepted (the handles are handed out)
             idm.handed_out(o.fresh)                 # st_insert's handles: next_handle moved by as many
             s.stored(o.new_pages, n * self._ps)
-            fp = s.fast_path
-            fp["prepared"] += 1
+            s.fast_path["prepared"] += 1
             group = s.group_of[k]
-            b, w, at, w2 = o.b, o.w, o.top, o.w2
+            b, w, at, w2, top = o.b, o.w, o.top, o.w2, o.top
             for phase in (1, 2):
                 if rc <= 0 or rc >> 8 != 1:         # not landed back to back: the general path goes on
                     out = None                      # (3, or a phase 2 the port declined: nothing sent)
                     if rc > 0 and rc >> 8 == 2:
                         out = self._port.results(rc, s.config.append_qd, (buf.data[:b], pages[at:at + w]) if b
                                                  else (pages[at:at + w],)) if self._port is not None else self._out
-                    self._continue(k, ids, idp, pages, pgp, (z, at, b, w, ("one", z, b, w)), out, phase)
+                    units = self._w.planner.one_batch_units(z, b, w)[2]
+                    plan = BatchPlan(z, phase, top, at, b, w, w2, bool(o.zone_end), tuple(units))
+                    self._continue(k, ids, idp, pages, pgp, plan, out)
                     return True
                 buf.n = o.buf_n
                 full = zones.record(z, o.first_slot, self._ids_out[:b + w].copy())
-                usual = phase == 1 and not o.zone_end
-                if usual:                           # _one_batch's landing
-                    fp["one_batch_calls"] += 1
-                if usual or o.nunits > 1:           # (else _write_jobs / _write_one: _land's usual batch)
-                    fp["one_commit_batches"] += 1
+                s.landed_batch(phase, o.zone_end, o.nunits)
                 if full:
                     self._w.seal(group, z)
                 if phase == 2 or not w2:
                     break
-                b, w, at = 0, w2, at + w
+                b, w, at, w2, top = 0, w2, at + w, 0, 0
                 try:
                     z = o.zone = self._w.zone_for(group, False)   # a fresh zone: split_ok said one can be taken
                 except Exception as e:              # as from _write_one: the rest waits in the buffer
@@ -172,11 +178,12 @@ class Express:
             return True
 
     def _run(self, o, pages: np.ndarray) -> int:
-        """The C call(s) of one run: ``ur_store_out``'s result, or the same from ``st_out_plan`` /
-        ``st_out_stage`` / the committer's ``send_units`` / ``st_out_end`` (status 1 landed, 2 not)."""
+        """The C call(s) of one run: ``st_out_call``'s result with the device's run writer, or the
+        same from ``st_out_plan`` / ``st_out_stage`` / the committer's ``send_units`` /
+        ``st_out_end`` (status 1 landed, 2 not)."""
         port = self._port
         if port is not None:
-            return port(self._s.config.append_qd)
+            return port(self._s.config.append_qd, self._call)
         lib = self._lib
         rc = lib.st_out_plan(o)
         if rc <= 0:
@@ -192,21 +199,20 @@ class Express:
         self._out = out
         return (2 << 8) | o.nunits
 
-    def _continue(self, k: int, ids: np.ndarray, idp, pages: np.ndarray, pgp, plan: tuple, out, phase: int) -> None:
-        """A call staged here whose run did not land back to back (``out``: the device's offsets
-        and failures, or None when nothing was sent) goes on as the general path from that run's
-        device write: ``swap_out``'s in-flight marks (phase 2: on the pages not written yet),
-        ``Committer.stream_write`` from ``_one_batch``'s landing, GC's turn, and the errors ``swap_out``
-        raises past its commit point."""
+    def _continue(self, k: int, ids: np.ndarray, idp, pages: np.ndarray, pgp, plan: BatchPlan, out) -> None:
+        """A call staged here whose run (``plan``) did not land back to back (``out``: the device's
+        offsets and failures, or None when nothing was sent) goes on as the general path from
+        that run's device write: ``swap_out``'s in-flight marks (phase 2: on the pages not written
+        yet), ``Committer.stream_write`` from ``_one_batch``'s landing (which counts the run as
+        ``StoreState.landed_batch`` says), GC's turn, and the errors ``swap_out`` raises past its
+        commit point."""
         s, nat = self._s, self._native
         s.buffers[k].n = self._o.buf_n
         h = self._h[:ids.size].copy()
         hp = self._fb("int64_t[]", h)
         nat.prepared(ids, idp, h, hp)
         error = None
-        nat.fill(6, h if phase == 1 else h[plan[1]:], 1)
-        fp = s.fast_path
-        calls = fp["one_batch_calls"]
+        nat.fill(6, h if plan.phase == 1 else h[plan.at:], 1)
         try:
             try:
                 self._w.stream_write(k, h, pages, sent=(plan, (hp, pgp), out))
@@ -214,12 +220,6 @@ class Express:
                 error = e
         finally:
             nat.fill(6, h, 0)
-            o = self._o
-            if fp["one_batch_calls"] != calls and (phase == 2 or o.zone_end):
-                # a run the general path writes with _write_jobs / _write_one landed in _one_batch:
-                # count it as they do (a commit of several units, not a one-batch call)
-                fp["one_batch_calls"] -= 1
-                fp["one_commit_batches"] -= o.nunits == 1
         self._w.collector.background()
         raise_write_error(error)
 

@@ -77,6 +77,10 @@ class IdMap:
         self.reusable = 0                                # discarded handles on that stack
         self.handles = 0                                 # handles ever handed out
 
+    def reusable_handles(self) -> np.ndarray:
+        """The discarded handles ``insert`` hands out again, bottom of the stack first (a copy)."""
+        return self._free[:self.reusable].copy()
+
     def handed_out(self, count: int) -> None:
         """Count ``count`` handles that C code handed out in place (``st_insert``: the next ``count``
         handles from ``handles``, written to ``direct`` and ``ids``): ``handles`` and ``n`` grow by

@@ -5,7 +5,10 @@ relocation (the GC buffer's pages) all become a ``WritePlan``: the jobs (whose p
 (which job's span goes into which zone), the zone and byte-length arrays the device takes, the zone
 owners (who seals a zone that fills) and the slot where the units must land back to back. The
 committer (``store/commit.py``) sends it and lands it. Planning changes nothing: it reads the
-zones' cursors and rooms only (choosing or opening a zone is the committer's, ``zone_for``).
+zones' cursors and rooms only (choosing or opening a zone is the committer's, ``zone_for``). How
+many pages go into which unit is the store's write rule's (``StoreState.rule``, store/write_rule.py:
+one implementation, in C, which the express path's C calls too); the planner only lays the rule's
+units out as jobs' spans and the device's arrays.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .state import StoreState
+from .write_rule import BatchPlan
 
 # a job: (write buffer k, handles, page rows (or first words), least pages per unit, buffered,
 # done: a bool per page the committer sets as pages are committed)
@@ -52,6 +56,7 @@ class Planner:
     def __init__(self, state: StoreState) -> None:
         self._st = state
         self._cache: dict = {}                 # plan of write units -> (zones, byte lengths) arrays
+        self._runs: dict = {}                  # (buffer pages, caller's pages) -> a one-batch run's units, bytes
 
     def arrays(self, key: tuple) -> tuple[np.ndarray, np.ndarray]:
         """(zone, bytes) of each planned unit as int64 arrays (``key``: ``(zone, pages)`` per unit),
@@ -69,17 +74,10 @@ class Planner:
 
     # -- one stream into its zone (a flush, a GC relocation, the general swap-out steps) -----------
     def stream_lengths(self, z: int, n: int, least: int) -> list[int]:
-        """Pages per unit of ``n`` pages into zone ``z``: whole write units while at least ``least``
-        pages remain and the zone has room (its last one cut at the zone's end)."""
-        st = self._st
-        r = st.zones.room(z)
-        unit, rem = st.unit_pages, n
-        lens = []
-        while rem >= least and r > 0:
-            m = min(unit, rem, r)
-            lens.append(m)
-            rem, r = rem - m, r - m
-        return lens
+        """Pages per unit of ``n`` pages into zone ``z``: the write rule's ``cut`` (whole write
+        units while at least ``least`` pages remain and the zone has room, the last one cut at the
+        zone's end)."""
+        return self._st.rule.cut(n, least, self._st.zones.room(z))
 
     def stream(self, job: Job, z: int, group: int, lens: list[int]) -> WritePlan:
         """The plan of one job's ``lens`` (``stream_lengths``) into zone ``z`` of ``group``."""
@@ -96,68 +94,61 @@ class Planner:
     # -- several streams, each into its own zone ---------------------------------------------------
     def jobs(self, jobs: list, zone_of: list[int]) -> WritePlan:
         """The plan of several jobs (``zone_of``: each job's zone, chosen by the committer): each
-        job's units while at least its ``least`` pages remain and its zone has room."""
+        job's units cut by the write rule into what its zone has left after the jobs before it."""
         st = self._st
+        cut = st.rule.cut
         units, room, owners = [], {}, {}
         for j, (k, handles, _, least, _, _) in enumerate(jobs):
             z = zone_of[j]
             owners.setdefault(z, st.zones.owner_of(z, st.group_of[k]))
             r = room.setdefault(z, st.zones.room(z))
-            a, rem = 0, handles.size
-            while rem >= least and r > 0:
-                m = min(st.unit_pages, rem, r)
+            a = 0
+            for m in cut(handles.size, least, r):
                 units.append((j, z, a, m))
-                a, rem, r = a + m, rem - m, r - m
-            room[z] = r
+                a += m
+            room[z] = r - a
         zones, nbytes = self.arrays(tuple((z, m) for _, z, _, m in units))
         first = self._cursor(units[0][1]) if units and len({u[1] for u in units}) == 1 else -1
         return WritePlan(jobs, units, zones, nbytes, owners, first)
 
     # -- the usual swap-out call: the buffer's unit and the caller's, one batch --------------------
-    def one_batch(self, k: int, n: int) -> tuple | None:
-        """The plan of a user stream's usual call of ``n`` pages, or None: the buffer's pages (topped
-        up to a write unit when fewer than ``min_write_pages``) as one unit and the caller's pages
-        in whole units after it (while ``min_write_pages`` remain), at least two units, all into
-        the stream's open zone, which has room for them all. These are the units, in the same
-        order, that the general steps (``Committer``'s ``_write_buffer_and`` / ``_write_one``)
-        would write; None leaves the call to them. Returns ``(zone, top-up pages, buffer unit
-        pages, caller pages written, cache key)`` (``native/store_out.c``'s ``st_out_plan`` makes
-        the same decision for the express path); changes nothing."""
+    def one_batch(self, k: int, n: int) -> BatchPlan | None:
+        """The plan of a user stream's usual call of ``n`` pages into its open zone, or None (the
+        general steps, ``Committer``'s ``_write_buffer_and`` / ``_write_one``, write it): the
+        write rule's ``plan_batch`` (no split at a zone's end: the general steps seal and take a
+        zone). Changes nothing."""
         st = self._st
         if k >= st.n_user:
-            return None
-        unit, least = st.unit_pages, st.min_write_pages
-        r = st.buffers[k].n
-        if r > unit:
             return None
         z = st.zones.current(st.group_of[k])
         if z is None:
             return None
-        top = unit - r if 0 < r < least else 0
-        rest = n - top
-        tail = rest % unit
-        w = rest - tail if tail < least else rest    # whole units, and a last one of >= least pages
-        b = r + top
-        if (b and rest < least) or (not b and w <= unit) or b + w > st.zones.room(z):
-            return None
-        return z, top, b, w, ("one", z, b, w)
+        plan = st.rule.plan_batch(z, n, st.buffers[k].n, st.zones.room(z))
+        return plan if type(plan) is BatchPlan else None
 
     def one_batch_units(self, z: int, b: int, w: int) -> tuple:
-        """(zones, byte lengths, pages) of ``one_batch``'s units: the buffer's ``b`` pages, then the
-        caller's ``w`` in write units (cached per plan)."""
+        """(zones, byte lengths, pages) of a one-batch run's units into zone ``z``: the buffer's
+        ``b`` pages, then the caller's ``w`` in write units (the rule's ``cut``; cached per run,
+        the lengths shared by every zone: never written)."""
         key = ("one", z, b, w)
         arrays = self._cache.get(key)
         if arrays is None:
-            unit = self._st.unit_pages
-            lens = ([b] if b else []) + [unit] * (w // unit) + ([w % unit] if w % unit else [])
-            zarr, lbytes = self.arrays(tuple((z, m) for m in lens))
-            arrays = self._cache[key] = (zarr, lbytes, lens)
+            run = self._runs.get((b, w))
+            if run is None:
+                if len(self._runs) > 256:
+                    self._runs.clear()
+                lens = ([b] if b else []) + self._st.rule.cut(w, 1, w)
+                run = self._runs[b, w] = (lens, np.array(lens, np.int64) * self._st.page_size)
+            if len(self._cache) > 256:
+                self._cache.clear()
+            arrays = self._cache[key] = (np.array([z] * len(run[0]), np.int64), run[1], run[0])
         return arrays
 
-    def one_batch_plan(self, k: int, z: int, b: int, w: int, buffer_job: Job | None, caller: Job) -> WritePlan:
-        """``one_batch``'s units as a ``WritePlan`` of the buffer's job (when ``b``) and the
+    def one_batch_plan(self, k: int, plan: BatchPlan, buffer_job: Job | None, caller: Job) -> WritePlan:
+        """``plan``'s units as a ``WritePlan`` of the buffer's job (when ``plan.b``) and the
         caller's, for landing a batch that did not land back to back."""
-        zarr, lbytes, lens = self.one_batch_units(z, b, w)
+        z, b = plan.zone, plan.b
+        zarr, lbytes, lens = self.one_batch_units(z, b, plan.w)
         units, a, j = [], 0, 0
         if b:
             units.append((0, z, 0, b))

@@ -30,7 +30,8 @@ Counters: ``live`` (pages stored, buffered or on the device), ``capacity`` (page
 tests look). Settings fixed for the store's life: ``config``, ``device``, ``page_size``,
 ``n_user`` / ``n_groups`` (user streams; open-zone groups), ``gc_buffer`` (GC's write buffer),
 ``group_of`` (write buffer -> write group), ``unit_pages`` / ``min_write_pages`` (pages per device
-write; the smallest but on flush, at a zone's end, or a GC tail).
+write; the smallest but on flush, at a zone's end, or a GC tail), ``rule`` (the write rule on those:
+``WriteRule``, store/write_rule.py, in C; tests put its Python oracle here).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from .config import StoreConfig
 from .idmap import IdMap
 from .placement import Placement
 from .slotmap import SlotMap
+from .write_rule import NativeWriteRule, WriteRule
 from .zones import ZoneAllocator
 
 # the per-handle arrays and their dtypes (``grow`` extends them all)
@@ -67,6 +69,7 @@ class StoreState:
         self.group_of = list(range(n_user)) + [n_user if placement.gc_own_stream else 0]
         self.unit_pages = unit_pages
         self.min_write_pages = min(unit_pages, max(1, (128 << 10) // config.page_size))
+        self.rule: WriteRule = NativeWriteRule(unit_pages, self.min_write_pages, zones.data_slots)
         self.buffers = [WriteBuffer(unit_pages, config.page_size) for _ in range(n_user + 1)]
         self.slots = SlotMap(device.geometry.nr_zones, zones.slots_per_zone)
         self.idmap = IdMap(direct=config.id_space)          # page id -> handle
@@ -80,6 +83,18 @@ class StoreState:
         self.lost_total = 0
         self.host_write_bytes = 0
         self.fast_path = {"prepared": 0, "one_commit_batches": 0, "one_batch_calls": 0}
+
+    def landed_batch(self, phase: int, zone_end: bool, units: int) -> None:
+        """A one-batch run (a ``BatchPlan``'s ``phase``, ``zone_end`` and unit count) landed back to
+        back and was committed as one run: ``fast_path`` counts a one-batch call when the general
+        path writes such a run as one batch too (phase 1, not to the zone's end; else it writes it
+        with ``_write_jobs`` / ``_write_one``), and a commit of several units as ``_land`` counts one."""
+        fp = self.fast_path
+        usual = phase == 1 and not zone_end
+        if usual:
+            fp["one_batch_calls"] += 1
+        if usual or units > 1:
+            fp["one_commit_batches"] += 1
 
     def update_capacity(self) -> None:
         """Usable zones minus one open zone per write group and the GC reserve, in pages."""
@@ -109,6 +124,15 @@ class StoreState:
         """A call past its commit point stored ``pages`` new pages from ``nbytes`` of the caller's."""
         self.live += pages
         self.host_write_bytes += nbytes
+
+    def unbuffer(self, handles: np.ndarray) -> None:
+        """Take these handles' pages out of the write buffers (a newer copy, or discarded)."""
+        b = self.buffer_of[handles]
+        if b.any():
+            m = b != 0
+            for k in np.unique(b[m]):
+                self.buffers[int(k) - 1].remove(handles[b == k])
+            self.buffer_of[handles[m]] = 0
 
     def newer_copy(self, handles: np.ndarray) -> np.ndarray:
         """Whether a newer copy than the device's is on its way (buffered, or a swap_out writing it)."""

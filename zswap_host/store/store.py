@@ -230,14 +230,14 @@ class SwapStore:
                     if st.idmap.handles > st.slots.handles:
                         st.grow(st.idmap.handles)
                 if buffered_n:
-                    self._writer.unbuffer(h)
+                    st.unbuffer(h)
             else:
                 if fresh.any():
                     h[fresh] = st.idmap.insert(ids[fresh])
                     st.grow(st.idmap.handles)
                 b = st.buffer_of[h]
                 if np.count_nonzero(b):
-                    self._writer.unbuffer(h)
+                    st.unbuffer(h)
             if st.prefetch.size:
                 st.prefetch.drop(st.prefetch_pos, h)
             if st.lost_count:
@@ -362,7 +362,7 @@ class SwapStore:
             if ids.size == 0:
                 return
             stored = st.slots.mapped(h) | (st.buffer_of[h] != 0)
-            self._writer.unbuffer(h)
+            st.unbuffer(h)
             st.prefetch.drop(st.prefetch_pos, h)
             st.slots.invalidate(h)
             st.lost_count -= int(st.lost[h].sum())

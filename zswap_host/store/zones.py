@@ -117,6 +117,10 @@ class ZoneAllocator:
         a run in place (store/express.py). The same array for the allocator's life."""
         return self._written
 
+    def states(self) -> np.ndarray:
+        """Each zone's state (int8: free, open, full, retired), a copy."""
+        return self._state.copy()
+
     def written_at(self, zones: np.ndarray) -> np.ndarray:
         """Data pages written per zone (vectorised)."""
         return self._written[zones]
