@@ -168,3 +168,22 @@ class FlakyBackend:
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
+
+
+# ---------------------------------------------------------------- backend factories (Pager.process)
+# module-level, so a backend process can unpickle them (functools.partial of one)
+def ledger_backend(kind: str) -> Ledger:
+    return Ledger(make_backend(kind))
+
+
+def flaky_backend(kind: str, **kw) -> FlakyBackend:
+    return FlakyBackend(make_backend(kind), **kw)
+
+
+def store_backend(url: str):
+    return SwapStore(open_device(url))
+
+
+def ledger_state(ledger: Ledger) -> tuple[list[int], int, int, int]:
+    """(bad reads, ids held, pages the inner backend stores, discard calls) of a ``Ledger``."""
+    return ledger.bad_reads, len(ledger.held), ledger.inner.stats().pages_stored, ledger.discard_calls
