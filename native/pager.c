@@ -994,7 +994,10 @@ static void serve_call(pg_pager *p) {
     uint8_t *ok = ROWS(p, off_ok, uint8_t), *data = ROWS(p, off_data, uint8_t);
     ch->why[sizeof ch->why - 1] = 0;
     switch (ch->op) {
-    case PG_OP_WAIT: ch->rc = pg_wait(p, ch->arg); break;
+    case PG_OP_WAIT:
+        ch->rc = pg_wait(p, ch->arg);
+        ch->taken = ch->rc > 0 && (ch->rc & PG_FETCH) && n ? (uint32_t)pg_take_fetch(p, pages, n) : 0;
+        break;
     case PG_OP_TAKE_FETCH: ch->rc = pg_take_fetch(p, pages, n); break;
     case PG_OP_CLAIM: {
         uint32_t cap = (uint32_t)ch->arg < ch->cap ? (uint32_t)ch->arg : ch->cap;

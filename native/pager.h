@@ -136,7 +136,9 @@ void pg_memcpy(uint64_t dst, uint64_t src, uint64_t n);
  * thread of this process started by pg_serve (no Python, no GIL), makes the call on the pager and
  * answers in the same block. Rows: pages (u64), aux (u64 or i64), ok (u8), data (page_size bytes
  * each), cap of each. Per op (n, arg in; rc out: the call's return value, a count or -errno):
- *   WAIT        arg = timeout_ms                      rc = pg_wait's mask
+ *   WAIT        arg = timeout_ms, n = fetch cap       rc = pg_wait's mask; with PG_FETCH and n > 0 the
+ *                                                     bridge also takes the queued pages: pages[0..taken)
+ *                                                     (one round trip less per fetch)
  *   TAKE_FETCH  n = cap                               pages[0..rc)
  *   CLAIM       aux[0..n) candidates, arg = cap       pages[0..rc) claimed
  *   FETCHED     pages, data, ok [0..n), why           rc
@@ -156,6 +158,7 @@ typedef struct {
     int32_t arg;         /* timeout_ms (WAIT), cap (CLAIM), ok (DISCARDED, EVICT_END) */
     uint32_t n;          /* rows in, or the cap of rows out */
     uint32_t ndirty;     /* EVICT_BEGIN: dirty victims (their rows in data) */
+    uint32_t taken;      /* WAIT: pages taken to fetch (pg_take_fetch) with the wait */
     uint32_t cap;        /* rows of each array (set by pg_serve) */
     uint64_t off_pages, off_aux, off_ok, off_data, bytes;  /* the layout (set by pg_serve) */
     char why[512];       /* FETCHED, FAIL_WAITING: the reason, NUL-terminated */

@@ -33,6 +33,8 @@ class ChannelCore:
         self._ok = np.frombuffer(self._mm, np.uint8, cap, int(ch.off_ok))
         self._data = np.frombuffer(self._mm, np.uint8, cap * page_size, int(ch.off_data)).reshape(cap, page_size)
         self.calls = 0
+        self.fetch_cap = 0       # WAIT takes up to this many queued pages with it (take_fetch hands them out)
+        self._taken = np.zeros(0, np.uint64)
 
     def _call(self, op: int, n: int = 0, arg: int = 0, why: str | None = None, what: str = "") -> int:
         ch = self._ch
@@ -46,9 +48,14 @@ class ChannelCore:
         return check(int(ch.rc), what)
 
     def wait(self, timeout_ms: int) -> int:
-        return self._call(self._lib.PG_OP_WAIT, arg=timeout_ms, what="pg_wait")
+        mask = self._call(self._lib.PG_OP_WAIT, n=min(self.fetch_cap, self.cap), arg=timeout_ms, what="pg_wait")
+        self._taken = self._pages[:int(self._ch.taken)].copy()
+        return mask
 
     def take_fetch(self, cap: int) -> np.ndarray:
+        if len(self._taken):  # taken with the wait
+            pages, self._taken = self._taken[:cap], self._taken[cap:]
+            return pages
         n = self._call(self._lib.PG_OP_TAKE_FETCH, n=min(cap, self.cap), what="pg_take_fetch")
         return self._pages[:n].copy()
 

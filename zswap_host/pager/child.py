@@ -44,8 +44,13 @@ def main(argv: list[str]) -> int:
     conn = Connection(ctrl_fd)
     try:
         sys.path[:] = conn.recv()
+        main_path = conn.recv()
         cfg = conn.recv()
-        factory = conn.recv()
+        pickled = conn.recv_bytes()
+        if main_path and b"__main__" in pickled:  # a factory of the parent's script: import it, as spawn does
+            import multiprocessing.spawn
+            multiprocessing.spawn.import_main_path(main_path)
+        factory = pickle.loads(pickled)
         backend = factory()
         ps = getattr(backend, "page_size", cfg["page_size"])
         if ps != cfg["page_size"]:
@@ -56,6 +61,7 @@ def main(argv: list[str]) -> int:
         conn.send(("error", portable(exc)))
         return 1
     core = ChannelCore(shm_fd, req_fd, rep_fd, cfg["page_size"])
+    core.fetch_cap = cfg["fetch_batch"]
     resolver = Resolver(core, backend, id_base=cfg["id_base"], page_size=cfg["page_size"],
                         fetch_batch=cfg["fetch_batch"], evict_batch=cfg["evict_batch"],
                         fault_around=cfg["fault_around"])

@@ -6,6 +6,7 @@ whatever the faulting thread holds (the GIL included)."""
 from __future__ import annotations
 
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -63,9 +64,11 @@ class BackendProcess:
         function: use a module-level function or ``functools.partial`` of one)."""
         shm, req, rep, pidfd = self._fds
         check(lib.pg_serve(handle, shm, self.cap, req, rep, pidfd), "start the backend bridge")
+        pickled = pickle.dumps(factory)  # before anything is sent: an unpicklable factory raises here
         self._conn.send(list(sys.path))
+        self._conn.send(getattr(sys.modules["__main__"], "__file__", None))
         self._conn.send(settings)
-        self._conn.send(factory)
+        self._conn.send_bytes(pickled)
         reply = self._recv(timeout, "its start")
         if reply[0] != "ready":
             raise RuntimeError(f"the backend process could not build the backend: {describe(reply[1])}") from reply[1]
