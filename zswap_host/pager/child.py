@@ -9,7 +9,7 @@ pager's control messages on CTRL (a socket of pickled messages):
     ("discard", ids)     -> backend.discard(ids) (errors noted), (nerrors, [exceptions]), exit 0
 
 EOF on CTRL (the pager's process is gone) exits at once. A resolver thread that dies of anything but
-a backend error (which it notes) ends the process with status 70, so the pager fails the faults that
+a backend error (which it notes) ends the process with status 70 (``RESOLVER_FAILED``), so the pager fails the faults that
 needed it instead of waiting."""
 
 from __future__ import annotations
@@ -33,10 +33,15 @@ def portable(exc: BaseException) -> BaseException:
         return RuntimeError(describe(exc))
 
 
-def _die(args) -> None:
-    traceback.print_exception(args.exc_type, args.exc_value, args.exc_traceback)
-    print(f"zswap pager: the backend process's resolver failed: {args.exc_value!r}", file=sys.stderr, flush=True)
-    os._exit(70)
+RESOLVER_FAILED = 70  # the exit status when the resolver thread died
+
+
+def _resolver_died(died: threading.Event):
+    def hook(args) -> None:
+        traceback.print_exception(args.exc_type, args.exc_value, args.exc_traceback)
+        print(f"zswap pager: the backend process's resolver failed: {args.exc_value!r}", file=sys.stderr, flush=True)
+        died.set()  # the main thread sees it and exits
+    return hook
 
 
 def main(argv: list[str]) -> int:
@@ -65,7 +70,8 @@ def main(argv: list[str]) -> int:
     resolver = Resolver(core, backend, id_base=cfg["id_base"], page_size=cfg["page_size"],
                         fetch_batch=cfg["fetch_batch"], evict_batch=cfg["evict_batch"],
                         fault_around=cfg["fault_around"])
-    threading.excepthook = _die
+    died = threading.Event()
+    threading.excepthook = _resolver_died(died)
     resolver.start()
     conn.send(("ready", os.getpid()))
 
@@ -74,9 +80,12 @@ def main(argv: list[str]) -> int:
 
     while True:
         try:
+            while not conn.poll(0.2):
+                if died.is_set():
+                    return RESOLVER_FAILED
             msg = conn.recv()
         except (EOFError, OSError):
-            os._exit(0)  # the pager's process is gone: nothing left to serve
+            return 0  # the pager's process is gone: nothing left to serve (the resolver is a daemon thread)
         if msg[0] == "errors":
             conn.send(state())
         elif msg[0] == "call":
