@@ -298,7 +298,7 @@ static void make_resident(pg_pager *p, uint64_t page, uint8_t flags) {
 static void touch(pg_pager *p, uint64_t page) {
     if (!(p->flags[page] & F_SPEC)) return;
     p->flags[page] = (uint8_t)((p->flags[page] & ~F_SPEC) | F_REF);
-    if (p->state[page] != ST_FETCHING) p->st.spec_hits++;
+    if (p->state[page] != ST_FETCHING && p->state[page] != ST_QUEUED) p->st.spec_hits++;  /* else pg_fetched counts it */
 }
 
 /* A MISSING fault (or a pending one being retried) on page. Lock held. */
@@ -601,6 +601,25 @@ int pg_claim(pg_pager *p, const uint64_t *candidates, uint32_t n, uint64_t *out,
         out[k++] = page;
     }
     note_used(p);
+    pthread_mutex_unlock(&p->mu);
+    return (int)k;
+}
+
+int pg_prefetch(pg_pager *p, const uint64_t *pages, uint32_t n) {
+    pthread_mutex_lock(&p->mu);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n && used(p) + npending(p) < p->budget && !p->stopping && !p->gone; i++) {
+        uint64_t page = pages[i];
+        if (page >= p->npages || p->state[page] != ST_STORED || (p->flags[page] & (F_COPY | F_DIRTY)) != F_COPY)
+            continue;
+        if (fifo_push(&p->fetchq, page)) { p->st.uffd_errors++; break; }
+        p->state[page] = ST_QUEUED;
+        p->flags[page] |= F_SPEC | F_AHEAD;
+        p->reserved++;
+        k++;
+    }
+    note_used(p);
+    if (k) pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return (int)k;
 }
@@ -939,6 +958,7 @@ static void backend_gone(pg_pager *p, const char *why) {
     while (p->fetchq.len) {  /* queued for a read that will never come */
         uint64_t page = fifo_pop(&p->fetchq);
         if (p->state[page] == ST_QUEUED) p->state[page] = ST_STORED, p->reserved--;
+        p->flags[page] &= (uint8_t)~(F_SPEC | F_AHEAD);  /* prefetched, never read */
     }
     for (uint64_t page = 0; page < p->npages; page++)  /* taken by the dead resolver */
         if (p->state[page] == ST_FETCHING) {

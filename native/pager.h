@@ -85,6 +85,13 @@ int pg_take_fetch(pg_pager *p, uint64_t *pages, uint32_t cap);
  * pg_fetched) and must be resolved by pg_fetched. Up to cap into out; returns how many. Candidates
  * out of range or not claimable are skipped. */
 int pg_claim(pg_pager *p, const uint64_t *candidates, uint32_t n, uint64_t *out, uint32_t cap);
+/* Prefetch (an MADV_WILLNEED): queue pages[0..n) for reading as if a fault had asked for them, without
+ * a waiting thread. A page is queued when it is a page of this pager whose only contents are a valid
+ * backend copy (as pg_claim) and there is room (pages mapped + in flight + faults waiting for room <
+ * budget: a prefetch never makes a fault wait and asks for no eviction of its own, so one call reads
+ * at most the free room, about the eviction headroom when the budget is in use). Queued pages count
+ * as read-ahead (spec_pages_in, spec_hits when touched). Returns how many were queued. */
+int pg_prefetch(pg_pager *p, const uint64_t *pages, uint32_t n);
 /* Resolve taken pages: ok[i] = 1: data row i (page_size bytes) is page pages[i]'s contents,
  * mapped write-protected; ok[i] = 0: the read failed, each thread waiting on the page gets
  * SIGBUS, with a line on stderr ending in why (the backend's error; NULL: a generic one), and the

@@ -17,6 +17,7 @@ from .process import BackendProcess
 from .region import Region
 from .shapes import MAX_PAGE_ID, as_shape, region_bytes
 from .resolver import DISCARD_BATCH, Resolver
+from .rows import row_layout, row_page_addrs
 from .stats import PagerStats
 from .tensors import move_into, tensor_over, torch_itemsize
 
@@ -251,6 +252,31 @@ class Pager:
         if not dst.flags.writeable:
             raise ValueError("copy destination is read-only")
         self._lib.pg_memcpy(dst.ctypes.data, src.ctypes.data, dst.nbytes)
+
+    def prefetch(self, obj, rows=None) -> int:
+        """Announce that ``rows`` (indices along the first dimension; None: all) of ``obj``, a
+        C-contiguous numpy array or torch tensor in one region of this pager (``alloc``, ``tensor``,
+        ``adopt``), are needed soon, as ``madvise(MADV_WILLNEED)``: the pages holding them that only
+        the backend holds are queued for reading now (batched with the faults), so a later touch finds
+        them mapped. Never waits and never evicts for it: it queues at most the free room in the
+        budget (about the eviction headroom once the budget is in use), in the order of the pages;
+        pages mapped, never written or in flight are skipped. Counted as read-ahead
+        (``stats().spec_pages_in``, ``spec_hits``). Returns how many pages were queued. Safe from any
+        thread, with or without the GIL (it touches no paged memory). ``ValueError`` for rows out of
+        range or memory not in this pager."""
+        self._check_open()
+        addr, nrows, stride, row_bytes = row_layout(obj)
+        rows = np.arange(nrows) if rows is None else np.asarray(rows, np.int64).reshape(-1)
+        if rows.size and (rows.min() < 0 or rows.max() >= nrows):
+            raise ValueError(f"prefetch: rows out of range [0, {nrows})")
+        region = next((r for r in self._regions if r.contains(addr)), None)
+        if region is None or addr + nrows * stride > region.addr + region.nbytes:
+            raise ValueError("prefetch: the memory is not in a region of this pager")
+        addrs = row_page_addrs(addr, stride, row_bytes, rows, self.page_size)
+        pages = np.ascontiguousarray((addrs - region.addr) // self.page_size + region.first_page, np.uint64)
+        if pages.size == 0:
+            return 0
+        return check(self._lib.pg_prefetch(self._h, ptr(self._ffi, pages, "uint64_t *"), len(pages)), "pg_prefetch")
 
     def quiesce(self, timeout: float | None = None) -> bool:
         """Wait until the resolver has nothing to do: no page queued or being read, no fault waiting
