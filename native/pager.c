@@ -86,6 +86,17 @@
  *   Any fault event naming a SPEC page (a read that came before it was mapped, a first write) clears
  *   SPEC and counts a hit; a SPEC page evicted counts unused. Reads of a mapped page make no fault, so
  *   a page only read after it was mapped counts unused: the hit count is a lower bound.
+ * Prefetch (pg_prefetch): like a claim, but the page is queued (STORED -> QUEUED|SPEC|AHEAD, room
+ *   reserved) with no waiter, and the resolver takes it with the faults; a fault on it meanwhile
+ *   waits like on any QUEUED page (touch() leaves the hit to pg_fetched, as for FETCHING).
+ * A backend process (pg_serve): the resolver's calls above arrive from another process through the
+ *   bridge thread, which makes them on this pager exactly as a resolver thread would. If that
+ *   process ends while the pager is open (its pidfd turns readable, not at close), backend_gone:
+ *   queued and being-read pages go back to STORED and their waiters get SIGBUS, an open eviction is
+ *   undone (every victim RESIDENT again, its writers woken), discards taken are forgotten, and the
+ *   faults waiting for room are admitted again; from then on admit() fails with SIGBUS any fault
+ *   that needs the backend (a STORED page, or room when used >= budget), never queueing it, and no
+ *   eviction is asked for. Pages mapped and pages never written keep working.
  * Any other event (a MISSING for a mapped page, a WP for an unmapped one) is stale: a thread
  * may have been woken already, or a signal interrupted its wait; UFFDIO_WAKE it again, it
  * retries the access and faults afresh if it must.

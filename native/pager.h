@@ -3,7 +3,8 @@
  * A pager owns one userfaultfd, a handler thread that reads its fault events, and regions of
  * anonymous memory registered MISSING|WP. Pages are numbered across regions (a region's pages are
  * [first, first + npages)); the Python side turns a page number into a backend id. The backend is
- * Python, so the C side never does I/O: pages to read are handed out (pg_take_fetch), pages to
+ * Python (a thread of this process, or a process of its own reached through pg_serve's bridge
+ * thread, below), so the C side never does I/O: pages to read are handed out (pg_take_fetch), pages to
  * read ahead with them claimed (pg_claim, fault-around), and their data handed back (pg_fetched); victims to write are handed out with their bytes
  * (pg_evict_begin) and the outcome handed back (pg_evict_end); with discard_on_write, pages whose
  * backend copy went stale are handed out to discard (pg_take_discards, pg_discarded). The

@@ -77,8 +77,8 @@ class Pager:
     discard; ``stats().rearms``, ``rearm_faults``). Reads still give no signal. On the transparent
     DLRM it cut pages read by 16% and the modeled stall by 15% (experiments/results/transparent_dlrm/).
 
-    The GIL contract: a thread touching a page that is not resident waits for the resolver, a
-    Python thread. If the toucher holds the GIL (``arr[i]``, a small slice, a numpy reduction that
+    The GIL contract (this mode; ``Pager.process`` has none): a thread touching a page that is not
+    resident waits for the resolver, a Python thread. If the toucher holds the GIL (``arr[i]``, a small slice, a numpy reduction that
     casts such as ``a.sum(dtype=np.float64)`` of an int64 array), the resolver can never run and the
     process hangs. Touch paged memory only from code that releases the GIL: torch operations,
     whole-array numpy calls that do not cast, ``ctypes.memmove``, ``Pager.copy``, or native code
