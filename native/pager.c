@@ -425,6 +425,13 @@ static void check_stuck(pg_pager *p) {
                 "is a thread touching paged memory while holding the GIL (docs/design.md, "
                 "\"The pager\"), or is the backend stuck?\n", STUCK_NS / 1000000000LL);
     }
+    if (waiting && p->abort_ns > 0 && waited > p->abort_ns && p->serving) {  /* no GIL involved: a stuck backend */
+        fprintf(stderr,
+                "zswap pager: aborting: page faults have waited %.0f s for the backend process's resolver, which has "
+                "not come back since: its backend call has not returned. ZSWAP_PAGER_ABORT_S=%.0f set this limit "
+                "(0: never abort).\n", (double)waited / 1e9, (double)p->abort_ns / 1e9);
+        abort();
+    }
     if (waiting && p->abort_ns > 0 && waited > p->abort_ns) {
         fprintf(stderr,
                 "zswap pager: aborting: page faults have waited %.0f s for the resolver thread, which has not "

@@ -361,3 +361,28 @@ def test_a_gil_holding_sweep_ends_in_process_mode():
         idx = np.random.default_rng(0).integers(0, a.size, 500)
         assert sum(int(a[i]) for i in idx) == int(ref[idx].sum())
         assert pager.stats().pages_in > 0
+
+
+STUCK_CHILD = """
+    import functools, sys
+    import numpy as np
+    sys.path.insert(0, {tests!r})
+    from pager_harness import stuck_backend, PS, BUDGET_PAGES
+    from zswap_host.pager import Pager
+
+    pager = Pager.process(functools.partial(stuck_backend, "store"), BUDGET_PAGES * PS)
+    a = pager.alloc((4 * BUDGET_PAGES, PS), np.uint8)
+    a[:] = 1                                  # most pages go to the backend (writes work)
+    print("touching", flush=True)
+    print(int(a[0, 0]))                       # page 0 is in the backend, whose reads never return
+"""
+
+
+def test_a_stuck_backend_ends_in_the_abort_timer_naming_the_backend_process():
+    env = {**os.environ, "ZSWAP_PAGER_ABORT_S": "3"}
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(STUCK_CHILD).format(tests=SUPPORT_DIR)],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == -signal.SIGABRT, (r.returncode, r.stdout, r.stderr[-3000:])
+    assert "zswap pager: aborting: page faults have waited" in r.stderr
+    assert "for the backend process's resolver" in r.stderr and "GIL" not in r.stderr, r.stderr[-3000:]
+    assert "touching" in r.stdout

@@ -187,3 +187,20 @@ def store_backend(url: str):
 def ledger_state(ledger: Ledger) -> tuple[list[int], int, int, int]:
     """(bad reads, ids held, pages the inner backend stores, discard calls) of a ``Ledger``."""
     return ledger.bad_reads, len(ledger.held), ledger.inner.stats().pages_stored, ledger.discard_calls
+
+
+class StuckReads:
+    """Delegates to ``inner``; ``swap_in`` never returns (a backend that hangs)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.page_size = inner, inner.page_size
+
+    def swap_in(self, ids):
+        threading.Event().wait()
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def stuck_backend(kind: str) -> StuckReads:
+    return StuckReads(make_backend(kind))
