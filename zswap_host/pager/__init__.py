@@ -4,7 +4,8 @@ the backend in a process of its own, no Python on the fault path, issue 33); doc
 pager", has the protocol and its limits."""
 
 from .pager import Pager
+from .process import BackendGone
 from .smaps import range_rss
 from .stats import PagerStats
 
-__all__ = ["Pager", "PagerStats", "range_rss"]
+__all__ = ["BackendGone", "Pager", "PagerStats", "range_rss"]

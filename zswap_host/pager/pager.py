@@ -334,7 +334,7 @@ class Pager:
         """``fn(backend, *args)`` where the backend lives: here in the thread mode, in the backend
         process with ``Pager.process`` (``fn``, ``args`` and the result pickled: a module-level
         function or ``operator.methodcaller``; ``fn``'s exception is raised here;
-        ``process.BackendGone`` when the process has ended). As with ``backend``, call it when the
+        ``BackendGone`` when the process has ended). As with ``backend``, call it when the
         pager is quiet (``quiesce``) unless the backend is safe to use beside the resolver."""
         self._check_open()
         if self._process is None:

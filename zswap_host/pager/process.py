@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .native import check
-from .resolver import DISCARD_BATCH, describe
+from .resolver import describe
 
 STOP_TIMEOUT_S = 300.0   # close(): the child's last backend call (a batch) and its final discard
 EXIT_TIMEOUT_S = 30.0    # then its exit, before it is killed
