@@ -6,7 +6,8 @@ error; a full store is SIGBUS naming SwapFullError; failed writes lose nothing a
 back from the child; a child killed mid-copy is SIGBUS in the copying thread naming the signal, and
 a child killed while idle leaves resident and new memory usable and close() working; a factory that
 fails or cannot be pickled is an error that leaves no process, thread or fd behind; close() leaves
-none either. The hang list in process mode is in test_pager_hang_list.py. Children in subprocesses
+none either; a stuck backend ends in the abort timer naming the backend process; a resolver that dies
+in the child ends it (status 70) and fails the fault; the child exits when the pager's process dies. The hang list in process mode is in test_pager_hang_list.py. Children in subprocesses
 with timeouts where a signal ends the process (a regression would hang, not pass)."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -344,7 +346,7 @@ def test_close_leaves_no_process_thread_or_fd():
     pager.close()
     del a
     assert _fds() == fds and _tasks() == tasks
-    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+    assert not _running(pid)
     pager.close()                                    # a no-op
     with pytest.raises(ValueError):
         pager.backend_call(ledger_state)
@@ -386,3 +388,58 @@ def test_a_stuck_backend_ends_in_the_abort_timer_naming_the_backend_process():
     assert "zswap pager: aborting: page faults have waited" in r.stderr
     assert "for the backend process's resolver" in r.stderr and "GIL" not in r.stderr, r.stderr[-3000:]
     assert "touching" in r.stdout
+
+
+RESOLVER_DIES_CHILD = """
+    import functools, sys
+    import numpy as np
+    sys.path.insert(0, {tests!r})
+    from pager_harness import interrupted_backend, PS, BUDGET_PAGES
+    from zswap_host.pager import Pager
+
+    pager = Pager.process(functools.partial(interrupted_backend, "store"), BUDGET_PAGES * PS)
+    a = pager.alloc((4 * BUDGET_PAGES, PS), np.uint8)
+    a[:] = 1
+    print("touching", flush=True)
+    print(int(a[0, 0]))                       # its read kills the child's resolver: SIGBUS, not a hang
+    print("not reached", flush=True)
+"""
+
+
+def test_a_resolver_that_dies_ends_the_child_and_fails_the_fault():
+    r = run_child(RESOLVER_DIES_CHILD)
+    assert r.returncode == -signal.SIGBUS, (r.returncode, r.stdout, r.stderr[-3000:])
+    assert "the backend process's resolver failed: KeyboardInterrupt" in r.stderr, r.stderr[-3000:]
+    assert "exited with status 70: pages it holds cannot be read" in r.stderr, r.stderr[-3000:]
+    assert "touching" in r.stdout and "not reached" not in r.stdout
+
+
+ORPHAN_CHILD = """
+    import functools, os, signal, sys
+    import numpy as np
+    sys.path.insert(0, {tests!r})
+    from pager_harness import make_backend, PS, BUDGET_PAGES
+    from zswap_host.pager import Pager
+
+    pager = Pager.process(functools.partial(make_backend, "store"), BUDGET_PAGES * PS)
+    print(pager.backend_pid, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)      # the pager's process dies without close()
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_the_backend_process_exits_when_the_pagers_process_dies():
+    r = run_child(ORPHAN_CHILD)
+    assert r.returncode == -signal.SIGKILL, (r.returncode, r.stdout, r.stderr[-3000:])
+    pid = int(r.stdout.split()[0])
+    end = time.monotonic() + 120           # a bound on the wait, not a speed check
+    while _running(pid) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not _running(pid)

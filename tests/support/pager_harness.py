@@ -204,3 +204,21 @@ class StuckReads:
 
 def stuck_backend(kind: str) -> StuckReads:
     return StuckReads(make_backend(kind))
+
+
+class InterruptedReads:
+    """Delegates to ``inner``; ``swap_in`` raises ``KeyboardInterrupt``, which is no backend error
+    (not an ``Exception``): it ends the resolver thread."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.page_size = inner, inner.page_size
+
+    def swap_in(self, ids):
+        raise KeyboardInterrupt("injected into the resolver")
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def interrupted_backend(kind: str) -> InterruptedReads:
+    return InterruptedReads(make_backend(kind))
