@@ -8,7 +8,9 @@ fills it (most of it goes to the store), then for ``--seconds`` runs ``examples/
 GIL, so both modes can run them — from each of ``--threads`` counts (each thread its own elements).
 Rounds alternate the modes (thread, process, thread, ...), so machine load drifts over both alike; the
 ratio reported is the median of the per-pair ratios. Reported per round: faults/s (missing +
-write-protect), MB/s of paging (pages in + out, 4 KiB), and the mean pages per backend call
+write-protect), MB/s of paging (pages in + out, 4 KiB), CPU µs per fault (user + system time of this
+process, all its threads, plus the backend process's in the process mode, over the faults: less
+sensitive to other jobs' load than wall-clock rates), and the mean pages per backend call
 (pages_in / fetch_batches: ``swap_in``; pages_out / evict_batches: ``swap_out``, one stream). The sum
 of the array is checked after each round.
 
@@ -25,6 +27,8 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
+import resource
 import statistics
 import sys
 import threading
@@ -85,14 +89,25 @@ def scalar(a: np.ndarray, seconds: float, seed: int) -> int:
     return made
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of this process (every thread) and of process ``pid`` if given."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    t = r.ru_utime + r.ru_stime
+    if pid is not None:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        t += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    return t
+
+
 def one_round(mode: str, workload: str, nthreads: int, args, seed: int) -> dict:
     with open_pager(mode, args.device, args.budget_mib << 20) as pager:
         a = pager.alloc((args.size_mib << 20) // 8, np.int64)
         fill(a)
         want = int(a.sum())
-        s0, t0 = pager.stats(), time.perf_counter()
+        s0, t0, c0 = pager.stats(), time.perf_counter(), cpu_seconds(pager.backend_pid)
         made = rmw(a, nthreads, args.seconds, seed) if workload == "rmw" else scalar(a, args.seconds, seed)
-        wall, s = time.perf_counter() - t0, pager.stats()
+        wall, cpu, s = time.perf_counter() - t0, cpu_seconds(pager.backend_pid) - c0, pager.stats()
         ok = int(a.sum()) == want + made
         d = {k: getattr(s, k) - getattr(s0, k) for k in ("faults_missing", "faults_wp", "pages_in", "pages_out",
                                                       "fetch_batches", "evict_batches")}
@@ -100,6 +115,7 @@ def one_round(mode: str, workload: str, nthreads: int, args, seed: int) -> dict:
     return {"mode": mode, "workload": workload, "threads": nthreads, "seconds": round(wall, 2),
             "updates": made, "faults_per_s": round(faults / wall), "paging_MB_per_s":
             round((d["pages_in"] + d["pages_out"]) * 4096 / wall / 1e6, 1),
+            "cpu_us_per_fault": round(cpu / max(1, faults) * 1e6, 1),
             "pages_per_swap_in": round(d["pages_in"] / max(1, d["fetch_batches"]), 2),
             "pages_per_swap_out": round(d["pages_out"] / max(1, d["evict_batches"]), 1),
             "budget_kept": s.max_resident <= pager.budget_pages, "sum_checks": ok, **d}
@@ -129,11 +145,13 @@ def main(argv: list[str] | None = None) -> int:
             rounds += pair
             pairs.append(pair)
         row = {"workload": "rmw", "threads": nthreads}
-        for key in ("faults_per_s", "paging_MB_per_s", "pages_per_swap_in", "pages_per_swap_out"):
+        for key in ("faults_per_s", "paging_MB_per_s", "cpu_us_per_fault", "pages_per_swap_in", "pages_per_swap_out"):
             for i, mode in enumerate(("thread", "process")):
                 row[f"{mode}_{key}"] = statistics.median(p[i][key] for p in pairs)
         row["process_over_thread_faults_per_s"] = round(statistics.median(
             p[1]["faults_per_s"] / p[0]["faults_per_s"] for p in pairs), 2)
+        row["process_over_thread_cpu_per_fault"] = round(statistics.median(
+            p[1]["cpu_us_per_fault"] / p[0]["cpu_us_per_fault"] for p in pairs), 2)
         summary.append(row)
     if args.scalar:
         r = one_round("process", "scalar", 1, args, seed=7)
@@ -141,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         rounds.append(r)
         summary.append({"workload": "scalar (GIL held; thread mode deadlocks)", "threads": 1,
                         "process_faults_per_s": r["faults_per_s"], "process_paging_MB_per_s": r["paging_MB_per_s"],
+                        "process_cpu_us_per_fault": r["cpu_us_per_fault"],
                         "process_pages_per_swap_in": r["pages_per_swap_in"]})
     print("summary:")
     for row in summary:
