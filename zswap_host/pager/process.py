@@ -35,6 +35,7 @@ class BackendProcess:
     def __init__(self, *, page_size: int, cap: int, channel_bytes: int) -> None:
         self._lock = threading.Lock()
         self._nerrors, self._errors = 0, []
+        self._stopped = False  # stop() saw the resolver finish
         self.cap = cap
         shm = os.memfd_create("zswap-pager-channel")
         req, rep = os.eventfd(0), os.eventfd(0)  # blocking: each side waits in read()
@@ -123,12 +124,14 @@ class BackendProcess:
         if self.alive:
             try:
                 self._nerrors, self._errors = self._ask(("stop",), "stop")
+                self._stopped = True
             except (BackendGone, OSError):
-                pass
+                pass  # it did not stop in time (a backend call that does not return): killed below
 
     def discard_and_exit(self, ids: np.ndarray) -> None:
-        """Discard ``ids`` from the backend, then let the child exit (killed if it does not)."""
-        if self.alive:
+        """Discard ``ids`` from the backend, then let the child exit (killed if it does not, or if
+        ``stop`` found it stuck)."""
+        if self.alive and self._stopped:
             try:
                 self._nerrors, self._errors = self._ask(("discard", ids), "the final discard")
             except (BackendGone, OSError):
