@@ -1042,15 +1042,7 @@ static void serve_call(pg_pager *p) {
         ch->rc = pg_claim(p, aux, n, pages, cap);
         break;
     }
-    case PG_OP_FETCHED:
-        ch->rc = pg_fetched(p, pages, data, ok, n, ch->why);
-        ch->taken = 0, ch->next_mask = 0;
-        if (ch->arg > 0) {  /* the resolver's next call is a wait: make it now, answer both at once */
-            uint32_t cap = ch->wait_cap < ch->cap ? ch->wait_cap : ch->cap;
-            ch->next_mask = pg_wait(p, ch->arg);
-            if ((ch->next_mask & PG_FETCH) && cap) ch->taken = (uint32_t)pg_take_fetch(p, pages, cap);
-        }
-        break;
+    case PG_OP_FETCHED: ch->rc = pg_fetched(p, pages, data, ok, n, ch->why); break;
     case PG_OP_TAKE_DISCARDS: ch->rc = pg_take_discards(p, pages, n); break;
     case PG_OP_DISCARDED: ch->rc = pg_discarded(p, pages, n, ch->arg); break;
     case PG_OP_EVICT_BEGIN: ch->rc = pg_evict_begin(p, n, pages, data, &ch->ndirty); break;

@@ -149,10 +149,7 @@ void pg_memcpy(uint64_t dst, uint64_t src, uint64_t n);
  *                                                     (one round trip less per fetch)
  *   TAKE_FETCH  n = cap                               pages[0..rc)
  *   CLAIM       aux[0..n) candidates, arg = cap       pages[0..rc) claimed
- *   FETCHED     pages, data, ok [0..n), why           rc; with arg = timeout_ms > 0 (the resolver would wait
- *                                                     next) the bridge then waits as WAIT does, with
- *                                                     wait_cap: next_mask, pages[0..taken) (one round trip
- *                                                     per fetch batch where the resolver only fetches)
+ *   FETCHED     pages, data, ok [0..n), why           rc
  *   TAKE_DISCARDS n = cap                             pages[0..rc)
  *   DISCARDED   pages[0..n), arg = ok                 rc
  *   EVICT_BEGIN n = cap                               pages[0..rc), data[0..ndirty) (the dirty ones)
@@ -170,8 +167,6 @@ typedef struct {
     uint32_t n;          /* rows in, or the cap of rows out */
     uint32_t ndirty;     /* EVICT_BEGIN: dirty victims (their rows in data) */
     uint32_t taken;      /* WAIT: pages taken to fetch (pg_take_fetch) with the wait */
-    uint32_t wait_cap;   /* FETCHED with a wait: the fetch cap of that wait */
-    int32_t next_mask;   /* FETCHED with a wait: its mask */
     uint32_t cap;        /* rows of each array (set by pg_serve) */
     uint64_t off_pages, off_aux, off_ok, off_data, bytes;  /* the layout (set by pg_serve) */
     char why[512];       /* FETCHED, FAIL_WAITING: the reason, NUL-terminated */

@@ -35,9 +35,6 @@ class ChannelCore:
         self.calls = 0
         self.fetch_cap = 0       # WAIT takes up to this many queued pages with it (take_fetch hands them out)
         self._taken = np.zeros(0, np.uint64)
-        self._mask = 0           # what the last wait returned
-        self._wait_ms = 200      # its timeout
-        self._next: int | None = None  # a wait made with the last fetched (its mask; its pages in _taken)
 
     def _call(self, op: int, n: int = 0, arg: int = 0, why: str | None = None, what: str = "") -> int:
         ch = self._ch
@@ -51,12 +48,8 @@ class ChannelCore:
         return check(int(ch.rc), what)
 
     def wait(self, timeout_ms: int) -> int:
-        if self._next is not None:  # made with the last fetched
-            mask, self._next = self._next, None
-        else:
-            mask = self._call(self._lib.PG_OP_WAIT, n=min(self.fetch_cap, self.cap), arg=timeout_ms, what="pg_wait")
-            self._taken = self._pages[:int(self._ch.taken)].copy()
-        self._mask, self._wait_ms = mask, timeout_ms
+        mask = self._call(self._lib.PG_OP_WAIT, n=min(self.fetch_cap, self.cap), arg=timeout_ms, what="pg_wait")
+        self._taken = self._pages[:int(self._ch.taken)].copy()
         return mask
 
     def take_fetch(self, cap: int) -> np.ndarray:
@@ -77,13 +70,7 @@ class ChannelCore:
         if n > self.cap:
             raise ValueError(f"fetched: {n} pages, the channel holds {self.cap}")
         self._pages[:n], self._data[:n], self._ok[:n] = pages, data, ok
-        # a resolver whose last wait asked only for this fetch waits next (Resolver.run): chain that wait
-        chain = self._mask == self.FETCH and len(self._taken) == 0 and self.fetch_cap > 0
-        self._ch.wait_cap = min(self.fetch_cap, self.cap)
-        self._call(self._lib.PG_OP_FETCHED, n=n, arg=self._wait_ms if chain else 0, why=why, what="pg_fetched")
-        if chain:
-            self._next = int(self._ch.next_mask)
-            self._taken = self._pages[:int(self._ch.taken)].copy()
+        self._call(self._lib.PG_OP_FETCHED, n=n, why=why, what="pg_fetched")
 
     def take_discards(self, cap: int) -> np.ndarray:
         n = self._call(self._lib.PG_OP_TAKE_DISCARDS, n=min(cap, self.cap), what="pg_take_discards")
