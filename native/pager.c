@@ -86,6 +86,17 @@
  *   Any fault event naming a SPEC page (a read that came before it was mapped, a first write) clears
  *   SPEC and counts a hit; a SPEC page evicted counts unused. Reads of a mapped page make no fault, so
  *   a page only read after it was mapped counts unused: the hit count is a lower bound.
+ * Prefetch (pg_prefetch): like a claim, but the page is queued (STORED -> QUEUED|SPEC|AHEAD, room
+ *   reserved) with no waiter, and the resolver takes it with the faults; a fault on it meanwhile
+ *   waits like on any QUEUED page (touch() leaves the hit to pg_fetched, as for FETCHING).
+ * A backend process (pg_serve): the resolver's calls above arrive from another process through the
+ *   bridge thread, which makes them on this pager exactly as a resolver thread would. If that
+ *   process ends while the pager is open (its pidfd turns readable, not at close), backend_gone:
+ *   queued and being-read pages go back to STORED and their waiters get SIGBUS, an open eviction is
+ *   undone (every victim RESIDENT again, its writers woken), discards taken are forgotten, and the
+ *   faults waiting for room are admitted again; from then on admit() fails with SIGBUS any fault
+ *   that needs the backend (a STORED page, or room when used >= budget), never queueing it, and no
+ *   eviction is asked for. Pages mapped and pages never written keep working.
  * Any other event (a MISSING for a mapped page, a WP for an unmapped one) is stale: a thread
  * may have been woken already, or a signal interrupted its wait; UFFDIO_WAKE it again, it
  * retries the access and faults afresh if it must.
@@ -106,6 +117,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,7 +127,7 @@ enum { F_DIRTY = 1, F_REF = 2, F_COPY = 4, F_WAITER = 8, F_STALE = 16, F_SPEC = 
 #define STUCK_NS 10000000000LL  /* warn once when faults wait this long for a resolver that does not come */
 #define CHECK_NS 1000000000LL   /* how often the handler looks for faults waiting on an absent resolver */
 
-typedef struct { uint64_t addr, npages, first; } region;
+typedef struct { uint64_t addr, npages, first; int64_t stream; } region;
 typedef struct { uint64_t page; uint32_t tid; uint32_t write; } fault_rec;
 typedef struct { uint64_t *v; uint64_t cap, head, len; } fifo;  /* growable ring of page numbers */
 
@@ -156,6 +168,12 @@ struct pg_pager {
     int64_t checked_ns;         /* when the handler last looked for that */
     pg_stats st;
     uint8_t *zero;
+    /* serving a backend process (pg_serve) */
+    pthread_t bridge;
+    int serving, req_fd, rep_fd, pidfd;
+    pg_channel *chan;
+    int gone;                   /* the backend process ended while open: faults needing it fail */
+    char gone_why[256];
 };
 
 /* ---------------------------------------------------------------- small containers */
@@ -198,13 +216,18 @@ static int64_t page_of(const pg_pager *p, uint64_t addr) {
     return -1;
 }
 
-static uint64_t addr_of(const pg_pager *p, uint64_t page) {
+static const region *region_of(const pg_pager *p, uint64_t page) {
     uint32_t lo = 0, hi = p->nregions;  /* regions are numbered in order: binary search on first */
     while (hi - lo > 1) {
         uint32_t mid = (lo + hi) / 2;
         if (p->regions[mid].first <= page) lo = mid; else hi = mid;
     }
-    return p->regions[lo].addr + (page - p->regions[lo].first) * p->ps;
+    return &p->regions[lo];
+}
+
+static uint64_t addr_of(const pg_pager *p, uint64_t page) {
+    const region *r = region_of(p, page);
+    return r->addr + (page - r->first) * p->ps;
 }
 
 static int u_copy(pg_pager *p, uint64_t addr, const uint8_t *src, int wp) {
@@ -242,7 +265,7 @@ static uint64_t used(const pg_pager *p) { return p->resident + p->reserved; }
 static uint64_t npending(const pg_pager *p) { return p->pending_end - p->pending_head; }
 
 static int need_evict(const pg_pager *p) {
-    return !p->evicting && !p->stopping && p->clock.len > 0 && used(p) + npending(p) > p->trigger;
+    return !p->evicting && !p->stopping && !p->gone && p->clock.len > 0 && used(p) + npending(p) > p->trigger;
 }
 
 static void note_used(pg_pager *p) {
@@ -286,7 +309,7 @@ static void make_resident(pg_pager *p, uint64_t page, uint8_t flags) {
 static void touch(pg_pager *p, uint64_t page) {
     if (!(p->flags[page] & F_SPEC)) return;
     p->flags[page] = (uint8_t)((p->flags[page] & ~F_SPEC) | F_REF);
-    if (p->state[page] != ST_FETCHING) p->st.spec_hits++;
+    if (p->state[page] != ST_FETCHING && p->state[page] != ST_QUEUED) p->st.spec_hits++;  /* else pg_fetched counts it */
 }
 
 /* A MISSING fault (or a pending one being retried) on page. Lock held. */
@@ -302,6 +325,11 @@ static void admit(pg_pager *p, uint64_t page, uint32_t tid, int write) {
     case ST_QUEUED:
     case ST_FETCHING:
         add_waiter(p, page, tid);
+        return;
+    }
+    if (p->gone && (p->state[page] == ST_STORED || used(p) >= p->budget)) {  /* only the backend could serve it */
+        sigbus(p, tid, addr, p->gone_why);
+        u_wake(p, addr);
         return;
     }
     if (used(p) >= p->budget) {
@@ -396,6 +424,13 @@ static void check_stuck(pg_pager *p) {
         fprintf(stderr, "zswap pager: page faults have waited over %lld s for the resolver thread: "
                 "is a thread touching paged memory while holding the GIL (docs/design.md, "
                 "\"The pager\"), or is the backend stuck?\n", STUCK_NS / 1000000000LL);
+    }
+    if (waiting && p->abort_ns > 0 && waited > p->abort_ns && p->serving) {  /* no GIL involved: a stuck backend */
+        fprintf(stderr,
+                "zswap pager: aborting: page faults have waited %.0f s for the backend process's resolver, which has "
+                "not come back since: its backend call has not returned. ZSWAP_PAGER_ABORT_S=%.0f set this limit "
+                "(0: never abort).\n", (double)waited / 1e9, (double)p->abort_ns / 1e9);
+        abort();
     }
     if (waiting && p->abort_ns > 0 && waited > p->abort_ns) {
         fprintf(stderr,
@@ -500,7 +535,7 @@ int pg_open(uint64_t budget_pages, uint64_t headroom_pages, uint32_t page_size, 
     return 0;
 }
 
-int pg_add_region(pg_pager *p, uint64_t npages, uint64_t *addr, uint64_t *first) {
+int pg_add_region(pg_pager *p, uint64_t npages, int64_t stream, uint64_t *addr, uint64_t *first) {
     if (npages == 0) return -EINVAL;
     size_t len = npages * p->ps;
     void *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -522,7 +557,8 @@ int pg_add_region(pg_pager *p, uint64_t npages, uint64_t *addr, uint64_t *first)
     if (!rc) {
         memset(p->state + p->npages, ST_NEVER, npages);
         memset(p->flags + p->npages, 0, npages);
-        p->regions[p->nregions++] = (region){.addr = (uint64_t)(uintptr_t)a, .npages = npages, .first = p->npages};
+        p->regions[p->nregions++] = (region){.addr = (uint64_t)(uintptr_t)a, .npages = npages, .first = p->npages,
+                                             .stream = stream};
         *addr = (uint64_t)(uintptr_t)a, *first = p->npages;
         p->npages += npages;
     }
@@ -583,6 +619,25 @@ int pg_claim(pg_pager *p, const uint64_t *candidates, uint32_t n, uint64_t *out,
         out[k++] = page;
     }
     note_used(p);
+    pthread_mutex_unlock(&p->mu);
+    return (int)k;
+}
+
+int pg_prefetch(pg_pager *p, const uint64_t *pages, uint32_t n) {
+    pthread_mutex_lock(&p->mu);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n && used(p) + npending(p) < p->budget && !p->stopping && !p->gone; i++) {
+        uint64_t page = pages[i];
+        if (page >= p->npages || p->state[page] != ST_STORED || (p->flags[page] & (F_COPY | F_DIRTY)) != F_COPY)
+            continue;
+        if (fifo_push(&p->fetchq, page)) { p->st.uffd_errors++; break; }
+        p->state[page] = ST_QUEUED;
+        p->flags[page] |= F_SPEC | F_AHEAD;
+        p->reserved++;
+        k++;
+    }
+    note_used(p);
+    if (k) pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return (int)k;
 }
@@ -812,7 +867,7 @@ void pg_get_stats(pg_pager *p, pg_stats *out) {
 }
 
 static int busy(const pg_pager *p) {
-    return !p->stopping && (p->fetchq.len || p->reserved || p->evicting || npending(p) || need_evict(p) ||
+    return !p->stopping && !p->gone && (p->fetchq.len || p->reserved || p->evicting || npending(p) || need_evict(p) ||
                             p->discardq.len || p->ndiscarding);
 }
 
@@ -838,6 +893,8 @@ int pg_close(pg_pager *p) {
     uint64_t one = 1;
     if (write(p->efd, &one, sizeof one) != sizeof one) return -errno;
     pthread_join(p->handler, NULL);
+    if (p->serving) pthread_join(p->bridge, NULL);  /* it polls efd too */
+    if (p->chan) munmap(p->chan, p->chan->bytes);
     /* Threads still waiting on a fault (the caller broke the contract: close() while they touch the
        memory) get SIGBUS with a line saying so, rather than waking up on memory that reads as zeros
        (unregistered) or is gone: unmap first, the registration goes with the mapping; closing the
@@ -889,4 +946,170 @@ void pg_memcpy(uint64_t dst, uint64_t src, uint64_t n) {
         s += k;
         n -= k;
     }
+}
+
+/* ---------------------------------------------------------------- a backend served by another process */
+int pg_page_streams(pg_pager *p, const uint64_t *pages, uint32_t n, int64_t *out) {
+    int rc = 0;
+    pthread_mutex_lock(&p->mu);
+    for (uint32_t i = 0; i < n; i++) {
+        if (pages[i] >= p->npages) { rc = -EINVAL; out[i] = 0; continue; }
+        out[i] = region_of(p, pages[i])->stream;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+uint64_t pg_channel_bytes(uint32_t cap, uint32_t page_size) {
+    uint64_t off = align_up(sizeof(pg_channel), 64);
+    off += 2 * align_up((uint64_t)cap * 8, 64) + align_up(cap, 64);  /* pages, aux, ok */
+    off = align_up(off, page_size);
+    return off + (uint64_t)cap * page_size;                         /* data */
+}
+
+/* The backend process ended while the pager was open (see pager.h). Lock held. */
+static void backend_gone(pg_pager *p, const char *why) {
+    p->gone = 1;
+    snprintf(p->gone_why, sizeof p->gone_why, "%s", why);
+    while (p->fetchq.len) {  /* queued for a read that will never come */
+        uint64_t page = fifo_pop(&p->fetchq);
+        if (p->state[page] == ST_QUEUED) p->state[page] = ST_STORED, p->reserved--;
+        p->flags[page] &= (uint8_t)~(F_SPEC | F_AHEAD);  /* prefetched, never read */
+    }
+    for (uint64_t page = 0; page < p->npages; page++)  /* taken by the dead resolver */
+        if (p->state[page] == ST_FETCHING) {
+            p->state[page] = ST_STORED, p->reserved--;
+            p->flags[page] &= (uint8_t)~(F_SPEC | F_AHEAD);
+        }
+    for (size_t i = 0; i < p->nwaiters; i++) {  /* one signal and one line per thread */
+        int again = 0;
+        for (size_t j = 0; j < i && !again; j++) again = p->waiters[j].tid == p->waiters[i].tid;
+        uint64_t addr = p->waiters[i].page < p->npages ? addr_of(p, p->waiters[i].page) : 0;
+        if (!again) sigbus(p, p->waiters[i].tid, addr, p->gone_why);
+        if (addr) u_wake(p, addr);
+    }
+    p->nwaiters = 0;
+    for (uint32_t i = 0; p->evicting && i < p->nvictims; i++) {  /* undone: every victim stays mapped */
+        uint64_t page = p->victims[i];
+        if (p->flags[page] & F_WAITER) u_wake(p, addr_of(p, page));
+        p->state[page] = ST_RESIDENT;
+        p->flags[page] &= (uint8_t)~F_WAITER;  /* write-protected now: a write takes the plain WP path */
+        fifo_push(&p->clock, page);
+    }
+    p->evicting = 0, p->nvictims = 0, p->ndiscarding = 0;
+    size_t head = p->pending_head, end = p->pending_end;
+    p->pending_head = p->pending_end = 0;
+    for (size_t i = head; i < end; i++) {  /* waiting for room: admit them again, which fails them */
+        fault_rec r = p->pending[i];
+        admit(p, r.page, r.tid, (int)r.write);
+    }
+    pthread_cond_broadcast(&p->cv);
+}
+
+static void describe_exit(pg_pager *p, char *out, size_t len) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    pid_t pid = 0;
+    if (waitid((idtype_t)3 /* P_PIDFD */, (id_t)p->pidfd, &info, WEXITED | WNOHANG | WNOWAIT) == 0) pid = info.si_pid;
+    if (pid && info.si_code == CLD_EXITED)
+        snprintf(out, len, "the backend process (pid %d) exited with status %d: pages it holds cannot be read "
+                 "and no room can be made", pid, info.si_status);
+    else if (pid)
+        snprintf(out, len, "the backend process (pid %d) was killed by signal %d: pages it holds cannot be read "
+                 "and no room can be made", pid, info.si_status);
+    else
+        snprintf(out, len, "the backend process ended: pages it holds cannot be read and no room can be made");
+}
+
+#define ROWS(p, off, type) ((type *)((char *)(p)->chan + (p)->chan->off))
+
+static void serve_call(pg_pager *p) {
+    pg_channel *ch = p->chan;
+    uint32_t n = ch->n < ch->cap ? ch->n : ch->cap;
+    uint64_t *pages = ROWS(p, off_pages, uint64_t), *aux = ROWS(p, off_aux, uint64_t);
+    uint8_t *ok = ROWS(p, off_ok, uint8_t), *data = ROWS(p, off_data, uint8_t);
+    ch->why[sizeof ch->why - 1] = 0;
+    switch (ch->op) {
+    case PG_OP_WAIT:
+        ch->rc = pg_wait(p, ch->arg);
+        ch->taken = ch->rc > 0 && (ch->rc & PG_FETCH) && n ? (uint32_t)pg_take_fetch(p, pages, n) : 0;
+        break;
+    case PG_OP_TAKE_FETCH: ch->rc = pg_take_fetch(p, pages, n); break;
+    case PG_OP_CLAIM: {
+        uint32_t cap = (uint32_t)ch->arg < ch->cap ? (uint32_t)ch->arg : ch->cap;
+        ch->rc = pg_claim(p, aux, n, pages, cap);
+        break;
+    }
+    case PG_OP_FETCHED: ch->rc = pg_fetched(p, pages, data, ok, n, ch->why); break;
+    case PG_OP_TAKE_DISCARDS: ch->rc = pg_take_discards(p, pages, n); break;
+    case PG_OP_DISCARDED: ch->rc = pg_discarded(p, pages, n, ch->arg); break;
+    case PG_OP_EVICT_BEGIN: ch->rc = pg_evict_begin(p, n, pages, data, &ch->ndirty); break;
+    case PG_OP_EVICT_END: ch->rc = pg_evict_end(p, ch->arg); break;
+    case PG_OP_FAIL_WAITING: ch->rc = pg_fail_waiting(p, ch->why); break;
+    case PG_OP_STREAMS: ch->rc = pg_page_streams(p, pages, n, (int64_t *)aux); break;
+    default: ch->rc = -ENOSYS;
+    }
+}
+
+static void *bridge_main(void *arg) {
+    pg_pager *p = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    struct pollfd fds[3] = {{.fd = p->req_fd, .events = POLLIN}, {.fd = p->pidfd, .events = POLLIN},
+                            {.fd = p->efd, .events = POLLIN}};
+    for (;;) {
+        if (poll(fds, 3, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (fds[2].revents) break;  /* pg_close */
+        if (fds[0].revents & POLLIN) {  /* a call from the child (served even if it has died since) */
+            uint64_t v = 1;
+            if (read(p->req_fd, &v, sizeof v) != sizeof v) continue;
+            serve_call(p);
+            v = 1;
+            if (write(p->rep_fd, &v, sizeof v) != sizeof v) p->st.uffd_errors++;
+            continue;
+        }
+        if (fds[1].revents) {  /* the child ended */
+            char why[256];
+            describe_exit(p, why, sizeof why);
+            pthread_mutex_lock(&p->mu);
+            if (!p->stopping) backend_gone(p, why);  /* at close it is expected */
+            pthread_mutex_unlock(&p->mu);
+            break;
+        }
+        if (fds[0].revents) break;  /* POLLERR/POLLHUP on the eventfd: cannot happen */
+    }
+    return NULL;
+}
+
+int pg_serve(pg_pager *p, int shm_fd, uint32_t cap, int req_fd, int rep_fd, int pidfd) {
+    if (p->serving || cap == 0) return -EINVAL;
+    uint64_t bytes = pg_channel_bytes(cap, p->ps);
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, shm_fd, 0);
+    if (m == MAP_FAILED) return -errno;
+    pg_channel *ch = m;
+    memset(ch, 0, sizeof *ch);
+    ch->cap = cap;
+    ch->bytes = bytes;
+    ch->off_pages = align_up(sizeof *ch, 64);
+    ch->off_aux = ch->off_pages + align_up((uint64_t)cap * 8, 64);
+    ch->off_ok = ch->off_aux + align_up((uint64_t)cap * 8, 64);
+    ch->off_data = align_up(ch->off_ok + align_up(cap, 64), p->ps);
+    p->chan = ch, p->req_fd = req_fd, p->rep_fd = rep_fd, p->pidfd = pidfd;
+    int rc = -pthread_create(&p->bridge, NULL, bridge_main, p);
+    if (rc) { munmap(m, bytes); p->chan = NULL; return rc; }
+    p->serving = 1;
+    return 0;
+}
+
+int pg_backend_gone(pg_pager *p) {
+    pthread_mutex_lock(&p->mu);
+    int g = p->gone;
+    pthread_mutex_unlock(&p->mu);
+    return g;
 }

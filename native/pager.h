@@ -3,7 +3,8 @@
  * A pager owns one userfaultfd, a handler thread that reads its fault events, and regions of
  * anonymous memory registered MISSING|WP. Pages are numbered across regions (a region's pages are
  * [first, first + npages)); the Python side turns a page number into a backend id. The backend is
- * Python, so the C side never does I/O: pages to read are handed out (pg_take_fetch), pages to
+ * Python (a thread of this process, or a process of its own reached through pg_serve's bridge
+ * thread, below), so the C side never does I/O: pages to read are handed out (pg_take_fetch), pages to
  * read ahead with them claimed (pg_claim, fault-around), and their data handed back (pg_fetched); victims to write are handed out with their bytes
  * (pg_evict_begin) and the outcome handed back (pg_evict_end); with discard_on_write, pages whose
  * backend copy went stale are handed out to discard (pg_take_discards, pg_discarded). The
@@ -66,8 +67,11 @@ typedef struct {
 int pg_open(uint64_t budget_pages, uint64_t headroom_pages, uint32_t page_size, int discard_on_write,
             int rearm_wp, double abort_s, pg_pager **out);
 /* Map a region of npages (MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE) and register it MISSING|WP.
- * *addr: its address; *first: the number of its first page. */
-int pg_add_region(pg_pager *p, uint64_t npages, uint64_t *addr, uint64_t *first);
+ * stream: the placement hint its pages are written with (pg_page_streams). *addr: its address;
+ * *first: the number of its first page. */
+int pg_add_region(pg_pager *p, uint64_t npages, int64_t stream, uint64_t *addr, uint64_t *first);
+/* The stream of each of pages[0..n) (its region's) into out; -EINVAL if one is out of range. */
+int pg_page_streams(pg_pager *p, const uint64_t *pages, uint32_t n, int64_t *out);
 /* Wait up to timeout_ms for work: returns a mask of PG_FETCH (pages to read), PG_EVICT
  * (eviction needed), PG_DISCARD (stale copies to discard), PG_STOPPED (pg_stop was called), or 0
  * on timeout. */
@@ -82,6 +86,13 @@ int pg_take_fetch(pg_pager *p, uint64_t *pages, uint32_t cap);
  * pg_fetched) and must be resolved by pg_fetched. Up to cap into out; returns how many. Candidates
  * out of range or not claimable are skipped. */
 int pg_claim(pg_pager *p, const uint64_t *candidates, uint32_t n, uint64_t *out, uint32_t cap);
+/* Prefetch (an MADV_WILLNEED): queue pages[0..n) for reading as if a fault had asked for them, without
+ * a waiting thread. A page is queued when it is a page of this pager whose only contents are a valid
+ * backend copy (as pg_claim) and there is room (pages mapped + in flight + faults waiting for room <
+ * budget: a prefetch never makes a fault wait and asks for no eviction of its own, so one call reads
+ * at most the free room, about the eviction headroom when the budget is in use). Queued pages count
+ * as read-ahead (spec_pages_in, spec_hits when touched). Returns how many were queued. */
+int pg_prefetch(pg_pager *p, const uint64_t *pages, uint32_t n);
 /* Resolve taken pages: ok[i] = 1: data row i (page_size bytes) is page pages[i]'s contents,
  * mapped write-protected; ok[i] = 0: the read failed, each thread waiting on the page gets
  * SIGBUS, with a line on stderr ending in why (the backend's error; NULL: a generic one), and the
@@ -125,6 +136,52 @@ int pg_close(pg_pager *p);
 /* memcpy without the GIL: Python code touching paged memory must not hold the GIL (see
  * docs/design.md, "The pager"); this is the plain way to do it from Python. */
 void pg_memcpy(uint64_t dst, uint64_t src, uint64_t n);
+
+/* Serving the backend from another process (Pager.process; pager/process.py, pager/channel.py).
+ * The resolver then runs in that process and calls the functions above through a channel: one
+ * shared-memory block (a pg_channel header, then the rows below) and two eventfds. For each call
+ * the child fills the header and the rows, writes 1 to req_fd and reads rep_fd; the bridge, a C
+ * thread of this process started by pg_serve (no Python, no GIL), makes the call on the pager and
+ * answers in the same block. Rows: pages (u64), aux (u64 or i64), ok (u8), data (page_size bytes
+ * each), cap of each. Per op (n, arg in; rc out: the call's return value, a count or -errno):
+ *   WAIT        arg = timeout_ms, n = fetch cap       rc = pg_wait's mask; with PG_FETCH and n > 0 the
+ *                                                     bridge also takes the queued pages: pages[0..taken)
+ *                                                     (one round trip less per fetch)
+ *   TAKE_FETCH  n = cap                               pages[0..rc)
+ *   CLAIM       aux[0..n) candidates, arg = cap       pages[0..rc) claimed
+ *   FETCHED     pages, data, ok [0..n), why           rc
+ *   TAKE_DISCARDS n = cap                             pages[0..rc)
+ *   DISCARDED   pages[0..n), arg = ok                 rc
+ *   EVICT_BEGIN n = cap                               pages[0..rc), data[0..ndirty) (the dirty ones)
+ *   EVICT_END   arg = ok                              rc = released
+ *   FAIL_WAITING why                                  rc
+ *   STREAMS     pages[0..n)                           aux[0..n) as int64 streams
+ * When the child exits while the pager is open (pidfd readable), the backend is gone: every fault
+ * waiting for a read or for room, and every later one that needs the backend (a page it holds, or
+ * room when the budget is full), gets SIGBUS with a line naming how the child ended; an eviction
+ * open then is undone (its victims stay mapped); pages never written still fault in as zeros. */
+typedef struct {
+    uint32_t op;         /* PG_OP_*, set by the child */
+    int32_t rc;          /* the call's result, set by the bridge */
+    int32_t arg;         /* timeout_ms (WAIT), cap (CLAIM), ok (DISCARDED, EVICT_END) */
+    uint32_t n;          /* rows in, or the cap of rows out */
+    uint32_t ndirty;     /* EVICT_BEGIN: dirty victims (their rows in data) */
+    uint32_t taken;      /* WAIT: pages taken to fetch (pg_take_fetch) with the wait */
+    uint32_t cap;        /* rows of each array (set by pg_serve) */
+    uint64_t off_pages, off_aux, off_ok, off_data, bytes;  /* the layout (set by pg_serve) */
+    char why[512];       /* FETCHED, FAIL_WAITING: the reason, NUL-terminated */
+} pg_channel;
+enum { PG_OP_WAIT = 1, PG_OP_TAKE_FETCH = 2, PG_OP_CLAIM = 3, PG_OP_FETCHED = 4, PG_OP_TAKE_DISCARDS = 5,
+       PG_OP_DISCARDED = 6, PG_OP_EVICT_BEGIN = 7, PG_OP_EVICT_END = 8, PG_OP_FAIL_WAITING = 9,
+       PG_OP_STREAMS = 10 };
+/* Bytes of a channel of cap rows (the size to give shm_fd). */
+uint64_t pg_channel_bytes(uint32_t cap, uint32_t page_size);
+/* Map shm_fd (pg_channel_bytes(cap) bytes), write its header, and start the bridge thread serving
+ * the child's calls from req_fd/rep_fd until pg_close, or until pidfd (the child's) is readable.
+ * At most once per pager; the fds stay the caller's (close them after pg_close). */
+int pg_serve(pg_pager *p, int shm_fd, uint32_t cap, int req_fd, int rep_fd, int pidfd);
+/* 1 when the backend process has ended while the pager was open (faults needing it fail), else 0. */
+int pg_backend_gone(pg_pager *p);
 
 enum { PG_FETCH = 1, PG_EVICT = 2, PG_STOPPED = 4, PG_DISCARD = 8 };
 /* cffi:end */

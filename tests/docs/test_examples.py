@@ -42,12 +42,14 @@ def test_custom_victim_policy_example_sweeps_its_policy_on_ray(tmp_path):
     assert len(open(example).read().splitlines()) <= 30
 
 
-def test_pager_numpy_example_pages_a_plain_array_within_its_budget():
+@pytest.mark.parametrize("serve", ["thread", "process"])
+def test_pager_numpy_example_pages_a_plain_array_within_its_budget(serve):
     """examples/pager_numpy.py (issue 33), small: unmodified numpy calls over a paged array 4x its
-    budget; the sum it checks at the end equals the read-modify-writes it made."""
+    budget, the store in a thread or in a process of its own; the sum it checks at the end equals the
+    read-modify-writes it made."""
     r = subprocess.run([sys.executable, os.path.join(REPO, "examples", "pager_numpy.py"), "--size-mib", "16",
-                        "--budget-mib", "4", "--seconds", "1", "--device", "emu://?zones=16&zone_size=4MiB&preset=none"],
-                       capture_output=True, text=True, cwd=REPO, timeout=300)
+                        "--budget-mib", "4", "--seconds", "1", "--device", "emu://?zones=16&zone_size=4MiB&preset=none",
+                        "--serve", serve], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     m = re.search(r"([\d,]+) faults/s, ([\d.]+) MB/s of paging \(([\d,]+) pages in, ([\d,]+) out\)", r.stdout)
     assert m and all(float(x.replace(",", "")) > 0 for x in m.groups()), r.stdout

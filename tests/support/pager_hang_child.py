@@ -1,11 +1,13 @@
 """One call of the pager's hang list (issue 33) over a paged array, run as a child process by
 tests/pager/test_pager_hang_list.py: ``python pager_hang_child.py CASE``. The array is 8x the budget and
 written through ``Pager.copy`` first, so most of its pages are in the backend when the call starts
-and the call must fault them back. Prints ``result ok`` when the call's result equals the same call
+and the call must fault them back. ``python pager_hang_child.py CASE process``: the same with the
+backend served from a process of its own (``Pager.process``). Prints ``result ok`` when the call's result equals the same call
 on plain memory (``result WRONG`` otherwise); a call that deadlocks ends in the abort timer."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
@@ -19,11 +21,29 @@ PS = 4096
 BUDGET = 64 * PS
 N = 256 * 1024                          # int64: 2 MiB, 512 pages, 8x the budget
 THREADS = 8
+MODE = "thread"                         # or "process": Pager.process
+
+
+def make_store():
+    return SwapStore(open_device("emu://?zones=16&zone_size=1MiB&preset=none"))
+
+
+def make_slow_store():
+    return SlowReads(make_store())
+
+
+def open_pager(factory_name: str) -> Pager:
+    """A pager over the backend ``factory_name`` builds, served as ``MODE`` says (the factory is
+    taken from this module imported by name, so a backend process can unpickle it)."""
+    import pager_hang_child as me
+    factory = getattr(me, factory_name)
+    if MODE == "process":
+        return Pager.process(functools.partial(factory), BUDGET)
+    return Pager(factory(), BUDGET)
 
 
 def setup():
-    store = SwapStore(open_device("emu://?zones=16&zone_size=1MiB&preset=none"))
-    pager = Pager(store, BUDGET)
+    pager = open_pager("make_store")
     ref = np.arange(N, dtype=np.int64) * 7 % 1000
     a = pager.alloc(N, np.int64)
     pager.copy(a, ref)
@@ -204,7 +224,7 @@ class SlowReads:
 
 def close_during_faults(pager, a, ref, rng):    # the caller breaks the contract: close() mid-copy
     pager.close()
-    pager = Pager(SlowReads(SwapStore(open_device("emu://?zones=16&zone_size=1MiB&preset=none"))), BUDGET)
+    pager = open_pager("make_slow_store")
     a = pager.alloc(N, np.int64)
     pager.copy(a, ref)                          # the budget is full, most pages in the backend
     done = []
@@ -230,6 +250,7 @@ CASES = {f.__name__: f for f in [
 
 if __name__ == "__main__":
     case = CASES[sys.argv[1]]
+    MODE = sys.argv[2] if len(sys.argv) > 2 else "thread"
     pager, a, ref = setup()
     print("start", sys.argv[1], flush=True)
     ok = case(pager, a, ref, np.random.default_rng(1))

@@ -168,3 +168,57 @@ class FlakyBackend:
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
+
+
+# ---------------------------------------------------------------- backend factories (Pager.process)
+# module-level, so a backend process can unpickle them (functools.partial of one)
+def ledger_backend(kind: str) -> Ledger:
+    return Ledger(make_backend(kind))
+
+
+def flaky_backend(kind: str, **kw) -> FlakyBackend:
+    return FlakyBackend(make_backend(kind), **kw)
+
+
+def store_backend(url: str):
+    return SwapStore(open_device(url))
+
+
+def ledger_state(ledger: Ledger) -> tuple[list[int], int, int, int]:
+    """(bad reads, ids held, pages the inner backend stores, discard calls) of a ``Ledger``."""
+    return ledger.bad_reads, len(ledger.held), ledger.inner.stats().pages_stored, ledger.discard_calls
+
+
+class StuckReads:
+    """Delegates to ``inner``; ``swap_in`` never returns (a backend that hangs)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.page_size = inner, inner.page_size
+
+    def swap_in(self, ids):
+        threading.Event().wait()
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def stuck_backend(kind: str) -> StuckReads:
+    return StuckReads(make_backend(kind))
+
+
+class InterruptedReads:
+    """Delegates to ``inner``; ``swap_in`` raises ``KeyboardInterrupt``, which is no backend error
+    (not an ``Exception``): it ends the resolver thread."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.page_size = inner, inner.page_size
+
+    def swap_in(self, ids):
+        raise KeyboardInterrupt("injected into the resolver")
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def interrupted_backend(kind: str) -> InterruptedReads:
+    return InterruptedReads(make_backend(kind))

@@ -6,13 +6,18 @@ import os
 import threading
 import time
 
+from typing import Any, Callable
+
 import numpy as np
 
 from ..backend import SwapBackend
+from .core import LocalCore
 from .native import check, pager_lib, ptr
+from .process import BackendProcess
 from .region import Region
 from .shapes import MAX_PAGE_ID, as_shape, region_bytes
-from .resolver import Resolver
+from .resolver import DISCARD_BATCH, Resolver
+from .rows import row_layout, row_page_addrs
 from .stats import PagerStats
 from .tensors import move_into, tensor_over, torch_itemsize
 
@@ -72,8 +77,8 @@ class Pager:
     discard; ``stats().rearms``, ``rearm_faults``). Reads still give no signal. On the transparent
     DLRM it cut pages read by 16% and the modeled stall by 15% (experiments/results/transparent_dlrm/).
 
-    The GIL contract: a thread touching a page that is not resident waits for the resolver, a
-    Python thread. If the toucher holds the GIL (``arr[i]``, a small slice, a numpy reduction that
+    The GIL contract (this mode; ``Pager.process`` has none): a thread touching a page that is not
+    resident waits for the resolver, a Python thread. If the toucher holds the GIL (``arr[i]``, a small slice, a numpy reduction that
     casts such as ``a.sum(dtype=np.float64)`` of an int64 array), the resolver can never run and the
     process hangs. Touch paged memory only from code that releases the GIL: torch operations,
     whole-array numpy calls that do not cast, ``ctypes.memmove``, ``Pager.copy``, or native code
@@ -93,11 +98,74 @@ class Pager:
     def __init__(self, backend: SwapBackend, budget: int, page_size: int = 4096, stream: int = 0, *,
                  id_base: int = 0, fetch_batch: int = 256, evict_batch: int = 256,
                  discard_on_write: bool = False, fault_around: int = 0, rearm_wp: bool = True) -> None:
+        if getattr(backend, "page_size", page_size) != page_size:
+            raise ValueError(f"backend page_size {backend.page_size} != pager page_size {page_size}")
+        self._open(budget, page_size, stream, id_base, fetch_batch, evict_batch, discard_on_write, fault_around,
+                   rearm_wp)
+        self.backend: SwapBackend | None = backend
+        self._process: BackendProcess | None = None
+        self._resolver = Resolver(LocalCore(self._ffi, self._lib, self._h, page_size), backend, id_base=self.id_base,
+                                  page_size=page_size, fetch_batch=fetch_batch, evict_batch=self._evict_batch,
+                                  fault_around=self.fault_around)
+        self._resolver.start()
+
+    @classmethod
+    def process(cls, backend_factory: Callable[[], SwapBackend], budget: int, page_size: int = 4096,
+                stream: int = 0, *, id_base: int = 0, fetch_batch: int = 256, evict_batch: int = 256,
+                discard_on_write: bool = False, fault_around: int = 0, rearm_wp: bool = True,
+                start_timeout: float = 300.0) -> "Pager":
+        """A pager whose backend lives in a process of its own: no Python runs on this process's
+        fault path, so any thread may touch paged memory, holding the GIL or not (``a[i]``,
+        ``a.sum(dtype=...)``), without deadlock. The arguments are ``Pager``'s, except
+        ``backend_factory``: a picklable callable without arguments (a module-level function, a
+        ``functools.partial`` of one, a class) that the backend process calls to build the backend
+        (e.g. ``functools.partial(make_store, "emu://...")``); it runs with this process's
+        ``sys.path``. The backend process runs the same resolver as the thread mode over a channel
+        (shared memory for page data and requests, eventfds for wake-ups) that a C thread of this
+        process serves. ``backend`` is None here: reach the backend with ``backend_call``.
+
+        If the backend process ends while the pager is open (killed, crashed), every fault waiting
+        for it and every later fault that needs it (a page it holds, or room when the budget is full)
+        gets SIGBUS with a line naming how it ended (``zswap pager: SIGBUS to thread T touching 0x…:
+        the backend process (pid N) was killed by signal 9: …``); resident pages and pages never
+        written still work; ``close()`` still works. ``close()`` stops it (its final ``discard`` of
+        this pager's pages runs there).
+
+        Errors: those of ``Pager()``; ``RuntimeError`` when the backend process cannot build the
+        backend (the factory's exception, or a page size mismatch, is the cause) or ends before it is
+        ready within ``start_timeout`` seconds; ``pickle.PicklingError``, ``TypeError`` or
+        ``AttributeError`` when the factory cannot be pickled."""
+        self = cls.__new__(cls)
+        self._open(budget, page_size, stream, id_base, fetch_batch, evict_batch, discard_on_write, fault_around,
+                   rearm_wp)
+        self.backend = None
+        self._resolver = None
+        cap = max(fetch_batch + self.fault_around, self._evict_batch, min(DISCARD_BATCH, 1024))
+        settings = {"page_size": page_size, "id_base": self.id_base, "fetch_batch": fetch_batch,
+                    "evict_batch": self._evict_batch, "fault_around": self.fault_around}
+        proc = None
+        try:
+            proc = BackendProcess(page_size=page_size, cap=cap,
+                                  channel_bytes=self._lib.pg_channel_bytes(cap, page_size))
+            proc.connect(self._lib, self._h, backend_factory, settings, start_timeout)
+        except BaseException:
+            self._lib.pg_stop(self._h)
+            if proc is not None:
+                proc.kill()
+            self._lib.pg_close(self._h)
+            if proc is not None:
+                proc.close_fds()
+            self._closed = True
+            raise
+        self._process = proc
+        return self
+
+    def _open(self, budget: int, page_size: int, stream: int, id_base: int, fetch_batch: int, evict_batch: int,
+              discard_on_write: bool, fault_around: int, rearm_wp: bool) -> None:
+        """Check the settings and open the C core (both modes)."""
         sys_ps = os.sysconf("SC_PAGE_SIZE")
         if page_size != sys_ps:
             raise ValueError(f"page_size {page_size}: the pager maps whole system pages ({sys_ps} bytes)")
-        if getattr(backend, "page_size", page_size) != page_size:
-            raise ValueError(f"backend page_size {backend.page_size} != pager page_size {page_size}")
         budget_pages = int(budget) // page_size
         if budget_pages < MIN_BUDGET_PAGES:
             raise ValueError(f"budget {budget} bytes is under {MIN_BUDGET_PAGES} pages of {page_size}")
@@ -105,7 +173,6 @@ class Pager:
             raise ValueError("id_base and fault_around must be >= 0, fetch_batch and evict_batch >= 1")
         if id_base > MAX_PAGE_ID:
             raise ValueError(f"id_base {id_base} is beyond the backend's page ids [0, 2**63 - 1]")
-        self.backend = backend
         self.page_size = page_size
         self.budget_pages = budget_pages
         self.stream = int(stream)
@@ -122,16 +189,10 @@ class Pager:
                           int(self.rearm_wp), self.abort_s, out),
               "userfaultfd pager")
         self._h = out[0]
+        self._evict_batch = max(evict_batch, self.headroom_pages)
         self._regions: list[Region] = []
-        self._firsts = np.zeros(0, np.uint64)    # region first pages, for streams_of
-        self._streams = np.zeros(0, np.int64)
         self._lock = threading.Lock()
         self._closed = False
-        self._resolver = Resolver(ffi, lib, self._h, backend, id_base=self.id_base, page_size=page_size,
-                                  streams_of=self._streams_of, fetch_batch=fetch_batch,
-                                  evict_batch=max(evict_batch, self.headroom_pages),
-                                  fault_around=self.fault_around, npages=self._npages)
-        self._resolver.start()
 
     # ------------------------------------------------------------ allocation
     def _new_region(self, nbytes: int, stream: int | None) -> Region:
@@ -146,12 +207,10 @@ class Pager:
             if last_id > MAX_PAGE_ID:          # ids would wrap negative: every eviction would fail
                 raise ValueError(f"{npages} more pages from id_base {self.id_base} pass the backend's page ids "
                                  f"[0, 2**63 - 1] (last id {last_id})")
-            check(self._lib.pg_add_region(self._h, npages, addr, first), "register paged region")
-            r = Region(int(addr[0]), npages, int(first[0]), self.page_size,
-                       self.stream if stream is None else int(stream))
+            stream = self.stream if stream is None else int(stream)
+            check(self._lib.pg_add_region(self._h, npages, stream, addr, first), "register paged region")
+            r = Region(int(addr[0]), npages, int(first[0]), self.page_size, stream)
             self._regions.append(r)
-            self._firsts = np.array([x.first_page for x in self._regions], np.uint64)
-            self._streams = np.array([x.stream for x in self._regions], np.int64)
         return r
 
     def alloc(self, shape: int | tuple[int, ...], dtype=np.float32, *, stream: int | None = None) -> np.ndarray:
@@ -194,6 +253,31 @@ class Pager:
             raise ValueError("copy destination is read-only")
         self._lib.pg_memcpy(dst.ctypes.data, src.ctypes.data, dst.nbytes)
 
+    def prefetch(self, obj, rows=None) -> int:
+        """Announce that ``rows`` (indices along the first dimension; None: all) of ``obj``, a
+        C-contiguous numpy array or torch tensor in one region of this pager (``alloc``, ``tensor``,
+        ``adopt``), are needed soon, as ``madvise(MADV_WILLNEED)``: the pages holding them that only
+        the backend holds are queued for reading now (batched with the faults), so a later touch finds
+        them mapped. Never waits and never evicts for it: it queues at most the free room in the
+        budget (about the eviction headroom once the budget is in use), in the order of the pages;
+        pages mapped, never written or in flight are skipped. Counted as read-ahead
+        (``stats().spec_pages_in``, ``spec_hits``). Returns how many pages were queued. Safe from any
+        thread, with or without the GIL (it touches no paged memory). ``ValueError`` for rows out of
+        range or memory not in this pager."""
+        self._check_open()
+        addr, nrows, stride, row_bytes = row_layout(obj)
+        rows = np.arange(nrows) if rows is None else np.asarray(rows, np.int64).reshape(-1)
+        if rows.size and (rows.min() < 0 or rows.max() >= nrows):
+            raise ValueError(f"prefetch: rows out of range [0, {nrows})")
+        region = next((r for r in self._regions if r.contains(addr)), None)
+        if region is None or addr + nrows * stride > region.addr + region.nbytes:
+            raise ValueError("prefetch: the memory is not in a region of this pager")
+        addrs = row_page_addrs(addr, stride, row_bytes, rows, self.page_size)
+        pages = np.ascontiguousarray((addrs - region.addr) // self.page_size + region.first_page, np.uint64)
+        if pages.size == 0:
+            return 0
+        return check(self._lib.pg_prefetch(self._h, ptr(self._ffi, pages, "uint64_t *"), len(pages)), "pg_prefetch")
+
     def quiesce(self, timeout: float | None = None) -> bool:
         """Wait until the resolver has nothing to do: no page queued or being read, no fault waiting
         for room, no eviction running or due, no discard queued or running. Returns True when quiet,
@@ -221,12 +305,41 @@ class Pager:
 
     @property
     def errors(self) -> tuple[BaseException, ...]:
-        """The last backend exceptions the resolver met (at most 16)."""
-        return tuple(self._resolver.errors)
+        """The last backend exceptions the resolver met (at most 16; from a backend process:
+        copies, or a ``RuntimeError`` naming one that cannot be pickled)."""
+        return tuple(self._backend_errors()[1])
 
-    def _streams_of(self, pages: np.ndarray) -> np.ndarray:
-        firsts, streams = self._firsts, self._streams
-        return streams[np.searchsorted(firsts, pages, side="right") - 1]
+    def _backend_errors(self) -> tuple[int, list[BaseException]]:
+        if self._process is not None:
+            return self._process.errors()
+        return self._resolver.nerrors, list(self._resolver.errors)
+
+    @property
+    def serve(self) -> str:
+        """Where the backend is served: "thread" (``Pager(...)``) or "process" (``Pager.process``)."""
+        return "thread" if self._process is None else "process"
+
+    @property
+    def backend_pid(self) -> int | None:
+        """The backend process's pid (``Pager.process``), else None."""
+        return None if self._process is None else self._process.pid
+
+    @property
+    def backend_gone(self) -> bool:
+        """True once the backend process has ended while the pager was open (faults that need it
+        fail with SIGBUS); always False in the thread mode."""
+        return not self._closed and bool(self._lib.pg_backend_gone(self._h))
+
+    def backend_call(self, fn: Callable[..., Any], *args) -> Any:
+        """``fn(backend, *args)`` where the backend lives: here in the thread mode, in the backend
+        process with ``Pager.process`` (``fn``, ``args`` and the result pickled: a module-level
+        function or ``operator.methodcaller``; ``fn``'s exception is raised here;
+        ``BackendGone`` when the process has ended). As with ``backend``, call it when the
+        pager is quiet (``quiesce``) unless the backend is safe to use beside the resolver."""
+        self._check_open()
+        if self._process is None:
+            return fn(self.backend, *args)
+        return self._process.call(fn, *args)
 
     def _npages(self) -> int:
         r = self._regions
@@ -244,7 +357,7 @@ class Pager:
         self._lib.pg_get_stats(self._h, s)
         fields = {name: int(getattr(s, name)) for name, _ in self._ffi.typeof("pg_stats").fields}
         return PagerStats(page_size=self.page_size, budget_pages=self.budget_pages, regions=len(self._regions),
-                          backend_errors=self._resolver.nerrors, **fields)
+                          backend_errors=self._backend_errors()[0], **fields)
 
     # ------------------------------------------------------------ the end
     def close(self) -> None:
@@ -258,20 +371,28 @@ class Pager:
             return
         lib, ffi = self._lib, self._ffi
         lib.pg_stop(self._h)
-        self._resolver.join()
-        self._final = self.stats()
+        if self._process is not None:
+            self._process.stop()
+        else:
+            self._resolver.join()
         n = lib.pg_stored_pages(self._h, ffi.NULL, 0)
         stored = np.empty(max(n, 1), np.uint64)
         n = lib.pg_stored_pages(self._h, ptr(ffi, stored, "uint64_t *"), len(stored))
-        self._closed = True
+        ids = stored[:n].astype(np.int64) + self.id_base
         try:
-            if n:
-                self.backend.discard(stored[:n].astype(np.int64) + self.id_base)
+            if self._process is not None:
+                self._process.discard_and_exit(ids)
+            elif n:
+                self.backend.discard(ids)
         except Exception as exc:  # noqa: BLE001 - the memory is released regardless
-            self._resolver._note(exc)
+            self._resolver.note(exc)
         finally:
+            self._final = self.stats()
+            self._closed = True
             check(lib.pg_close(self._h), "close pager")
             self._h = ffi.NULL
+            if self._process is not None:
+                self._process.close_fds()
 
     def __enter__(self) -> "Pager":
         return self
