@@ -56,16 +56,17 @@ def test_pager_numpy_example_pages_a_plain_array_within_its_budget(serve):
     assert "resident <= budget: True, sum checks: True" in r.stdout, r.stdout
 
 
-def test_pager_torch_example_trains_a_plain_embedding_bag_to_the_dram_losses():
+@pytest.mark.parametrize("serve", ["thread", "process"])
+def test_pager_torch_example_trains_a_plain_embedding_bag_to_the_dram_losses(serve):
     """examples/pager_torch.py (issue 33), small: an adopted nn.EmbeddingBag 4x its budget pages in
     and out, and its losses equal the same table's in DRAM."""
     r = subprocess.run([sys.executable, os.path.join(REPO, "examples", "pager_torch.py"), "--rows", "16384",
-                        "--dim", "64", "--budget-mib", "1", "--steps", "4", "--batch", "256"],
+                        "--dim", "64", "--budget-mib", "1", "--steps", "4", "--batch", "256", "--serve", serve],
                        capture_output=True, text=True, cwd=REPO, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     m = re.search(r"([\d,]+) faults, ([\d,]+) pages in, ([\d,]+) out", r.stdout)
     assert m and all(int(x.replace(",", "")) > 0 for x in m.groups()), r.stdout
-    assert "resident <= budget: True; losses equal: True" in r.stdout, r.stdout
+    assert f"({serve} mode)" in r.stdout and "resident <= budget: True; losses equal: True" in r.stdout, r.stdout
 
 
 def test_pager_torch_example_refuses_a_single_step():
