@@ -11,10 +11,10 @@ less), the modeled write amplification and bandwidth.  Not a test.
 
 The wall-clock rate moves with other load on the machine; instruction counts do not.  With
 ``--callgrind`` the script runs itself under valgrind twice per queue depth, with --ops N and 2N,
-collecting only inside ``conv_submit``, and prints (Ir(2N) - Ir(N)) / N: instructions per timed
-4 KiB overwrite, GC included, with the fill and warm-up cancelled out.  Equivalent by hand:
+collecting only inside ``conv_submit_h`` (where every ``ConvSSD`` call reaches the FTL), and prints
+(Ir(2N) - Ir(N)) / N: instructions per timed 4 KiB overwrite, GC included, with the fill and warm-up cancelled out.  Equivalent by hand:
 
-    valgrind --tool=callgrind --collect-atstart=no --toggle-collect=conv_submit \
+    valgrind --tool=callgrind --collect-atstart=no --toggle-collect=conv_submit_h \
         --callgrind-out-file=/tmp/cg.%p python experiments/bench_ssdsim.py --qd 32 --ops 200000
     (and again with --ops 400000; subtract the "totals:" lines, divide by 200000)
 """
@@ -121,10 +121,10 @@ def main() -> None:
 
 
 def _callgrind_ir(a, qd: int, ops: int) -> int:
-    """Instructions executed inside conv_submit for fill + warm-up + `ops` timed overwrites."""
+    """Instructions executed inside conv_submit_h for fill + warm-up + `ops` timed overwrites."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "cg.out")
-        cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=conv_submit",
+        cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=conv_submit_h",
                f"--callgrind-out-file={out}", sys.executable, os.path.abspath(__file__),
                "--size", a.size, "--preset", a.preset, "--ops", str(ops), "--qd", str(qd),
                "--batch", str(a.batch), "--seed", str(a.seed), "--json"]

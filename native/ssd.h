@@ -422,18 +422,20 @@ ssd_submit_loop_inline(ssd_timing *T, void *ftl, ssd_req_fn fn, ssd_pf_fn pf, in
 /* cffi:begin */
 /* ---- serial groups of requests (ssd_groups.c) ----
    group g's group_n[g] requests are one queue of depth group_qd[g]; group g+1 is issued when
-   group g's last request completes (one conv_submit / zns_submit per group).  out[i] as for
-   the submit functions; returns 0, or -(i+1) if request i (of the whole array) failed. */
-int conv_submit_groups(conv_ftl *F, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
-                       const uint8_t *ops, const int64_t *offs, const int64_t *lens, double *out);
-/* the same with a handle per request (conv_submit_h per group; handles may be NULL) */
+   group g's last request completes (one conv_submit_h / zns_submit / ocssd_submit per group; a
+   plain queue is one group).  handles: FDP reclaim unit handles, one per request (NULL: handle 0);
+   the zoned and Open-Channel models take the argument so that every model's grouped submit has
+   one signature, and ignore it (placement is the zone or the address).  out[i] as for the submit
+   functions; returns 0, or -(i+1) if request i (of the whole array) failed. */
 int conv_submit_groups_h(conv_ftl *F, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
                          const uint8_t *ops, const int64_t *offs, const int64_t *lens,
                          const uint16_t *handles, double *out);
 int zns_submit_groups(zns_ftl *Z, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
-                      const uint8_t *ops, const int64_t *offs, const int64_t *lens, double *out);
+                      const uint8_t *ops, const int64_t *offs, const int64_t *lens, const uint16_t *handles,
+                      double *out);
 int ocssd_submit_groups(ocssd *O, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
-                        const uint8_t *ops, const int64_t *offs, const int64_t *lens, double *out);
+                        const uint8_t *ops, const int64_t *offs, const int64_t *lens, const uint16_t *handles,
+                        double *out);
 /* cffi:end */
 
 #endif

@@ -7,6 +7,8 @@
  * the FTLs' public submit functions, so it is exactly a sequence of conv_submit(_h) /
  * zns_submit / ocssd_submit calls (each starts at the model's clock, which the previous one
  * advanced to its last completion).  FDP handles, if any, are sliced per group like the requests.
+ * The timing model's Python face (ssdsim/model.py) makes every call through these, a plain
+ * queue as one group, so each model's grouped submit has the same signature.
  */
 #include "ssd.h"
 
@@ -53,12 +55,6 @@ static int submit_groups(submit_fn fn, void *h, int64_t ngroups, const int64_t *
     return 0;
 }
 
-int conv_submit_groups(conv_ftl *F, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
-                       const uint8_t *ops, const int64_t *offs, const int64_t *lens, double *out)
-{
-    return submit_groups(conv_fn, F, ngroups, group_n, group_qd, ops, offs, lens, NULL, out);
-}
-
 int conv_submit_groups_h(conv_ftl *F, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
                          const uint8_t *ops, const int64_t *offs, const int64_t *lens,
                          const uint16_t *handles, double *out)
@@ -67,13 +63,17 @@ int conv_submit_groups_h(conv_ftl *F, int64_t ngroups, const int64_t *group_n, c
 }
 
 int zns_submit_groups(zns_ftl *Z, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
-                      const uint8_t *ops, const int64_t *offs, const int64_t *lens, double *out)
+                      const uint8_t *ops, const int64_t *offs, const int64_t *lens, const uint16_t *handles,
+                      double *out)
 {
+    (void)handles;
     return submit_groups(zns_fn, Z, ngroups, group_n, group_qd, ops, offs, lens, NULL, out);
 }
 
 int ocssd_submit_groups(ocssd *O, int64_t ngroups, const int64_t *group_n, const int64_t *group_qd,
-                        const uint8_t *ops, const int64_t *offs, const int64_t *lens, double *out)
+                        const uint8_t *ops, const int64_t *offs, const int64_t *lens, const uint16_t *handles,
+                        double *out)
 {
+    (void)handles;
     return submit_groups(ocssd_fn, O, ngroups, group_n, group_qd, ops, offs, lens, NULL, out);
 }

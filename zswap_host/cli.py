@@ -480,15 +480,17 @@ def _study_progress(study: str, quiet: bool):
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--runs", "runs_csv", default=None, metavar="RUN,...",
               help=f"Swap runs to train besides dram-only, comma-separated: {', '.join(SWAP_RUN_NAMES)} "
-              "[default: all; linux-swap-lookahead only with --lookahead]. zns-host-gc, store-on-zns's old name, "
+              "[default: all; linux-swap-lookahead only with --lookahead, linux-swap-packed only with --pack-hot-rows]. zns-host-gc, store-on-zns's old name, "
               "still works, with a line on stderr.")
 @click.option("--lookahead", type=click.IntRange(min=0, max=64), default=1, show_default=True, metavar="K",
               help="Fault in the next K batches' pages while a step computes (the store runs, and "
               "linux-swap-lookahead: Linux swap announcing them with MADV_WILLNEED); on the modeled clock a "
               "step then costs max(compute, prefetch I/O) plus its own faults.")
 @click.option("--pack-hot-rows", is_flag=True, default=False,
-              help="Every swap run's embedding tables pack their hot rows together by measured access "
-              "frequency (the Linux runs too: it is the application's doing); losses unchanged.")
+              help="Pack the embedding tables' hot rows together by measured access frequency, as a step "
+              "of its own: adds linux-swap-packed (linux-swap-lookahead with packing: it is the application's "
+              "doing, so Linux gets it too), and the store runs pack; the Linux runs before it do not. Losses "
+              "unchanged.")
 @click.option("--sizing", type=click.Choice(["same-flash", "same-capacity"]), default="same-flash", show_default=True,
               help="same-flash: both emulated devices built from the same raw flash (ZNS exposes what the "
               "conventional SSD hides as over-provisioning); same-capacity: equal usable bytes.")
@@ -565,17 +567,18 @@ def bench(device, baseline_device, preset, budget, placement, victim, iterations
           jobs, model_twin, twin_preset, geometry, data_path, data_format, max_ind_range, cat_mapping, skip_bad_lines,
           json_path, plot_dir, trace_out, force=False, yes=False, ranks=None, gc_yield_to_reads=False,
           gc_step=None, quiet=False) -> None:
-    """Train DLRM in DRAM only and over five swap configurations, side by side, each changing one thing
-    from the one before; prints the attribution chain (what batching, lookahead, aggregation and ZNS
-    each buy), and last a summary line: store-on-zns against the best Linux run (the fastest Linux run
-    that ran) and against linux-swap, each stall ratio beside both runs' seconds.
+    """Train DLRM in DRAM only and over five swap configurations (six with --pack-hot-rows), side by
+    side, each changing one thing from the one before; prints the attribution chain (what batching,
+    lookahead, packing, aggregation and ZNS each buy), and last a summary line: store-on-zns against the best Linux run (the fastest
+    Linux run that ran) and against linux-swap, each stall ratio beside both runs' seconds.
 
     \b
-    The six runs (--runs picks the swap runs; dram-only always runs):
+    The runs (--runs picks the swap runs; dram-only always runs):
       dram-only              the tables fit in DRAM: the reference losses and compute
       linux-swap             Linux swap on the conventional SSD, page faults one at a time (queue depth 1)
       linux-swap-batched     + each step's pages announced (MADV_WILLNEED): one read queue of depth 32
       linux-swap-lookahead   + the next K batches' pages announced while a step computes (--lookahead K)
+      linux-swap-packed      + the tables' hot rows packed together (--pack-hot-rows: the store runs pack too)
       store-on-conventional  the host-managed store (512 KiB appends, its own GC) on the same SSD
       store-on-zns           the same store on a ZNS device: no FTL, zone resets instead of device GC
 

@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 COLORS = {"dram-only": "#555555", "linux-swap": "#d62728", "linux-swap-batched": "#9467bd",
+          "linux-swap-lookahead": "#8c564b", "linux-swap-packed": "#e377c2",
           "store-on-conventional": "#ff7f0e", "store-on-zns": "#2ca02c"}
 
 

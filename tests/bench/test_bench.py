@@ -32,7 +32,9 @@ def report():
 
 
 def test_runs_and_metrics(report):
-    assert tuple(r["name"] for r in report["runs"]) == tuple(r for r in RUNS if r != "linux-swap-lookahead")
+    # no lookahead, no packing: neither linux-swap-lookahead nor linux-swap-packed
+    assert tuple(r["name"] for r in report["runs"]) == tuple(
+        r for r in RUNS if r not in ("linux-swap-lookahead", "linux-swap-packed"))
     # emulated devices only: no model twin (tests/bench/test_bench_twin.py)
     assert "model_twin" not in report and not any("model_twin" in r for r in report["runs"])
     dram = report["runs"][0]
@@ -128,7 +130,7 @@ def _record(name: str, train: float, stall: float) -> dict:
             "loss": [0.5, 0.4]}
 
 
-LINUX = ("linux-swap", "linux-swap-batched", "linux-swap-lookahead")
+LINUX = ("linux-swap", "linux-swap-batched", "linux-swap-lookahead", "linux-swap-packed")
 
 
 @pytest.mark.parametrize("winner", LINUX)
@@ -343,6 +345,7 @@ def test_cli_old_run_name_still_works_with_one_line(tmp_path):
     (["--budget", "150%"], "budget"),
     (["--runs", "linux-swap,zfs"], "unknown run"),
     (["--runs", "linux-swap-lookahead", "--lookahead", "0"], "needs --lookahead"),
+    (["--runs", "linux-swap-packed"], "needs --pack-hot-rows"),
     (["--lookahead", "-1"], "lookahead"),
     (["--compute", "measured", "--compute-us-per-sample", "10"], "not both"),
     (["--compute-us-per-sample", "-1"], "compute-us-per-sample"),
@@ -355,9 +358,9 @@ def test_cli_bad_input_is_one_line_exit_2(args, words):
     assert bad.exit_code == 2 and words in bad.output and "Traceback" not in bad.output
 
 
-def test_help_lists_the_six_runs_one_line_each():
+def test_help_lists_the_runs_one_line_each():
     out = CliRunner().invoke(main, ["bench", "--help"]).output
     assert "best Linux run" in out
-    listing = out.split("The six runs", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    listing = out.split("The runs (", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
     assert [line.split()[0] for line in listing] == list(RUNS)
     assert all(len(line.split()) > 3 for line in listing)            # each says what changes

@@ -3,13 +3,16 @@
 The chain compares neighbouring runs, each step changing one thing:
 batching (``linux-swap`` -> ``linux-swap-batched``: the step's faults read as one queue),
 lookahead (-> ``linux-swap-lookahead``, with ``--lookahead``: the next batches' pages faulted in while
-a step computes), aggregation and host placement (-> ``store-on-conventional``: large appends, the
-store's slot map and GC, on the same SSD, with the same lookahead), ZNS (-> ``store-on-zns``: the same
+a step computes), packing (-> ``linux-swap-packed``, with ``--pack-hot-rows``: the tables' hot rows
+packed together, an application-level lever), aggregation and host placement
+(-> ``store-on-conventional``: large appends, the store's slot map and GC, on the same SSD, with the
+same lookahead and packing), ZNS (-> ``store-on-zns``: the same
 store on a zoned device, no FTL). Each step is a ratio of modeled I/O stall and of training time
 (before / after: > 1 means the step helped).
 
 The summary compares the ZNS store with the best Linux run (the fastest of the Linux runs that ran,
-today ``linux-swap-lookahead``) and with ``linux-swap``, each stall ratio beside both runs' seconds.
+``linux-swap-packed`` among them: Linux with the same application-level levers) and with
+``linux-swap``, each stall ratio beside both runs' seconds.
 """
 
 from __future__ import annotations
@@ -19,15 +22,19 @@ import numpy as np
 from ..run_names import old_keys
 
 # (step, before, after); a step whose before-run is missing takes the next one listed for it (the
-# aggregation step starts from linux-swap-lookahead when the bench has a lookahead)
+# aggregation step starts from linux-swap-packed when the bench packs hot rows, else from
+# linux-swap-lookahead when it has a lookahead)
 STEPS = (("batching", "linux-swap", "linux-swap-batched"),
          ("lookahead", "linux-swap-batched", "linux-swap-lookahead"),
+         ("packing", "linux-swap-lookahead", "linux-swap-packed"),
+         ("packing", "linux-swap-batched", "linux-swap-packed"),
+         ("aggregation", "linux-swap-packed", "store-on-conventional"),
          ("aggregation", "linux-swap-lookahead", "store-on-conventional"),
          ("aggregation", "linux-swap-batched", "store-on-conventional"),
          ("zns", "store-on-conventional", "store-on-zns"))
 
 # the runs that model Linux swap: the candidates for the summary's best Linux run
-LINUX_RUNS = ("linux-swap", "linux-swap-batched", "linux-swap-lookahead")
+LINUX_RUNS = ("linux-swap", "linux-swap-batched", "linux-swap-lookahead", "linux-swap-packed")
 
 
 def share_under(hist: dict, limit: int = 32 << 10) -> float:

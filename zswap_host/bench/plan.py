@@ -24,13 +24,17 @@ SIZINGS = ("same-flash", "same-capacity")
 # "real" (the preset's own erase block, zone size and capacity: needs a device of the drive's scale)
 GEOMETRIES = ("scaled", "real")
 MIN_REAL_ZONES = 16      # real geometry: the fewest zones a store's GC is given (otherwise: refused)
-RUNS = ("dram-only", "linux-swap", "linux-swap-batched", "linux-swap-lookahead", "store-on-conventional",
-        "store-on-zns")
+RUNS = ("dram-only", "linux-swap", "linux-swap-batched", "linux-swap-lookahead", "linux-swap-packed",
+        "store-on-conventional", "store-on-zns")
 SWAP_RUNS = RUNS[1:]
 # the runs that prefetch the next batches while a step computes (BenchSpec.lookahead): the kernel's
 # unmodified fault path (linux-swap) and its batched twin (linux-swap-batched) do not, so the chain can
 # show batching and lookahead as steps of their own
-LOOKAHEAD_RUNS = ("linux-swap-lookahead", "store-on-conventional", "store-on-zns")
+LOOKAHEAD_RUNS = ("linux-swap-lookahead", "linux-swap-packed", "store-on-conventional", "store-on-zns")
+# the runs whose tables pack their hot rows together with BenchSpec.pack_hot_rows: the Linux run that
+# adds packing to linux-swap-lookahead (only then in the bench), and the store's runs; the Linux runs
+# before it stay unpacked, so the chain shows packing as a step of its own
+PACKED_RUNS = ("linux-swap-packed", "store-on-conventional", "store-on-zns")
 MAX_BATCH = 1 << 20      # samples per batch: a batch's indices alone take ~200 MiB there
 READ_QD = 32             # queue depth of a batched read, the store's and Linux-batched's alike
 
@@ -74,9 +78,11 @@ class BenchSpec:
     ``MADV_WILLNEED``); 0: none, and ``linux-swap-lookahead`` is left out. ``runs``: None = every run
     that applies. ``linux_handles``: on an FDP ``baseline_device``, ``"stream"`` writes the Linux
     runs' swap-outs under a handle per stream (``ConventionalSwap(handles=)``: a hypothetical
-    FDP-aware swap; Linux passes no hints). ``pack_hot_rows``: every swap run's embedding module
-    packs its hot rows together (``SwappedEmbeddingBagCollection(pack_hot_rows=True)``): an
-    application-level lever, so the Linux runs get it too; losses unchanged. ``gc_yield_to_reads``:
+    FDP-aware swap; Linux passes no hints). ``pack_hot_rows``: the ``PACKED_RUNS``' embedding
+    modules pack their hot rows together (``SwappedEmbeddingBagCollection(pack_hot_rows=True)``) —
+    the store's runs and ``linux-swap-packed``, linux-swap-lookahead with packing (an
+    application-level lever, so Linux gets it too), which the bench then adds; the Linux runs before
+    it stay unpacked, so packing is its own step of the chain; losses unchanged. ``gc_yield_to_reads``:
     the store runs' GC runs only in the idle windows, or in the foreground when a swap-out finds no
     zone, never after a swap-out in front of the step's reads (``StoreConfig.gc_yield_to_reads``).
     ``gc_step_bytes``: what one background GC step of the store runs relocates (None: a write unit;
@@ -113,7 +119,7 @@ class BenchSpec:
     skip_bad_lines: bool = False        # drop and count malformed lines instead of failing
     lookahead: int = 1                  # batches prefetched ahead by LOOKAHEAD_RUNS (0: none)
     linux_handles: str | None = None    # FDP baseline device: None (Linux: no hints) or "stream"
-    pack_hot_rows: bool = False         # every swap run's tables pack hot rows together (application-level)
+    pack_hot_rows: bool = False         # PACKED_RUNS' tables pack hot rows together (adds linux-swap-packed)
     gc_yield_to_reads: bool = False     # the store runs' GC yields to reads (StoreConfig.gc_yield_to_reads)
     gc_step_bytes: int | None = None    # their background GC step (StoreConfig.gc_step_bytes; 0: a whole victim)
 
@@ -172,6 +178,8 @@ def plan(spec: BenchSpec) -> Plan:
         raise BenchError(f"unknown run {bad[0] if bad else '(none)'!r}; known: {', '.join(SWAP_RUNS)}")
     if "linux-swap-lookahead" in names and not spec.lookahead:
         raise BenchError("the linux-swap-lookahead run needs --lookahead 1 or more")
+    if "linux-swap-packed" in names and not spec.pack_hot_rows:
+        raise BenchError("the linux-swap-packed run packs hot rows: it needs --pack-hot-rows")
     u = spec.utilisation
     if u is not None and not 0.05 <= u <= 0.99:
         raise BenchError(f"utilisation must be within 0.05..0.99 of the usable capacity, not {u}")
@@ -264,16 +272,23 @@ def plan(spec: BenchSpec) -> Plan:
 
 def spec_runs(spec: BenchSpec) -> tuple[str, ...]:
     """The swap runs a spec asks for, in ``RUNS`` order (``runs=None``: all of them, without
-    ``linux-swap-lookahead`` when there is no lookahead); an old name (``run_names``) as its name now."""
+    ``linux-swap-lookahead`` when there is no lookahead and without ``linux-swap-packed`` when
+    there is no packing); an old name (``run_names``) as its name now."""
     if spec.runs is not None:
         asked = current_names(spec.runs)
         return tuple(r for r in SWAP_RUNS if r in asked) + tuple(r for r in asked if r not in SWAP_RUNS)
-    return tuple(r for r in SWAP_RUNS if spec.lookahead or r != "linux-swap-lookahead")
+    return tuple(r for r in SWAP_RUNS if (spec.lookahead or r != "linux-swap-lookahead")
+                 and (spec.pack_hot_rows or r != "linux-swap-packed"))
 
 
 def run_lookahead(spec: BenchSpec, name: str) -> int:
     """The lookahead run ``name`` trains with."""
     return int(spec.lookahead) if name in LOOKAHEAD_RUNS else 0
+
+
+def run_packs(spec: BenchSpec, name: str) -> bool:
+    """Whether run ``name``'s tables pack their hot rows together (``PACKED_RUNS``, with packing on)."""
+    return bool(spec.pack_hot_rows) and name in PACKED_RUNS
 
 
 def _too_small(what: str, url: str, holds: int, need: int) -> BenchError:
@@ -328,7 +343,8 @@ def backend_factories(pl: Plan, spec: BenchSpec) -> dict[str, Callable[[], tuple
         return b, dev
 
     every = {"linux-swap": linux("serial"), "linux-swap-batched": linux("batched"),
-             "linux-swap-lookahead": linux("batched"), "store-on-conventional": store_on_conventional,
+             "linux-swap-lookahead": linux("batched"), "linux-swap-packed": linux("batched"),
+             "store-on-conventional": store_on_conventional,
              "store-on-zns": zns}
     return {name: every[name] for name in spec_runs(spec)}
 

@@ -7,6 +7,8 @@ swap configurations, on the devices of :mod:`.plan`:
    missing ones read as one queue;
 3b. ``linux-swap-lookahead`` (with ``--lookahead K``) — linux-swap-batched that also announces the next
    K batches' pages while a step computes; the two store runs then prefetch K batches ahead too;
+3c. ``linux-swap-packed`` (with ``--pack-hot-rows``) — linux-swap-lookahead whose tables pack their hot
+   rows together (an application-level lever); the two store runs then pack too;
 4. ``store-on-conventional`` — the host-managed store on the conventional SSD through a zoned view;
 5. ``store-on-zns`` — the store on the ZNS device.
 
@@ -27,12 +29,14 @@ from ..verify import VerifyingBackend
 from .chain import chain, latency_summary, share_under, merge_hist
 from .compute import charged_compute, measure_compute
 from .parallel import run_parallel
-from .plan import BenchError, BenchSpec, backend_factories, jobs_for, open_backends, plan, run_lookahead, spec_runs
+from .plan import (BenchError, BenchSpec, backend_factories, jobs_for, open_backends, plan, run_lookahead, run_packs,
+                   spec_runs)
 from .twin import CONFOUNDS, model_twin, summary
 
 # the store drops a page's swap copy when the page is dirtied in DRAM (the pager knows, and its GC then
 # forgets the copy); Linux keeps the swap-cache slot and rewrites the page there, as 6.1 does
 DISCARD_DIRTY = {"linux-swap": False, "linux-swap-batched": False, "linux-swap-lookahead": False,
+                 "linux-swap-packed": False,
                  "store-on-conventional": True, "store-on-zns": True}
 
 
@@ -90,7 +94,7 @@ def _swap_run(name: str, pl, spec: BenchSpec, charged: np.ndarray, progress=None
     res = train(pl.model, pl.data, backend, pl.budget, pl.iterations, pl.batch_size, spec.seed,
                 on_idle=on_idle, clock=dev.now if modeled else None, trace=trace,
                 discard_dirty=DISCARD_DIRTY[name], charged_compute_s=charged, source=pl.source,
-                lookahead=run_lookahead(spec, name), pack_hot_rows=spec.pack_hot_rows,
+                lookahead=run_lookahead(spec, name), pack_hot_rows=run_packs(spec, name),
                 progress=(lambda d, t: progress(name, d, t)) if progress else None)
     if trace is not None:
         trace.meta["preset"] = spec.preset      # what sizes a replay's devices (zswap-host sweep)

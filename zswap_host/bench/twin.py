@@ -24,6 +24,7 @@ DEFAULT_PRESET = "thesis-ssd"
 
 # which of the bench's two devices each swap run trains on
 RUN_DEVICE = {"linux-swap": "baseline", "linux-swap-batched": "baseline", "linux-swap-lookahead": "baseline",
+              "linux-swap-packed": "baseline",
               "store-on-conventional": "baseline", "store-on-zns": "zns"}
 
 # what a twin's run record is summarised by, beside the real run's (the same keys)

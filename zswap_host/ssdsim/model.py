@@ -21,6 +21,7 @@ except ImportError as e:  # pragma: no cover - only when the extension was not b
     ) from e
 
 ffi, lib = _native.ffi, _native.lib
+_U8, _I64, _F64 = ffi.typeof("uint8_t[]"), ffi.typeof("int64_t[]"), ffi.typeof("double[]")
 
 READ, WRITE, TRIM, APPEND = 0, 1, 2, 3     # APPEND: zoned model only (a write at the write pointer)
 
@@ -58,7 +59,6 @@ def _params(preset: NandPreset, pages_per_block: int | None = None, suspend: boo
 class _Model:
     _T = None
     _max_op = TRIM               # the largest op code the model takes
-    _submit_fn = None
     _submit_groups_fn = None
     capacity: int = 0
 
@@ -98,9 +98,9 @@ class _Model:
         page faults, one after the other). Returns the completion times of all the requests."""
         return self._submit_groups(ops, offsets, lengths, group_sizes, group_qds)
 
-    def _extra(self, ops: np.ndarray, handles) -> tuple:
-        """Arguments the C submit functions take after the lengths (FDP: the handles)."""
-        return ()
+    def _extra(self, ops: np.ndarray, handles):
+        """The C handles argument of requests ``ops`` (FDP: one per request; elsewhere NULL)."""
+        return ffi.NULL
 
     # -- a device's own requests ---------------------------------------------------------------
     # The emulated devices check their requests (block-aligned, inside the device) before they
@@ -108,79 +108,80 @@ class _Model:
     # that are all one op, without building an ops array or checking the requests again. A request
     # the C model still refuses raises ValueError as there.
 
-    _ops = None                  # per op: a reusable array of that op code
     UNIT = UNIT                  # bytes the model's requests are aligned to
 
     def _op_array(self, op: int, n: int) -> np.ndarray:
-        cache = self._ops
-        if cache is None:
-            cache = self._ops = {}
-        a = cache.get(op)
-        if a is None or a.size < n:
-            a = cache[op] = np.full(max(n, 64, 2 * (a.size if a is not None else 0)), op, np.uint8)
-        return a[:n]
+        """At least ``n`` requests' worth of op code ``op`` (a reused buffer: the C call reads the
+        first ``n``; never written)."""
+        a = self._op_bufs[op]
+        if a.size < n:
+            a = self._op_bufs[op] = np.full(max(n, 2 * a.size), op, np.uint8)
+        return a
 
-    def _charge_extra(self, op: int, ops: np.ndarray, handles) -> tuple:
-        """``_extra`` for :meth:`charge` (FDP: handles the caller checked)."""
-        return self._extra(ops, handles)
+    def _charge_extra(self, op: int, n: int, handles):
+        """``_extra`` for :meth:`charge` of ``n`` requests (FDP: handles the caller checked)."""
+        return self._extra(self._op_array(op, n)[:n], handles)
 
     def charge(self, op: int, offsets: np.ndarray, lengths: np.ndarray, qd: int = 1, handles=None) -> np.ndarray:
         """``submit`` of ``op`` requests the caller has checked (contiguous int64 arrays of
         4 KiB-aligned ranges inside the device); ``handles`` as ``FdpSSD.submit``'s."""
-        n = offsets.size
-        out = np.empty(n, np.float64)
-        if n == 0:
-            return out
-        ops = self._op_array(op, n)
-        fb = ffi.from_buffer
-        rc = self._submit_fn(self._h, n, fb("uint8_t[]", ops), fb("int64_t[]", offsets), fb("int64_t[]", lengths),
-                             *self._charge_extra(op, ops, handles), max(1, int(qd)),
-                             fb("double[]", out, require_writable=True))
-        if rc != 0:
-            self._rejected(rc, ops, offsets, lengths)
-        return out
+        ops = self._op_array(op, offsets.size)
+        return self._call(ops, offsets, lengths,
+                          ffi.NULL if handles is None else self._charge_extra(op, offsets.size, handles), qd)
 
     def charge_groups(self, op: int, offsets: np.ndarray, lengths: np.ndarray, group_sizes, group_qds,
                       handles=None) -> np.ndarray:
         """``submit_groups`` of ``op`` requests the caller has checked, as :meth:`charge`."""
-        n = offsets.size
-        gn, gq = self._groups(group_sizes, group_qds, n)
-        out = np.empty(n, np.float64)
-        if n == 0:
-            return out
-        ops = self._op_array(op, n)
-        fb = ffi.from_buffer
-        rc = self._submit_groups_fn(self._h, gn.size, fb("int64_t[]", gn), fb("int64_t[]", gq), fb("uint8_t[]", ops),
-                                    fb("int64_t[]", offsets), fb("int64_t[]", lengths),
-                                    *self._charge_extra(op, ops, handles), fb("double[]", out, require_writable=True))
-        if rc != 0:
-            self._rejected(rc, ops, offsets, lengths)
-        return out
+        gn, gq = self._groups(group_sizes, group_qds, offsets.size)
+        ops = self._op_array(op, offsets.size)
+        return self._call(ops, offsets, lengths,
+                          ffi.NULL if handles is None else self._charge_extra(op, offsets.size, handles), 0,
+                          (gn.size, ffi.from_buffer(_I64, gn), ffi.from_buffer(_I64, gq)))
 
     def _submit(self, ops, offsets, lengths, qd: int, handles=None) -> np.ndarray:
         ops, offsets, lengths = self._arrays(ops, offsets, lengths)
-        extra = self._extra(ops, handles)
-        out = np.empty(offsets.size, np.float64)
-        if offsets.size == 0:
-            return out
-        rc = self._submit_fn(self._h, offsets.size, ffi.from_buffer("uint8_t[]", ops),
-                             ffi.from_buffer("int64_t[]", offsets), ffi.from_buffer("int64_t[]", lengths),
-                             *extra, max(1, int(qd)), ffi.from_buffer("double[]", out, require_writable=True))
-        if rc != 0:
-            self._rejected(rc, ops, offsets, lengths)
-        return out
+        return self._call(ops, offsets, lengths, self._extra(ops, handles), qd)
 
     def _submit_groups(self, ops, offsets, lengths, group_sizes, group_qds, handles=None) -> np.ndarray:
         ops, offsets, lengths = self._arrays(ops, offsets, lengths)
         gn, gq = self._groups(group_sizes, group_qds, offsets.size)
-        extra = self._extra(ops, handles)
-        out = np.empty(offsets.size, np.float64)
-        if offsets.size == 0:
+        return self._call(ops, offsets, lengths, self._extra(ops, handles), 0,
+                          (gn.size, ffi.from_buffer(_I64, gn), ffi.from_buffer(_I64, gq)))
+
+    # -- the one C call ----------------------------------------------------------------------------
+    # Every submit and charge above (and the Open-Channel model's write and read runs) ends here, in
+    # the FTL's grouped submit (native/ssd_groups.c), which is exactly one submit per group: a plain
+    # queue is one group. One place builds the C arguments and words a refusal.
+
+    def _bind(self, h, timing, groups_fn) -> None:
+        """Keep the C model ``h`` (freed with this object), its timing struct and its grouped submit
+        function; the one-group sizes and depths every plain queue reuses."""
+        self._h, self._T, self._submit_groups_fn = h, timing, groups_fn
+        self._one_n, self._one_qd = ffi.new("int64_t[1]"), ffi.new("int64_t[1]")
+        self._op_bufs = [np.full(64, op, np.uint8) for op in range(APPEND + 1)]
+
+    def _call(self, ops: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, handles, qd: int,
+              groups: tuple | None = None) -> np.ndarray:
+        """Completion times of the requests (C-ready, contiguous: int64 ``offsets`` and ``lengths`` of
+        one size, at least as many uint8 ``ops``), as one queue of depth ``qd`` or, with ``groups`` = (count, C int64
+        sizes, C int64 depths), as those serial queues. ``handles``: the C FDP handles (NULL: none).
+        ValueError naming the request the model refused."""
+        n = offsets.size
+        out = np.empty(n, np.float64)
+        if n == 0:
             return out
-        rc = self._submit_groups_fn(
-            self._h, gn.size, ffi.from_buffer("int64_t[]", gn), ffi.from_buffer("int64_t[]", gq),
-            ffi.from_buffer("uint8_t[]", ops), ffi.from_buffer("int64_t[]", offsets),
-            ffi.from_buffer("int64_t[]", lengths), *extra, ffi.from_buffer("double[]", out, require_writable=True))
+        if groups is None:
+            ng, gn, gq = 1, self._one_n, self._one_qd
+            gn[0] = n
+            try:
+                gq[0] = qd                              # the C loop takes a depth below 1 as 1
+            except TypeError:
+                gq[0] = int(qd)
+        else:
+            ng, gn, gq = groups
+        fb = ffi.from_buffer
+        rc = self._submit_groups_fn(self._h, ng, gn, gq, fb(_U8, ops), fb(_I64, offsets), fb(_I64, lengths), handles,
+                                    fb(_F64, out, require_writable=True))
         if rc != 0:
             self._rejected(rc, ops, offsets, lengths)
         return out
@@ -338,16 +339,13 @@ class ConvSSD(_Model):
                              preset.gc_high_blocks, ruhs, int(bool(persistent)))
         if h == ffi.NULL:
             raise MemoryError(f"cannot build a {logical_bytes}-byte conventional SSD model")
-        self._h = ffi.gc(h, lib.conv_free)
+        self._bind(ffi.gc(h, lib.conv_free), lib.conv_timing(h), lib.conv_submit_groups_h)
         self.idle_gc, self.suspend = bool(idle_gc), bool(suspend)
         # idle-time GC target: a fraction of the blocks per die beyond what the live data fills,
         # and always above the foreground stop point
         spare = bpd - math.ceil(logical_units / n_dies / upb)
         self.idle_gc_blocks = max(preset.gc_high_blocks + 1, math.ceil(preset.idle_gc_spare_fraction * spare))
         lib.conv_set_idle_gc(self._h, self.idle_gc_blocks if self.idle_gc else 0)
-        self._T = lib.conv_timing(self._h)
-        self._submit_fn = lib.conv_submit
-        self._submit_groups_fn = lib.conv_submit_groups
 
     def _idle(self, until_ns: int) -> None:
         lib.conv_idle(self._h, until_ns)
@@ -443,7 +441,6 @@ class FdpSSD(ConvSSD):
         self._build(preset, logical_bytes, op, idle_gc, suspend, ruhs=self.ruhs,
                     persistent=isolation == "persistent", block_pages=block_pages, gc_striped=gc_striped)
         self.ru_bytes = self.pages_per_block * preset.page_size
-        self._submit_fn, self._submit_groups_fn = lib.conv_submit_h, lib.conv_submit_groups_h
 
     def _handles(self, handles: Handles, ops: np.ndarray):
         """C handle array for the requests ``ops`` (ffi.NULL: handle 0 for all).  ValueError naming
@@ -467,18 +464,18 @@ class FdpSSD(ConvSSD):
         h = np.ascontiguousarray(np.where(writes, h, 0), dtype=np.uint16)
         return ffi.from_buffer("uint16_t[]", h) if h.any() else ffi.NULL
 
-    def _charge_extra(self, op: int, ops: np.ndarray, handles) -> tuple:
-        """``charge``'s handles, which the device checked (an int, or one uint16 per request, each
-        0..ruhs-1): none for reads and trims (they ignore theirs), none for handle 0 everywhere.
-        Anything else goes through ``_handles``'s checks."""
+    def _charge_extra(self, op: int, n: int, handles):
+        """``charge``'s handles for ``n`` requests, which the device checked (an int, or one uint16
+        per request, each 0..ruhs-1): none for reads and trims (they ignore theirs), none for handle
+        0 everywhere. Anything else goes through ``_handles``'s checks."""
         if handles is None or op != WRITE:
-            return (ffi.NULL,)
+            return ffi.NULL
         if type(handles) is int and 0 <= handles < self.ruhs:
-            return (ffi.NULL,) if handles == 0 else (ffi.from_buffer("uint16_t[]", np.full(ops.size, handles, np.uint16)),)
-        if type(handles) is np.ndarray and handles.dtype == np.uint16 and handles.shape == ops.shape \
+            return ffi.NULL if handles == 0 else ffi.from_buffer("uint16_t[]", np.full(n, handles, np.uint16))
+        if type(handles) is np.ndarray and handles.dtype == np.uint16 and handles.shape == (n,) \
                 and handles.flags.c_contiguous and int(handles.max()) < self.ruhs:
-            return (ffi.from_buffer("uint16_t[]", handles) if handles.any() else ffi.NULL,)
-        return self._extra(ops, handles)
+            return ffi.from_buffer("uint16_t[]", handles) if handles.any() else ffi.NULL
+        return super()._charge_extra(op, n, handles)
 
     def submit(self, ops, offsets, lengths, qd: int = 1, handles: Handles = None) -> np.ndarray:
         """``ConvSSD.submit`` with a reclaim unit handle per request: ``handles`` is None (handle 0),
@@ -490,8 +487,8 @@ class FdpSSD(ConvSSD):
         """``ConvSSD.submit_groups`` with ``handles`` as for :meth:`submit` (one per request)."""
         return self._submit_groups(ops, offsets, lengths, group_sizes, group_qds, handles)
 
-    def _extra(self, ops: np.ndarray, handles) -> tuple:
-        return (self._handles(handles, ops),)
+    def _extra(self, ops: np.ndarray, handles):
+        return self._handles(handles, ops)
 
     def ruh_counters(self) -> list[dict]:
         """Per handle: ``host_write_bytes`` (written with it), ``media_write_bytes`` (programmed into
@@ -548,10 +545,7 @@ class ZNSSSD(_Model):
         h = lib.zns_new(_params(preset, suspend=suspend), nr_zones, zone_size, zone_capacity)
         if h == ffi.NULL:
             raise MemoryError("cannot build the ZNS model")
-        self._h = ffi.gc(h, lib.zns_free)
-        self._T = lib.zns_timing(self._h)
-        self._submit_fn = lib.zns_submit
-        self._submit_groups_fn = lib.zns_submit_groups
+        self._bind(ffi.gc(h, lib.zns_free), lib.zns_timing(h), lib.zns_submit_groups)
         self._max_op = APPEND
         self.dies_per_zone = int(lib.zns_dies_per_zone(self._h))
         self.blocks_per_zone = int(lib.zns_blocks_per_zone(self._h))
@@ -652,10 +646,7 @@ class OcssdSSD(_Model):
         h = lib.ocssd_new(_params(preset, suspend=suspend), groups, pus, chunks, sectors)
         if h == ffi.NULL:
             raise MemoryError(f"cannot build the Open-Channel SSD model ({self.nr_chunks} chunks)")
-        self._h = ffi.gc(h, lib.ocssd_free)
-        self._T = lib.ocssd_timing(self._h)
-        self._submit_fn = lib.ocssd_submit
-        self._submit_groups_fn = lib.ocssd_submit_groups
+        self._bind(ffi.gc(h, lib.ocssd_free), lib.ocssd_timing(h), lib.ocssd_submit_groups)
 
     charge = charge_groups = None      # sector-addressed: the devices call submit / submit_writes
 
@@ -676,18 +667,9 @@ class OcssdSSD(_Model):
         and at least a sector, the sizes adding up to them). The same charges as ``submit_groups``;
         ValueError as it for a request the model refuses."""
         offsets, lengths = ppas * UNIT, nsectors * UNIT
-        ops = np.full(offsets.size, WRITE, np.uint8)
-        out = np.empty(offsets.size, np.float64)
-        if offsets.size == 0:
-            return out
         gs = np.ascontiguousarray(group_sizes, np.int64)
-        fb = ffi.from_buffer
-        g = fb("int64_t[]", gs)
-        rc = lib.ocssd_submit_groups(self._h, gs.size, g, g, fb("uint8_t[]", ops), fb("int64_t[]", offsets),
-                                     fb("int64_t[]", lengths), fb("double[]", out, require_writable=True))
-        if rc != 0:
-            self._rejected(rc, ops, offsets, lengths)
-        return out
+        g = ffi.from_buffer(_I64, gs)
+        return self._call(self._op_array(WRITE, offsets.size), offsets, lengths, ffi.NULL, 0, (gs.size, g, g))
 
     def submit_reads(self, ppas: np.ndarray, nsectors: np.ndarray, qd: int) -> np.ndarray:
         """``submit(READ, ppas, nsectors, qd)`` without ``submit``'s checks of the requests: for a
@@ -695,20 +677,9 @@ class OcssdSSD(_Model):
         at least a sector; ``qd`` >= 1). The same charges as ``submit``; ValueError as it for a
         request the model refuses."""
         offsets, lengths = ppas * UNIT, nsectors * UNIT
-        out = np.empty(offsets.size, np.float64)
-        if offsets.size == 0:
-            return out
-        ops = self._read_ops
-        if ops.size < offsets.size:             # READ is 0: one zeroed buffer, grown as needed
-            ops = self._read_ops = np.zeros(max(offsets.size, 2 * ops.size), np.uint8)
-        fb = ffi.from_buffer
-        rc = lib.ocssd_submit(self._h, offsets.size, fb("uint8_t[]", ops), fb("int64_t[]", offsets),
-                              fb("int64_t[]", lengths), int(qd), fb("double[]", out, require_writable=True))
-        if rc != 0:
-            self._rejected(rc, ops, offsets, lengths)
-        return out
-
-    _read_ops = np.zeros(0, np.uint8)    # READ (0) per request for submit_reads; never written
+        ops = self._op_bufs[READ]
+        return self._call(ops if ops.size >= offsets.size else self._op_array(READ, offsets.size), offsets, lengths,
+                          ffi.NULL, qd)
 
     @staticmethod
     def _bytes(sectors) -> np.ndarray:
