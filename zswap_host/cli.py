@@ -116,6 +116,18 @@ def quiet_option(fn):
                         "lines (elsewhere) on stderr; errors still show.")(fn)
 
 
+def store_gc_options(fn):
+    """``--gc-yield-to-reads`` and ``--gc-step SIZE``: the store runs' GC levers (bench and replay)."""
+    fn = click.option("--gc-step", "gc_step", default=None, metavar="SIZE",
+                      help="The store runs' background GC relocates SIZE per step, its victim pages read as one "
+                      "queue (0: a whole victim, as foreground GC does; StoreConfig.gc_step_bytes) "
+                      "[default: one write unit].")(fn)
+    return click.option("--gc-yield-to-reads", is_flag=True, help="The store runs' GC never runs after a "
+                        "swap-out, in front of the step's reads: only in the compute (idle) windows, or in the "
+                        "foreground when a swap-out finds no zone (StoreConfig.gc_yield_to_reads) "
+                        "[default: off].")(fn)
+
+
 def _open(url: str, zoned: bool | None = None, force: bool | None = None, readonly: bool = False):
     from .devices import open_device
 
@@ -509,12 +521,7 @@ def _study_progress(study: str, quiet: bool):
               "conventional SSD's FTL), or to neither.")
 @click.option("--suspend", is_flag=True, help="Emulated SSDs (both) suspend programs and erases for reads "
               "(docs/ssd-model.md) [default: off].")
-@click.option("--gc-yield-to-reads", is_flag=True, help="The store runs' GC never runs after a swap-out, in front "
-              "of the step's reads: only in the idle windows, or in the foreground when a swap-out finds no zone "
-              "(StoreConfig.gc_yield_to_reads) [default: off].")
-@click.option("--gc-step", "gc_step", default=None, metavar="SIZE",
-              help="The store runs' background GC relocates SIZE per step, its victim pages read as one queue "
-              "(0: a whole victim, as foreground GC does; StoreConfig.gc_step_bytes) [default: one write unit].")
+@store_gc_options
 @click.option("--quick", is_flag=True, help="The quick preset (about a minute).")
 @click.option("--verify", is_flag=True, help="Check every swapped-in page against a fingerprint taken at "
               "swap-out; a page that differs stops the run (for real devices and emulators).")
@@ -840,12 +847,7 @@ def sweep(trace_path, placements, victims, utilisations, interfaces, executor, a
               "background GC), as the bench does; --no-idle-gc: to neither (the device clocks only pass).")
 @click.option("--suspend", is_flag=True, help="Every run's emulated SSD suspends programs and erases for reads, "
               "as drives do (the bench's --suspend; docs/ssd-model.md).")
-@click.option("--gc-yield-to-reads", is_flag=True, help="The store runs' GC never runs after a swap-out, in front "
-              "of the step's reads: only in the compute windows, or in the foreground when a swap-out finds no "
-              "zone (StoreConfig.gc_yield_to_reads) [default: off].")
-@click.option("--gc-step", "gc_step", default=None, metavar="SIZE",
-              help="The store runs' background GC relocates SIZE per step, its victim pages read as one queue "
-              "(0: a whole victim, as foreground GC does; StoreConfig.gc_step_bytes) [default: one write unit].")
+@store_gc_options
 @quiet_option
 @friendly_errors
 @plugin_option

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from pager_harness import (BUDGET_PAGES, PS, RSS_SLACK_PAGES, SUPPORT_DIR, FlakyBackend, Ledger, _resident, backend, check_stats,  # noqa: F401 - backend: the fixture
-                           random_reads_and_writes, read_all, stored_by_pager)
+                           random_reads_and_writes, read_all, stored_by_pager, train_side_by_side)
 
 pager_mod = pytest.importorskip("zswap_host.pager")
 Pager, range_rss = pager_mod.Pager, pager_mod.range_rss
@@ -442,20 +442,7 @@ def test_tensor_and_adopted_module_train_like_plain_memory(backend):
         t = pager.tensor((300, 1024), torch.float32)
         t.fill_(0.5)
         assert float(t.sum()) == 0.5 * 300 * 1024
-        opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (plain, paged)]
-        gen = torch.Generator().manual_seed(1)
-        for _ in range(20):
-            idx = torch.randint(0, 1000, (64,), generator=gen)
-            offs = torch.arange(0, 64, 8)
-            losses = []
-            for m, opt in zip((plain, paged), opts):
-                opt.zero_grad()
-                loss = m(idx, offs).pow(2).mean()
-                loss.backward()
-                opt.step()
-                losses.append(float(loss.detach()))
-            assert losses[0] == losses[1]
-        assert torch.equal(plain.weight, paged.weight)
+        train_side_by_side(plain, paged)
         s = pager.stats()
         assert s.pages_in > 0 and s.pages_out > 0
         check_stats(pager)

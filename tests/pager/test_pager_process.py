@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 
 from pager_harness import (BUDGET_PAGES, PS, SUPPORT_DIR, check_stats, flaky_backend, ledger_backend,
-                           ledger_state, make_backend, random_reads_and_writes, read_all, stored_by_pager)
+                           ledger_state, make_backend, random_reads_and_writes, read_all, stored_by_pager,
+                           train_side_by_side)
 
 pager_mod = pytest.importorskip("zswap_host.pager")
 Pager = pager_mod.Pager
@@ -107,20 +108,7 @@ def test_adopted_module_trains_like_plain_memory():
     paged.load_state_dict(plain.state_dict())
     with Pager.process(functools.partial(make_backend, "store"), BUDGET_PAGES * PS, discard_on_write=True) as pager:
         pager.adopt(paged.weight)
-        opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (plain, paged)]
-        gen = torch.Generator().manual_seed(1)
-        for _ in range(20):
-            idx = torch.randint(0, 1000, (64,), generator=gen)
-            offs = torch.arange(0, 64, 8)
-            losses = []
-            for m, opt in zip((plain, paged), opts):
-                opt.zero_grad()
-                loss = m(idx, offs).pow(2).mean()
-                loss.backward()
-                opt.step()
-                losses.append(float(loss.detach()))
-            assert losses[0] == losses[1]
-        assert torch.equal(plain.weight, paged.weight)
+        train_side_by_side(plain, paged)
         s = pager.stats()
         assert s.pages_in > 0 and s.pages_out > 0
         check_stats(pager)

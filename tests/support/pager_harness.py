@@ -222,3 +222,24 @@ class InterruptedReads:
 
 def interrupted_backend(kind: str) -> InterruptedReads:
     return InterruptedReads(make_backend(kind))
+
+
+def train_side_by_side(plain, paged, steps: int = 20) -> None:
+    """Train two EmbeddingBag(1000, dim) modules with SGD on the same batches; each step's losses and
+    the final weights must be equal bit for bit."""
+    import torch
+
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (plain, paged)]
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(steps):
+        idx = torch.randint(0, 1000, (64,), generator=gen)
+        offs = torch.arange(0, 64, 8)
+        losses = []
+        for m, opt in zip((plain, paged), opts):
+            opt.zero_grad()
+            loss = m(idx, offs).pow(2).mean()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach()))
+        assert losses[0] == losses[1]
+    assert torch.equal(plain.weight, paged.weight)
