@@ -6,7 +6,7 @@ runs collect whole victims (`--gc-step 0`, a store-only lever). Writes OUT/<mode
 and OUT/summary.md: every chain step's training-time ratio, the summary against the best Linux run,
 the p99 step stall of the ZNS store and of that run, and the largest loss difference between runs.
 
-    python experiments/lever_chain.py [--model quick] [--out experiments/results/lever_chain]
+    python experiments/lever_chain.py [--model quick] [--regimes cpu,a100] [--out experiments/results/lever_chain]
 """
 from __future__ import annotations
 
@@ -54,16 +54,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="quick", help="the bench's training preset [quick]")
     ap.add_argument("--out", default="experiments/results/lever_chain")
+    ap.add_argument("--regimes", default=",".join(REGIMES), help="comma-separated, of: " + ", ".join(REGIMES))
     args = ap.parse_args()
+    regimes = args.regimes.split(",")
+    if not set(regimes) <= set(REGIMES):
+        ap.error(f"--regimes: unknown {sorted(set(regimes) - set(REGIMES))}")
     os.makedirs(args.out, exist_ok=True)
-    lines = [f"# The chain with every lever, `{args.model}` preset (`python experiments/lever_chain.py --model {args.model}`)",
+    lines = [f"# The chain with every lever, `{args.model}` preset (`python experiments/lever_chain.py --model {args.model}"
+             f" --regimes {args.regimes}`)",
              "", "| regime | utilisation | chain steps (training-time ratio, > 1: helped) | ZNS store vs best Linux "
              "| p99 step stall ms: best Linux / ZNS store | max loss difference |", "|---|---|---|---|---|---|"]
-    for regime in REGIMES:
+    for regime in regimes:
         for util in UTILISATIONS:
             lines.append(row(regime, util, run(args.model, regime, util, args.out)))
             print(lines[-1], flush=True)
-    with open(os.path.join(args.out, f"summary-{args.model}.md"), "w") as f:
+    with open(os.path.join(args.out, f"summary-{args.model}-{'-'.join(regimes)}.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
 
