@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 from pager_harness import (BUDGET_PAGES, PS, RSS_SLACK_PAGES, SUPPORT_DIR, FlakyBackend, Ledger, _resident, backend, check_stats,  # noqa: F401 - backend: the fixture
-                           random_reads_and_writes, read_all, stored_by_pager, train_side_by_side)
+                           current_thread_trace, random_reads_and_writes, read_all, stored_by_pager,
+                           train_side_by_side)
 
 pager_mod = pytest.importorskip("zswap_host.pager")
 Pager, range_rss = pager_mod.Pager, pager_mod.range_rss
@@ -318,7 +319,7 @@ def test_backend_read_failure_is_sigbus_in_the_faulting_thread(check_others):
     # one line naming the backend's error, before the signal
     assert "zswap pager: SIGBUS to thread" in r.stderr and "OSError: [Errno 5] injected read failure" in r.stderr
     # faulthandler prints the thread that took the signal first, as "Current thread"
-    current = r.stderr.split("Current thread", 1)[1].split("\n\n", 1)[0]
+    current = current_thread_trace(r.stderr)
     assert "in toucher" in current, r.stderr[-2000:]
     assert "not reached" not in r.stdout and "survived" not in r.stdout
     if check_others:

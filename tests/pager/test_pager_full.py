@@ -19,7 +19,7 @@ pytest.importorskip("zswap_host.pager")
 if not os.path.exists("/dev/userfaultfd") and os.geteuid() != 0:
     pytest.skip("userfaultfd needs root here", allow_module_level=True)
 
-from pager_harness import SUPPORT_DIR as TESTS  # noqa: E402 - the children import pager_harness from there
+from pager_harness import current_thread_trace, SUPPORT_DIR as TESTS  # noqa: E402 - the children import pager_harness from there
 
 
 def run_child(code: str, timeout: float = 180) -> subprocess.CompletedProcess:
@@ -59,7 +59,7 @@ def test_a_full_store_is_sigbus_in_the_faulting_thread_naming_the_error():
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("zswap pager: SIGBUS to thread")]
     assert len(lines) == 1, r.stderr[-3000:]    # one thread waited for room: one line
     assert "needs room in the budget" in lines[0] and "SwapFullError: swap store full" in lines[0], lines
-    current = r.stderr.split("Current thread", 1)[1].split("\n\n", 1)[0]
+    current = current_thread_trace(r.stderr)
     assert "in toucher" in current, r.stderr[-3000:]
     assert "capacity" in r.stdout and "not reached" not in r.stdout and "survived" not in r.stdout
 

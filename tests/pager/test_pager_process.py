@@ -23,7 +23,7 @@ import time
 import numpy as np
 import pytest
 
-from pager_harness import (BUDGET_PAGES, PS, SUPPORT_DIR, check_stats, flaky_backend, ledger_backend,
+from pager_harness import (current_thread_trace, BUDGET_PAGES, PS, SUPPORT_DIR, check_stats, flaky_backend, ledger_backend,
                            ledger_state, make_backend, random_reads_and_writes, read_all, stored_by_pager,
                            train_side_by_side)
 
@@ -166,7 +166,7 @@ def test_a_failed_read_is_sigbus_in_the_faulting_thread():
     r = run_child(SIGBUS_READ_CHILD)
     assert r.returncode == -signal.SIGBUS, (r.returncode, r.stdout, r.stderr[-3000:])
     assert "zswap pager: SIGBUS to thread" in r.stderr and "OSError: [Errno 5] injected read failure" in r.stderr
-    current = r.stderr.split("Current thread", 1)[1].split("\n\n", 1)[0]
+    current = current_thread_trace(r.stderr)
     assert "in toucher" in current, r.stderr[-3000:]
     assert "intact True" in r.stdout and "not reached" not in r.stdout and "survived" not in r.stdout
 
@@ -202,7 +202,7 @@ def test_a_full_store_is_sigbus_naming_the_error():
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("zswap pager: SIGBUS to thread")]
     assert len(lines) == 1, r.stderr[-3000:]
     assert "needs room in the budget" in lines[0] and "SwapFullError: swap store full" in lines[0], lines
-    current = r.stderr.split("Current thread", 1)[1].split("\n\n", 1)[0]
+    current = current_thread_trace(r.stderr)
     assert "in toucher" in current, r.stderr[-3000:]
     assert "capacity" in r.stdout and "not reached" not in r.stdout and "survived" not in r.stdout
 
@@ -244,7 +244,7 @@ def test_a_child_killed_mid_run_is_sigbus_in_the_faulting_thread():
     assert r.returncode == -signal.SIGBUS, (r.returncode, r.stdout, r.stderr[-3000:])
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("zswap pager: SIGBUS to thread")]
     assert lines and all("was killed by signal 9" in ln for ln in lines), r.stderr[-3000:]
-    current = r.stderr.split("Current thread", 1)[1].split("\n\n", 1)[0]
+    current = current_thread_trace(r.stderr)
     assert "in toucher" in current, r.stderr[-3000:]
     assert "killing" in r.stdout and "not reached" not in r.stdout and "survived" not in r.stdout
 

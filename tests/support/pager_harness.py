@@ -243,3 +243,8 @@ def train_side_by_side(plain, paged, steps: int = 20) -> None:
             losses.append(float(loss.detach()))
         assert losses[0] == losses[1]
     assert torch.equal(plain.weight, paged.weight)
+
+
+def current_thread_trace(stderr: str) -> str:
+    """The faulthandler dump's "Current thread" block of a child that died of a signal."""
+    return stderr.split("Current thread", 1)[1].split("\n\n", 1)[0]
