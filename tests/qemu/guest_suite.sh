@@ -29,9 +29,11 @@ PYTEST=("$PY" -m pytest -q -p no:cacheprovider --rootdir "$REPO" -c "$REPO/pypro
 # package, and pytest, numpy and hypothesis with it: tens of seconds under TCG, and as much to exit).
 # The tests, in this order (the host reads each module's outcomes from tests.xml): the conformance
 # suite and the store with both I/O engines (io_uring with appends through /dev/ng0n2, and sync; the
-# test ids name the engine), zones --json against blkzone, numpy's sorts.
+# test ids name the engine), zones --json against blkzone, the io_uring device's append runs on the
+# real ring (guest_append_run.py), numpy's sorts.
 step tests "${PYTEST[@]}" --junitxml "$OUT/tests.xml" "$REPO/tests/qemu/guest_conformance.py" \
-    "$REPO/tests/qemu/guest_blkzone.py" "$REPO/tests/qemu/guest_store.py" "$REPO/tests/qemu/guest_numerics.py"
+    "$REPO/tests/qemu/guest_blkzone.py" "$REPO/tests/qemu/guest_store.py" "$REPO/tests/qemu/guest_append_run.py" \
+    "$REPO/tests/qemu/guest_numerics.py"
 # devices --json (libnvme's view of the controller and both namespaces), info as JSON and as text,
 # then reset for the bench: STEP lines of their own (tests/qemu/guest_cli.py)
 "$PY" "$REPO/tests/qemu/guest_cli.py" "$OUT" /dev/nvme0n2

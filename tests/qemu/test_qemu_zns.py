@@ -7,6 +7,8 @@ append limit 512 KiB), and inside it run (tests/qemu/guest_suite.sh):
 - ``zswap-host zones /dev/nvme0n2 --json`` against ``blkzone report`` (guest_blkzone.py);
 - ``zswap-host devices --json``: libnvme's view of the controller and both namespaces;
 - the store's property and read-back tests on /dev/nvme0n2 (guest_store.py), with each I/O engine;
+- the io_uring device's append runs (``ur_run_append``) on the real ring, without the store
+  (guest_append_run.py);
 - ``zswap-host info /dev/nvme0n2 --json``: the engine, depth and append path the device got;
 - numpy's sorts against plain Python, to catch a guest CPU that computes wrongly (guest_numerics.py);
 - ``zswap-host bench --device /dev/nvme0n2 --baseline-device /dev/nvme0n1 --quick --iterations 20
@@ -145,6 +147,15 @@ def test_store_property_and_readback_tests_pass_on_real_zoned_namespace(guest):
     outcome = _all_passed(res, results, "guest_store")
     for engine in ("uring", "sync"):            # the state machine, the read-back and the GC test, each engine
         assert sum(f"_{engine}::" in n or f"[{engine}]" in n for n in outcome) == 3, (engine, sorted(outcome))
+
+
+def test_append_runs_land_on_the_real_ring(guest):
+    """The io_uring device's writer of append runs (``ur_run_append``), driven without the store on
+    the namespace through /dev/ng0n2: back to back from two buffers, past the append limit, elsewhere
+    at depth 4, into a full zone, and refused with nothing sent (tests/qemu/guest_append_run.py)."""
+    res, results = guest
+    outcome = _all_passed(res, results, "guest_append_run")
+    assert len(outcome) == 8, sorted(outcome)
 
 
 def test_info_shows_the_uring_engine_and_its_append_path(guest):
