@@ -136,6 +136,29 @@ class UringEngine:
         self.fixed = registered
 
     @property
+    def ffi(self):
+        """The cffi FFI of the engine's C module (``zswap_host._uring``): what builds the pointers
+        its C calls take."""
+        return self._ffi
+
+    @property
+    def lib(self):
+        """The engine's C module (``zswap_host._uring``'s lib): ``ur_run_check`` / ``ur_run_append``
+        are the writer of append runs a caller's own C call reaches (``uring_store.py``)."""
+        return self._lib
+
+    @property
+    def handle(self):
+        """The ring (the C ``ur_engine *``), or None once closed: a caller's C call that holds it
+        must check it is still this engine's before each use."""
+        return self._e
+
+    def address(self, buf: np.ndarray) -> int:
+        """The address of contiguous ``buf``'s first byte (NVMe DMA needs it dword aligned)."""
+        ffi = self._ffi
+        return int(ffi.cast("uintptr_t", ffi.from_buffer("uint8_t[]", buf)))
+
+    @property
     def fixed(self) -> bool:
         """True when batches use registered buffers: the batch's buffer is registered for the batch
         (one slot of a sparse table, updated per batch) and the requests go as READ_FIXED /

@@ -340,12 +340,11 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
             return None
         g = self.geometry
         limit, bs, nz = g.max_append or g.zone_size, g.block_size, g.nr_zones
-        ffi = eng._ffi
         addrs, k = [], 0
         for seg in (data if type(data) is list or type(data) is tuple else (data,)):
             if type(seg) is not np.ndarray or not seg.flags.c_contiguous:
                 return None
-            pos = int(ffi.cast("uintptr_t", ffi.from_buffer("uint8_t[]", seg)))
+            pos = eng.address(seg)
             left = seg.nbytes
             if pos % 4:
                 return None
@@ -413,10 +412,27 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
         for a caller's own C call, on the uring-cmd path (``devices/uring_store.py``); None on any
         other path."""
         eng = self._append_engine
-        if self._ngfd < 0 or not self._passthrough or not hasattr(getattr(eng, "_lib", None), "ur_run_append"):
+        if self._ngfd < 0 or not self._passthrough or not hasattr(getattr(eng, "lib", None), "ur_run_append"):
             return None
-        from .uring_store import UringRunWriter
-        return UringRunWriter(self, eng, run_addr)
+        from .uring_store import RunPort, RunTarget, UringRunWriter
+        g = self.geometry
+        target = RunTarget(self._ngfd, self.nsid, g.block_size, g.zone_size // g.block_size, g.nr_zones,
+                           g.max_append or g.zone_size)
+        port = RunPort(usable=lambda: self._passthrough and self._append_engine is eng, held=self._run_held,
+                       count_landed=self._count_landed, results=self._append_results)
+        return UringRunWriter(eng, run_addr, target, port)
+
+    def _run_held(self, call):
+        """``call()`` inside one append batch of this device (its append lock held): (its result,
+        the wall seconds it took)."""
+        with self._append_lock:
+            self._batch_begins()
+            try:
+                t = time.perf_counter()
+                rc = call()
+                return rc, time.perf_counter() - t
+            finally:
+                self._batch_ends()
 
     def _count_landed(self, ll: list, dt: float) -> None:
         """Stats of a uring-cmd batch whose appends all landed (``ll``: their lengths as ints, counted
@@ -444,23 +460,21 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
         eng = self._append_engine
         # NVMe DMA needs dword alignment; max_append leaves room for a buffer that is not page aligned
         if view is not None:
-            ffi = eng._ffi
-            base = int(ffi.cast("uintptr_t", ffi.from_buffer("uint8_t[]", view)))
+            base = eng.address(view)
             if base % 4:                        # lengths are whole blocks: one aligned copy serves all
                 view = aligned_copy(view)
-                base = int(ffi.cast("uintptr_t", ffi.from_buffer("uint8_t[]", view)))
+                base = eng.address(view)
             addrs, pos = [], base
             for n in lengths.tolist():
                 addrs.append(pos)
                 pos += n
         else:                                   # a unit per buffer (a write buffer's unit and the caller's)
-            ffi = eng._ffi
             addrs = []
             for k, u in enumerate(units):
-                a = int(ffi.cast("uintptr_t", ffi.from_buffer("uint8_t[]", u)))
+                a = eng.address(u)
                 if a % 4:
                     u = units[k] = aligned_copy(u)
-                    a = int(ffi.cast("uintptr_t", ffi.from_buffer("uint8_t[]", u)))
+                    a = eng.address(u)
                 addrs.append(a)
         with self._append_lock:
             self._batch_begins()

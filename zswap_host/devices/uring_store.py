@@ -7,16 +7,35 @@ lengths, the offset they must land at, a version checked at the boundary) and ha
 every Python step costs tens of microseconds; this leaves a handful per call. The device knows the
 run, never the caller's structs.
 
-``LinuxZonedDevice.run_writer`` makes one for a caller; the device's locks and counters are kept as
-``append_run`` keeps them.
+``LinuxZonedDevice.run_writer`` makes one for a caller and hands it the namespace (``RunTarget``) and
+its own part (``RunPort``: its append lock and batch count, its counters, its typing of failures),
+so the writer keeps the device's locks and counters as ``append_run`` keeps them without reaching
+into the device.
 """
 
 from __future__ import annotations
 
-import time
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
+
+
+class RunTarget(NamedTuple):
+    """The namespace a writer appends to, as its C context takes it."""
+    ngfd: int                  # the NVMe generic char device (/dev/ngXnY), open
+    nsid: int
+    block_size: int            # bytes per LBA
+    zone_blocks: int           # LBAs per zone
+    nr_zones: int
+    max_len: int               # the device's largest append, bytes
+
+
+class RunPort(NamedTuple):
+    """The device's part of a writer's call (``LinuxZonedDevice.run_writer``)."""
+    usable: Callable[[], bool]                      # still on the passthrough path of this engine
+    held: Callable[[Callable[[], int]], tuple]      # (call(), wall s) inside one of its append batches
+    count_landed: Callable[[list, float], None]     # count a run that landed (lengths, wall s)
+    results: Callable                               # append_batch's (offsets, failures) of C results
 
 
 class UringRunWriter:
@@ -28,38 +47,30 @@ class UringRunWriter:
 
     DECLINED = -9      # ST_OUT_DEVICE / ZS_RUN_CANNOT: the device cannot take the call now
 
-    def __init__(self, dev, eng, run_addr: int) -> None:
-        ffi, lib = eng._ffi, eng._lib
-        self._dev, self._eng, self._ffi = dev, eng, ffi
+    def __init__(self, eng, run_addr: int, target: RunTarget, port: RunPort) -> None:
+        ffi, lib = eng.ffi, eng.lib
+        self._eng, self._ffi, self._port = eng, ffi, port
         self._run = ffi.cast("zs_run *", run_addr)
         (_, _, _, self._res, self._alba, _), p = eng.small_arrays()
-        g = dev.geometry
-        self._bs = bs = g.block_size
-        self._e = eng._e
+        self._bs = target.block_size
+        self._ring = eng.handle
         c = self._ctx = ffi.new("ur_run_ctx *")
-        c.e, c.ngfd, c.nsid, c.lba_size = self._e, dev._ngfd, dev.nsid, bs
-        c.zone_lbas, c.nzones = g.zone_size // bs, g.nr_zones
-        c.max_len, c.res, c.alba, c.qd = g.max_append or g.zone_size, p[3], p[4], 1
+        c.e, c.ngfd, c.nsid, c.lba_size = self._ring, target.ngfd, target.nsid, target.block_size
+        c.zone_lbas, c.nzones = target.zone_blocks, target.nr_zones
+        c.max_len, c.res, c.alba, c.qd = target.max_len, p[3], p[4], 1
         w = self._w = ffi.new("zs_run_writer *")
         w.check, w.append, w.ctx = ffi.addressof(lib, "ur_run_check"), ffi.addressof(lib, "ur_run_append"), c
         self.writer = int(ffi.cast("uintptr_t", w))
         self._dt = 0.0
 
     def __call__(self, qd: int, call: Callable[[], int]) -> int:
-        dev, eng = self._dev, self._eng
-        if eng._e is not self._e or not dev._passthrough or dev._append_engine is not eng:
+        port = self._port
+        if self._eng.handle is not self._ring or not port.usable():
             return self.DECLINED
-        with dev._append_lock:
-            dev._batch_begins()
-            try:
-                self._ctx.qd = max(1, qd)
-                t = time.perf_counter()
-                rc = call()
-                dt = time.perf_counter() - t
-            finally:
-                dev._batch_ends()
+        self._ctx.qd = max(1, qd)
+        rc, dt = port.held(call)
         if rc > 0 and rc >> 8 == 1:
-            dev._count_landed(self._ffi.unpack(self._run.lens, rc & 255), dt)
+            port.count_landed(self._ffi.unpack(self._run.lens, rc & 255), dt)
         self._dt = dt
         return rc
 
@@ -71,6 +82,6 @@ class UringRunWriter:
         run, unpack = self._run, self._ffi.unpack
         alba = self._alba[:k].astype(np.int64)
         alba *= self._bs
-        return self._dev._append_results(np.array(unpack(run.zones, k), np.int64), None,
-                                         np.array(unpack(run.lens, k), np.int64), qd, segs,
-                                         self._res[:k].astype(np.int32), alba, self._dt)
+        return self._port.results(np.array(unpack(run.zones, k), np.int64), None,
+                                  np.array(unpack(run.lens, k), np.int64), qd, segs,
+                                  self._res[:k].astype(np.int32), alba, self._dt)

@@ -61,7 +61,7 @@ class SwappedModule(nn.Module):
         return pooled_lookup(self._tables, bags, self.mode, self._anchor)
 
     def _read_rows(self, t: int, indices) -> torch.Tensor:
-        self._tables._check_open()
+        self._tables.check_open()
         self._tables.finish_prefetch()
         idx = np.asarray(indices.detach().cpu() if isinstance(indices, torch.Tensor) else indices, np.int64)
         try:

@@ -72,7 +72,7 @@ def save(tables: SwappedTables, keys: list[str], path: str, chunk_bytes: int = C
     checkpoint directory (replaced whole); anything else is ``ValueError`` before any work. A
     pending step stays pending."""
     tables.finish_prefetch()             # no prefetch thread beside the page I/O here
-    tables._check_open()
+    tables.check_open()
     _check_target(path)
     tmp = atomic_dir.staging(path)
     try:
@@ -124,7 +124,7 @@ def load(tables: SwappedTables, keys: list[str], path: str, chunk_bytes: int = C
     (not even the pending step). Then it ends the current step and writes the tables; a device
     error part way through leaves them partly loaded (load again)."""
     tables.finish_prefetch()             # no prefetch thread beside the page I/O here
-    tables._check_open()
+    tables.check_open()
     with open(os.path.join(path, "meta.json")) as f:
         try:
             meta = json.load(f)
@@ -175,7 +175,7 @@ def state_tensors(tables: SwappedTables, t: int, names, chunk_bytes: int = CHUNK
     """Table t's arrays ``names`` (of ``ARRAYS[optimizer]``, and ``"step"``: its step count) as whole
     tensors: read in chunks, but the result is the whole table."""
     tables.finish_prefetch()             # no prefetch thread beside the page I/O here
-    tables._check_open()
+    tables.check_open()
     st = tables.store
     out = {}
     for name in names:
@@ -197,7 +197,7 @@ def load_state_tensors(tables: SwappedTables, t: int, arrays: dict, chunk_bytes:
     """Copy table t's arrays (a subset of ``state_tensors``' names, shapes checked by the caller)
     into the store, chunk by chunk. Ends the current step."""
     tables.finish_prefetch()             # no prefetch thread beside the page I/O here
-    tables._check_open()
+    tables.check_open()
     tables.end_step("a checkpoint was loaded since; its update was not applied")
     for name, x in arrays.items():
         if name == "step":

@@ -59,10 +59,10 @@ class SwappedTables:
         """Bring in and pin the rows of one step: ``indices[t]`` an int64 array, or None for a table not
         in the step. Returns (step number, ``PagedEmbedding.gather_tables``'s per-table result).
         ``EmbeddingIndexError`` for an index out of range (nothing changed)."""
-        self._check_open()
+        self.check_open()
         self.finish_prefetch()
         try:
-            self.store._lookup_keys(indices)       # checked before the step below ends
+            self.store.check_indices(indices)       # checked before the step below ends
         except IndexError as e:
             raise EmbeddingIndexError(str(e)) from None
         # a forward ends the pending step, whether or not it gets its rows: its pins are gone
@@ -94,11 +94,11 @@ class SwappedTables:
         ``workloads.lookahead``); the backward, the next forward, checkpoints and ``flush`` wait for
         it. Pages of the pinned step and of the upcoming ones are never evicted for one another;
         what does not fit the budget beside them is left out. Index errors surface here."""
-        self._check_open()
+        self.check_open()
         upcoming = [list(u) for u in upcoming]
         try:
             for u in upcoming:
-                self.store._lookup_keys(u)      # check every index now, in the caller's thread
+                self.store.check_indices(u)      # check every index now, in the caller's thread
         except IndexError as e:
             raise EmbeddingIndexError(str(e)) from None
         if self._pending is not None:
@@ -177,7 +177,7 @@ class SwappedTables:
 
     def flush(self) -> None:
         """Every dirty page to the backend, and the backend's buffers to its device."""
-        self._check_open()
+        self.check_open()
         self.finish_prefetch()
         self.store.flush()
         if self.store.backend is not None:
@@ -217,7 +217,8 @@ class SwappedTables:
                  unsettled=st.unsettled)
         return d
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
+        """``RuntimeError`` once the module is closed (every public call checks it first)."""
         if self.closed:
             raise RuntimeError("swapped embeddings: the module is closed")
 

@@ -372,7 +372,7 @@ class PagedEmbedding:
         self._ctx = None
         self.pin.fill(False)
         if pages.size > self.nframes and self.payload:
-            self._ctx = step = paged_stream.gather(self, upage, uslot, t, spage, sslot)
+            self._ctx = step = paged_stream.gather(self, self._stream_port(), upage, uslot, t, spage, sslot)
             self.counters.unique_rows += int(ukeys.size)
             step.order, step.rank = order, rank
             return self._out(step.flat_rows(), inverse.reshape(-1), order, rank)
@@ -438,8 +438,8 @@ class PagedEmbedding:
             g = np.asarray(grad, np.float32)
             if p.rank is not None:
                 g = g[p.rank]
-            paged_stream.apply(self, p, np.arange(len(self.tables)),
-                               [g[p.tcut[t]:p.tcut[t + 1]] for t in range(len(self.tables))], None)
+            self._unsettled = paged_stream.apply(self, self._stream_port(), p, np.arange(len(self.tables)),
+                                                 [g[p.tcut[t]:p.tcut[t + 1]] for t in range(len(self.tables))], None)
             return
         self._ctx = None
         if p.rows is None:
@@ -477,7 +477,7 @@ class PagedEmbedding:
         present = np.arange(T) if p.tables is None else p.tables
         grads = self._to_pages(p, grads, present)
         if isinstance(p, paged_stream.StreamedStep):
-            paged_stream.apply(self, p, present, grads, rule)
+            self._unsettled = paged_stream.apply(self, self._stream_port(), p, present, grads, rule)
             return
         self.steps[present] += 1
         builtin = self._rule() if rule is None else None
@@ -669,8 +669,13 @@ class PagedEmbedding:
         error interrupted (``paged_stream``): every read of values calls it first, so the update is
         never lost; it raises the device's error again while the write-back cannot finish."""
         if self._unsettled is not None:
-            paged_stream.write_back(self, self._unsettled)
+            paged_stream.write_back(self, self._stream_port(), self._unsettled)
             self._unsettled = None
+
+    def _stream_port(self) -> paged_stream.CachePort:
+        """This cache's steps for ``paged_stream`` (see there)."""
+        return paged_stream.CachePort(self._make_resident, self._view, self._states, self._put, self._dirtied,
+                                      self._rule)
 
     def repack(self) -> int:
         """Pack hot rows together now (``pack``; also run by the first gather of every ``pack.every``
@@ -868,6 +873,12 @@ class PagedEmbedding:
                 raise ValueError(f"sparse must have {T} tables on axis 0, has shape {sp.shape}")
             indices = list(sp.reshape(T, -1))
         return self._key_pages(np.unique(self._lookup_keys(indices)[2]))[-1]
+
+    def check_indices(self, indices) -> None:
+        """Check one step's per-table index arrays (None: table not in the step) as ``gather_tables``
+        would, changing nothing: ``ValueError`` for the wrong number of tables, ``TypeError`` for
+        non-integer indices, ``IndexError`` for one out of range."""
+        self._lookup_keys(indices)
 
     def _lookup_keys(self, indices) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per-table index arrays (None: table not in the step), checked (``ValueError`` for the wrong

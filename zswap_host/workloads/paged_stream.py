@@ -13,15 +13,29 @@ the same rows, the same arithmetic, one step count per table.
 
 Failures. A device error in ``gather`` leaves no page pinned and no step pending (the caller retries
 or skips the step). A device error in ``write_back`` keeps the pieces not yet written with the cache
-(``PagedEmbedding._unsettled``): every later read of values finishes them first
+(``apply`` returns the step, which the cache keeps): every later read of values finishes them first
 (``PagedEmbedding.settle``), so an applied update is never lost nor seen half-written.
+
+The cache's own steps these functions need (bring pages in, its rows' views, its update rule) come
+as a ``CachePort`` the cache hands over, so this module reads only the cache's public state.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
 
 import numpy as np
+
+
+class CachePort(NamedTuple):
+    """The cache's steps a streamed step uses (``PagedEmbedding``'s, bound to it)."""
+    make_resident: Callable     # (sorted unique pages): resident and pinned; atomic on error
+    view: Callable              # (table) -> its frames' rows, (frames, slots, dim)
+    states: Callable            # (pending, selection, view) -> the rows' optimizer state arrays
+    put: Callable               # (pending, selection, view, rows, states): write rows and states
+    dirtied: Callable           # (frames, state frames): mark them dirty
+    rule: Callable              # () -> the built-in optimizer's update rule
 
 
 @dataclass
@@ -98,13 +112,13 @@ def _pieces(emb, upage: np.ndarray, spage: np.ndarray | None) -> np.ndarray:
     return np.asarray(cuts, np.int64)
 
 
-def _piece(emb, step: StreamedStep, a: int, b: int):
+def _piece(emb, port: CachePort, step: StreamedStep, a: int, b: int):
     """Make rows [a, b) of the step resident (only they pinned); their frames as a ``Pending``."""
     up = step.upage[a:b]
     sp = step.spage[..., a:b] if step.spage is not None else None
     pages = np.unique(up) if sp is None else np.union1d(up, sp.reshape(-1))
     emb.pin.fill(False)
-    emb._make_resident(pages)
+    port.make_resident(pages)
     f = emb.page_frame[up].astype(np.int64)
     sf = emb.page_frame[sp].astype(np.int64) if sp is not None else None
     return Pending(f, step.uslot[a:b], step.table[a:b], sf,
@@ -119,7 +133,7 @@ def _spans(step: StreamedStep, a: int, b: int):
             yield t, slice(lo - a, hi - a), slice(lo - int(step.tcut[t]), hi - int(step.tcut[t]))
 
 
-def gather(emb, upage, uslot, table, spage, sslot) -> StreamedStep:
+def gather(emb, port: CachePort, upage, uslot, table, spage, sslot) -> StreamedStep:
     """Copy the rows (sorted unique keys' pages and slots) and their optimizer state out of the
     cache, piece by piece within the budget. ``ValueError`` if one row does not fit; a device error
     propagates with nothing pinned."""
@@ -139,11 +153,11 @@ def gather(emb, upage, uslot, table, spage, sslot) -> StreamedStep:
     step = StreamedStep(upage, uslot, table, spage, sslot, cuts, tcut, rows, states, flat)
     try:
         for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
-            p = _piece(emb, step, a, b)
+            p = _piece(emb, port, step, a, b)
             for t, ps, ts in _spans(step, a, b):
-                view = emb._view(t)
+                view = port.view(t)
                 rows[t][ts] = view[p.f[ps], p.slot[ps]]
-                for k, s in enumerate(emb._states(p, ps, view)):
+                for k, s in enumerate(port.states(p, ps, view)):
                     states[t][k][ts] = s
             emb.pin.fill(False)
     except BaseException:
@@ -152,13 +166,14 @@ def gather(emb, upage, uslot, table, spage, sslot) -> StreamedStep:
     return step
 
 
-def apply(emb, step: StreamedStep, present: np.ndarray, grads, rule) -> None:
+def apply(emb, port: CachePort, step: StreamedStep, present: np.ndarray, grads, rule) -> StreamedStep | None:
     """The update of a streamed step (``PagedEmbedding.apply_tables``' contract): new rows and
     states from the copies, then ``write_back``. A device error while writing back does not undo
-    or drop the update: the rest waits in ``emb._unsettled`` for ``settle``."""
+    or drop the update: the step is returned, its rest to be written by ``write_back`` (the cache's
+    ``settle``); None when everything was written."""
     from ..errors import ZswapError
     emb.steps[present] += 1
-    builtin = emb._rule() if rule is None else None
+    builtin = port.rule() if rule is None else None
     for t in present.tolist():
         rows = step.rows[t]
         if rows.shape[0] == 0:
@@ -171,22 +186,23 @@ def apply(emb, step: StreamedStep, present: np.ndarray, grads, rule) -> None:
         step.rows[t] = np.asarray(new_rows, np.float32)
         step.states[t] = tuple(new_states)
     try:
-        write_back(emb, step)
+        write_back(emb, port, step)
     except ZswapError:
-        emb._unsettled = step
+        return step
+    return None
 
 
-def write_back(emb, step: StreamedStep) -> None:
+def write_back(emb, port: CachePort, step: StreamedStep) -> None:
     """Write the step's rows and states into their pages, from the first piece not yet written.
     A device error propagates with nothing pinned; the pieces written stay written."""
     try:
         while step.done < len(step.cuts) - 1:
             a, b = int(step.cuts[step.done]), int(step.cuts[step.done + 1])
-            p = _piece(emb, step, a, b)
+            p = _piece(emb, port, step, a, b)
             for t, ps, ts in _spans(step, a, b):
-                view = emb._view(t)
-                emb._put(p, ps, view, step.rows[t][ts], tuple(s[ts] for s in step.states[t]))
-            emb._dirtied(p.f, p.sf)
+                view = port.view(t)
+                port.put(p, ps, view, step.rows[t][ts], tuple(s[ts] for s in step.states[t]))
+            port.dirtied(p.f, p.sf)
             emb.pin.fill(False)
             step.done += 1
     except BaseException:
