@@ -198,6 +198,10 @@ class _FakeRing:
         from zswap_host._native import ffi
         self._ffi, self.fail, self.seen = ffi, set(fail), None
 
+    def address(self, buf):
+        ffi = self._ffi
+        return int(ffi.cast("uintptr_t", ffi.from_buffer("uint8_t[]", buf)))
+
     def append(self, ngfd, nsid, lba_size, zone_lbas, units, lengths, zones, nzones, qd, addrs=None):
         if addrs is None:
             addrs = [u.ctypes.data for u in units]
