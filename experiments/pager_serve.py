@@ -14,12 +14,17 @@ sensitive to other jobs' load than wall-clock rates), and the mean pages per bac
 (pages_in / fetch_batches: ``swap_in``; pages_out / evict_batches: ``swap_out``, one stream). The sum
 of the array is checked after each round.
 
+``--batched``: also ``--rounds`` pairs of one-thread rounds in the thread mode, each batch touched as
+is against each batch announced first with ``Pager.prefetch(a, idx, make_room=True)`` (read in
+``swap_in`` calls of many pages before the loop touches them), alternating; the ratio of paging rates
+is the median of the pair ratios.
+
 ``--scalar``: also a loop only the process mode can run — ``a[i] += 1`` for random ``i`` in a
 Python loop (it holds the GIL while it faults; the thread mode deadlocks on it), reported for the
 process mode alone.
 
     python experiments/pager_serve.py [--size-mib 256] [--budget-mib 64] [--seconds 20] [--rounds 2]
-                                      [--threads 1 4] [--scalar] [--json out.json]
+                                      [--threads 1 4] [--batched] [--scalar] [--json out.json]
 """
 
 from __future__ import annotations
@@ -59,8 +64,9 @@ def fill(a: np.ndarray) -> None:
         a[lo:lo + (1 << 17)] = np.arange(lo, min(lo + (1 << 17), a.size))
 
 
-def rmw(a: np.ndarray, nthreads: int, seconds: float, seed: int) -> int:
-    """``nthreads`` threads of batches of random read-modify-writes for ``seconds``; the increments made."""
+def rmw(a: np.ndarray, nthreads: int, seconds: float, seed: int, pager: Pager | None = None) -> int:
+    """``nthreads`` threads of batches of random read-modify-writes for ``seconds``; the increments made.
+    ``pager``: each batch is announced first (``pager.prefetch(a, idx, make_room=True)``)."""
     made = [0] * nthreads
     end = time.perf_counter() + seconds
 
@@ -69,6 +75,8 @@ def rmw(a: np.ndarray, nthreads: int, seconds: float, seed: int) -> int:
         n = (a.size - t + nthreads - 1) // nthreads
         while time.perf_counter() < end:
             idx = np.unique(rng.integers(0, n, BATCH)) * nthreads + t  # thread t's elements only
+            if pager is not None:
+                pager.prefetch(a, idx, make_room=True)
             a[idx] = a[idx] + 1
             made[t] += idx.size
     ts = [threading.Thread(target=work, args=(t,)) for t in range(nthreads)]
@@ -106,7 +114,8 @@ def one_round(mode: str, workload: str, nthreads: int, args, seed: int) -> dict:
         fill(a)
         want = int(a.sum())
         s0, t0, c0 = pager.stats(), time.perf_counter(), cpu_seconds(pager.backend_pid)
-        made = rmw(a, nthreads, args.seconds, seed) if workload == "rmw" else scalar(a, args.seconds, seed)
+        made = (scalar(a, args.seconds, seed) if workload == "scalar"
+                else rmw(a, nthreads, args.seconds, seed, pager if workload == "rmw+prefetch" else None))
         wall, cpu, s = time.perf_counter() - t0, cpu_seconds(pager.backend_pid) - c0, pager.stats()
         ok = int(a.sum()) == want + made
         d = {k: getattr(s, k) - getattr(s0, k) for k in ("faults_missing", "faults_wp", "pages_in", "pages_out",
@@ -129,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2, help="pairs of rounds (thread, process) per thread count")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 4])
     ap.add_argument("--scalar", action="store_true", help="also the GIL-holding scalar loop (process mode)")
+    ap.add_argument("--batched", action="store_true",
+                    help="also pairs of 1-thread rounds without and with each batch announced (prefetch make_room)")
     ap.add_argument("--device", default=URL, help="ZNS device (in memory)")
     ap.add_argument("--json", help="write the rounds and the summary here")
     args = ap.parse_args(argv)
@@ -152,6 +163,22 @@ def main(argv: list[str] | None = None) -> int:
             p[1]["faults_per_s"] / p[0]["faults_per_s"] for p in pairs), 2)
         row["process_over_thread_cpu_per_fault"] = round(statistics.median(
             p[1]["cpu_us_per_fault"] / p[0]["cpu_us_per_fault"] for p in pairs), 2)
+        summary.append(row)
+    if args.batched:
+        pairs = []
+        for k in range(args.rounds):
+            pair = [one_round("thread", w, 1, args, seed=100 * k) for w in ("rmw", "rmw+prefetch")]
+            for r in pair:
+                print(json.dumps(r), flush=True)
+            rounds += pair
+            pairs.append(pair)
+        row = {"workload": "rmw vs rmw+prefetch(make_room) (thread mode)", "threads": 1}
+        for key in ("faults_per_s", "paging_MB_per_s", "cpu_us_per_fault", "pages_per_swap_in", "pages_per_swap_out"):
+            for i, w in enumerate(("plain", "prefetch")):
+                row[f"{w}_{key}"] = statistics.median(p[i][key] for p in pairs)
+        row["prefetch_over_plain_paging_MB_per_s"] = round(statistics.median(
+            p[1]["paging_MB_per_s"] / p[0]["paging_MB_per_s"] for p in pairs), 2)
+        row["prefetch_over_plain_updates"] = round(statistics.median(p[1]["updates"] / p[0]["updates"] for p in pairs), 2)
         summary.append(row)
     if args.scalar:
         r = one_round("process", "scalar", 1, args, seed=7)

@@ -89,6 +89,12 @@
  * Prefetch (pg_prefetch): like a claim, but the page is queued (STORED -> QUEUED|SPEC|AHEAD, room
  *   reserved) with no waiter, and the resolver takes it with the faults; a fault on it meanwhile
  *   waits like on any QUEUED page (touch() leaves the hit to pg_fetched, as for FETCHING).
+ *   With make_room, a page with no room yet joins the pending FIFO as a record with tid 0 (no
+ *   thread: never signalled, never a waiter), so eviction is asked for it as for a fault and it is
+ *   admitted in order when room frees (admit_ahead: read only if it still holds only a backend
+ *   copy); at most budget/2 records pending, so one call cannot evict what it read. This is the
+ *   single-threaded batching path: the caller announces a batch, the resolver reads it in swap_ins
+ *   of up to fetch_batch pages and the evictions that make room are swap_outs of evict_batch.
  * A backend process (pg_serve): the resolver's calls above arrive from another process through the
  *   bridge thread, which makes them on this pager exactly as a resolver thread would. If that
  *   process ends while the pager is open (its pidfd turns readable, not at close), backend_gone:
@@ -273,6 +279,7 @@ static void note_used(pg_pager *p) {
 }
 
 static void add_waiter(pg_pager *p, uint64_t page, uint32_t tid) {
+    if (!tid) return;  /* a prefetch record: no thread waits */
     for (size_t i = 0; i < p->nwaiters; i++)
         if (p->waiters[i].page == page && p->waiters[i].tid == tid) return;
     if (grow((void **)&p->waiters, &p->cap_waiters, p->nwaiters + 1, sizeof *p->waiters)) return;
@@ -282,6 +289,7 @@ static void add_waiter(pg_pager *p, uint64_t page, uint32_t tid) {
 /* SIGBUS to thread tid, faulting at addr, with one line on stderr saying why (the thread takes it
  * on its way back from the fault: the default action ends the process). */
 static void sigbus(pg_pager *p, uint32_t tid, uint64_t addr, const char *why) {
+    if (!tid) return;  /* a prefetch record: no thread to fail */
     fprintf(stderr, "zswap pager: SIGBUS to thread %u touching %#llx: %s\n", tid, (unsigned long long)addr,
             why && *why ? why : "the backend failed");
     if (syscall(SYS_tgkill, p->pid, tid, SIGBUS) == 0) p->st.sigbus++;
@@ -312,8 +320,34 @@ static void touch(pg_pager *p, uint64_t page) {
     if (p->state[page] != ST_FETCHING && p->state[page] != ST_QUEUED) p->st.spec_hits++;  /* else pg_fetched counts it */
 }
 
+/* A page only the backend holds (a valid copy, not mapped, not in flight): what a prefetch may read. */
+static int readable_ahead(const pg_pager *p, uint64_t page) {
+    return page < p->npages && p->state[page] == ST_STORED && (p->flags[page] & (F_COPY | F_DIRTY)) == F_COPY;
+}
+
+/* Queue page for reading as read-ahead, with no waiter. Lock held. */
+static int queue_ahead(pg_pager *p, uint64_t page) {
+    if (fifo_push(&p->fetchq, page)) { p->st.uffd_errors++; return -ENOMEM; }
+    p->state[page] = ST_QUEUED;
+    p->flags[page] |= F_SPEC | F_AHEAD;
+    p->reserved++;
+    return 0;
+}
+
+/* A prefetch record (tid 0, pg_prefetch with make_room) admitted: read the page if it still holds
+ * only a backend copy; else (mapped, in flight, never written, the backend gone) nothing to read. */
+static void admit_ahead(pg_pager *p, uint64_t page) {
+    if (p->gone || p->stopping || !readable_ahead(p, page)) return;
+    if (used(p) >= p->budget) {  /* only from backend_gone's re-admission; drop it */
+        return;
+    }
+    queue_ahead(p, page);
+    note_used(p);
+}
+
 /* A MISSING fault (or a pending one being retried) on page. Lock held. */
 static void admit(pg_pager *p, uint64_t page, uint32_t tid, int write) {
+    if (!tid) { admit_ahead(p, page); return; }
     uint64_t addr = addr_of(p, page);
     touch(p, page);
     switch (p->state[page]) {
@@ -359,7 +393,7 @@ static void drain_pending(pg_pager *p) {
     while (p->pending_head < p->pending_end) {
         fault_rec r = p->pending[p->pending_head];
         uint8_t s = p->state[r.page];
-        if ((s == ST_NEVER || s == ST_STORED) && used(p) >= p->budget) break;
+        if ((s == ST_NEVER || s == ST_STORED) && used(p) >= p->budget && (r.tid || readable_ahead(p, r.page))) break;
         p->pending_head++;
         admit(p, r.page, r.tid, (int)r.write);
     }
@@ -623,17 +657,20 @@ int pg_claim(pg_pager *p, const uint64_t *candidates, uint32_t n, uint64_t *out,
     return (int)k;
 }
 
-int pg_prefetch(pg_pager *p, const uint64_t *pages, uint32_t n) {
+int pg_prefetch(pg_pager *p, const uint64_t *pages, uint32_t n, int make_room) {
     pthread_mutex_lock(&p->mu);
     uint32_t k = 0;
-    for (uint32_t i = 0; i < n && used(p) + npending(p) < p->budget && !p->stopping && !p->gone; i++) {
+    for (uint32_t i = 0; i < n && !p->stopping && !p->gone; i++) {
         uint64_t page = pages[i];
-        if (page >= p->npages || p->state[page] != ST_STORED || (p->flags[page] & (F_COPY | F_DIRTY)) != F_COPY)
-            continue;
-        if (fifo_push(&p->fetchq, page)) { p->st.uffd_errors++; break; }
-        p->state[page] = ST_QUEUED;
-        p->flags[page] |= F_SPEC | F_AHEAD;
-        p->reserved++;
+        if (!readable_ahead(p, page)) continue;
+        if (used(p) + npending(p) < p->budget) {
+            if (queue_ahead(p, page)) break;
+        } else if (make_room && npending(p) < p->budget / 2) {  /* waits for room behind the faults */
+            if (grow((void **)&p->pending, &p->cap_pending, p->pending_end + 1, sizeof *p->pending)) break;
+            p->pending[p->pending_end++] = (fault_rec){.page = page, .tid = 0, .write = 0};
+        } else {
+            break;
+        }
         k++;
     }
     note_used(p);
@@ -830,6 +867,7 @@ int pg_fail_waiting(pg_pager *p, const char *why) {
         fault_rec r = p->pending[i];
         uint8_t st = p->state[r.page];
         if (st != ST_NEVER && st != ST_STORED) { u_wake(p, addr_of(p, r.page)); continue; }  /* served since */
+        if (!r.tid) continue;  /* a prefetch record: dropped */
         p->pending[n++] = r;
     }
     for (size_t i = 0; i < n; i++) {

@@ -91,8 +91,10 @@ int pg_claim(pg_pager *p, const uint64_t *candidates, uint32_t n, uint64_t *out,
  * backend copy (as pg_claim) and there is room (pages mapped + in flight + faults waiting for room <
  * budget: a prefetch never makes a fault wait and asks for no eviction of its own, so one call reads
  * at most the free room, about the eviction headroom when the budget is in use). Queued pages count
- * as read-ahead (spec_pages_in, spec_hits when touched). Returns how many were queued. */
-int pg_prefetch(pg_pager *p, const uint64_t *pages, uint32_t n);
+ * as read-ahead (spec_pages_in, spec_hits when touched). Returns how many were queued.
+ * make_room = 1: pages beyond the room wait for it instead, behind the faults waiting for room (an
+ * eviction is asked for them, as for faults; no thread waits), up to budget/2 such pages pending. */
+int pg_prefetch(pg_pager *p, const uint64_t *pages, uint32_t n, int make_room);
 /* Resolve taken pages: ok[i] = 1: data row i (page_size bytes) is page pages[i]'s contents,
  * mapped write-protected; ok[i] = 0: the read failed, each thread waiting on the page gets
  * SIGBUS, with a line on stderr ending in why (the backend's error; NULL: a generic one), and the

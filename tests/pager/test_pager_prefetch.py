@@ -12,7 +12,7 @@ import os
 import numpy as np
 import pytest
 
-from pager_harness import BUDGET_PAGES, PS, _resident, check_stats, make_backend, read_all
+from pager_harness import BUDGET_PAGES, PS, FlakyBackend, _resident, check_stats, make_backend, read_all
 
 pager_mod = pytest.importorskip("zswap_host.pager")
 Pager = pager_mod.Pager
@@ -75,6 +75,50 @@ def test_prefetch_takes_only_the_free_room(mode):
         b = pager.alloc((8, PS), np.uint8)
         assert pager.prefetch(b) == 0                                     # never written: nothing to read
         check_stats(pager)
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_prefetch_make_room_reads_a_batch_beyond_the_free_room_in_few_swap_ins(mode):
+    """make_room: the pages beyond the free room wait for it (eviction makes it, no thread waits), so
+    more than the free room is read, several pages per swap_in, without a fault, within the budget."""
+    with open_pager(mode) as pager:
+        a = pager.alloc((4 * BUDGET_PAGES, PS), np.uint8)
+        data = np.random.default_rng(5).integers(0, 256, a.shape, dtype=np.uint8)
+        pager.copy(a, data)
+        assert pager.quiesce(timeout=120)
+        rows = np.array([r for r in range(a.shape[0]) if not _resident(page_addr(a, r))][:3 * BUDGET_PAGES // 4])
+        s0 = pager.stats()
+        assert pager.prefetch(a, rows) <= BUDGET_PAGES - s0.resident      # without make_room: the room only
+        assert pager.quiesce(timeout=120)
+        s1 = pager.stats()
+        rows = np.array([r for r in rows if not _resident(page_addr(a, r))])
+        k = pager.prefetch(a, rows, make_room=True)
+        assert k > BUDGET_PAGES - s1.resident                             # beyond the free room
+        assert pager.quiesce(timeout=120)
+        s = pager.stats()
+        assert s.pages_in - s1.pages_in == k and s.spec_pages_in - s1.spec_pages_in == k
+        assert s.fetch_batches - s1.fetch_batches < k                     # batched: several pages a swap_in
+        assert s.faults_missing == s0.faults_missing and s.max_resident <= BUDGET_PAGES
+        assert np.array_equal(read_all(pager, a), data)
+        check_stats(pager)
+
+
+def test_prefetch_make_room_of_a_page_the_backend_fails_signals_no_thread_and_ends():
+    """A failed read of an announced page has no thread to fail: the pager ends quiet (no hang, no
+    SIGBUS), the page stays in the backend and the other pages of the batch are read."""
+    backend = FlakyBackend(make_backend("store"), bad_in=[5])
+    with Pager(backend, BUDGET_PAGES * PS) as pager:
+        a = pager.alloc((4 * BUDGET_PAGES, PS), np.uint8)
+        pager.copy(a, np.full(a.shape, 7, np.uint8))
+        assert pager.quiesce(timeout=120) and not _resident(page_addr(a, 5))
+        rows = np.arange(0, BUDGET_PAGES)                                  # page 5 among them
+        s0 = pager.stats()
+        k = pager.prefetch(a, rows, make_room=True)
+        assert pager.quiesce(timeout=120)
+        s = pager.stats()
+        assert s.fetch_failures - s0.fetch_failures >= 1 and s.sigbus == s0.sigbus
+        assert s.pages_in - s0.pages_in >= k - (s.fetch_failures - s0.fetch_failures) > 0
+        assert not _resident(page_addr(a, 5)) and s.max_resident <= BUDGET_PAGES
 
 
 def test_prefetch_refuses_bad_rows_and_foreign_memory():

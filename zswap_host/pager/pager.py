@@ -253,7 +253,7 @@ class Pager:
             raise ValueError("copy destination is read-only")
         self._lib.pg_memcpy(dst.ctypes.data, src.ctypes.data, dst.nbytes)
 
-    def prefetch(self, obj, rows=None) -> int:
+    def prefetch(self, obj, rows=None, *, make_room: bool = False) -> int:
         """Announce that ``rows`` (indices along the first dimension; None: all) of ``obj``, a
         C-contiguous numpy array or torch tensor in one region of this pager (``alloc``, ``tensor``,
         ``adopt``), are needed soon, as ``madvise(MADV_WILLNEED)``: the pages holding them that only
@@ -261,7 +261,11 @@ class Pager:
         them mapped. Never waits and never evicts for it: it queues at most the free room in the
         budget (about the eviction headroom once the budget is in use), in the order of the pages;
         pages mapped, never written or in flight are skipped. Counted as read-ahead
-        (``stats().spec_pages_in``, ``spec_hits``). Returns how many pages were queued. Safe from any
+        (``stats().spec_pages_in``, ``spec_hits``). ``make_room=True`` (the batching path for one
+        thread): the pages beyond the free room wait for room behind the faults instead (eviction is
+        asked for them as for faults, up to half the budget pending; no thread waits), so a whole
+        batch announced is read in ``swap_in`` calls of up to ``fetch_batch`` pages. Returns how many
+        pages were queued (with ``make_room``: or left waiting for room). Safe from any
         thread, with or without the GIL (it touches no paged memory). ``ValueError`` for rows out of
         range or memory not in this pager."""
         self._check_open()
@@ -276,7 +280,8 @@ class Pager:
         pages = np.ascontiguousarray((addrs - region.addr) // self.page_size + region.first_page, np.uint64)
         if pages.size == 0:
             return 0
-        return check(self._lib.pg_prefetch(self._h, ptr(self._ffi, pages, "uint64_t *"), len(pages)), "pg_prefetch")
+        return check(self._lib.pg_prefetch(self._h, ptr(self._ffi, pages, "uint64_t *"), len(pages),
+                                             int(make_room)), "pg_prefetch")
 
     def quiesce(self, timeout: float | None = None) -> bool:
         """Wait until the resolver has nothing to do: no page queued or being read, no fault waiting
