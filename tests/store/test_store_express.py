@@ -1,6 +1,6 @@
 """The express ``swap_out`` (issue 12, store/express.py, native/store_out.c): the usual call planned,
 staged, written and committed in C. Checked against two references on identical devices: the same
-store without its express path (the C helpers' steps) and the numpy store (``native=False``) —
+store without its express path (the C helpers' steps) and the store on the oracle's bookkeeping (``book=OracleBook``) —
 what each call returned or raised, the maps, the buffers, the zones, the stats, the bytes read back,
 and the fast-path counters. Then that every reason to decline sends the call to the general path
 with nothing changed, that a batch that did not land back to back continues there, and the device
@@ -15,16 +15,15 @@ import pytest
 
 from zswap_host import StoreConfig, SwapStore, open_device
 from zswap_host.errors import StoreClosedError, SwapFullError
-from zswap_host.store import native as store_native
 from zswap_host.store.placement import Placement, register_placement
 
+from book_oracle import OracleBook
 from store_pages import pages_for
 from store_twins import GUEST, GUEST_504, PS, SMALL, FailAt, both, same, state, with_append_run
 
 # zones large enough for every call of the decline test but the last ones (no zone end on the way)
 BIG_ZONES = "emu://?zones=16&zone_size=32MiB&zone_capacity=32MiB&max_open=14&max_active=14&max_append=504KiB&preset=none"
 
-pytestmark = pytest.mark.skipif(store_native.load() is None, reason="zswap_host._native built without store.c")
 
 
 class FakePort:
@@ -99,7 +98,7 @@ def trio(url: str, cfg: StoreConfig, run: bool = False, port: str | None = None)
             ports.append(FakePort(dev, addr, refuse=port == "refuse"))
             return ports[-1]
         devs[0].run_writer = make
-    stores = [SwapStore(devs[0], cfg), SwapStore(devs[1], cfg), SwapStore(devs[2], cfg, native=False)]
+    stores = [SwapStore(devs[0], cfg), SwapStore(devs[1], cfg), SwapStore(devs[2], cfg, book=OracleBook)]
     stores[1]._express = None
     assert stores[0]._express is not None and stores[0]._express.in_one_call == (port is not None)
     return stores, devs, fails, ports
@@ -273,8 +272,8 @@ def test_placements_that_look_at_the_pages_have_no_express_path():
                       ("stream", True)]:
         st = SwapStore(open_device(SMALL), StoreConfig(placement=name))
         assert (st._express is not None) == has, name
-    st = SwapStore(open_device(SMALL), StoreConfig(placement="temporal"), native=False)
-    assert st._express is None
+    st = SwapStore(open_device(SMALL), StoreConfig(placement="temporal"), book=OracleBook)
+    assert st._express is None                      # the express path is C's own
 
 
 @pytest.mark.parametrize("port", [None, "ok"])

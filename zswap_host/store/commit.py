@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DeviceIOError, SwapFullError
+from .book import BUFFER_OF, IN_FLIGHT, Bookkeeper
 from .plan import Planner, WritePlan
 from .state import StoreState
 from .write_rule import BatchPlan
@@ -27,14 +28,14 @@ from .zone_failures import ZoneFailures, raise_write_error
 
 
 class Committer:
-    """One store's write path (see the module docstring). ``native``: its ``NativeBook`` or None
-    (numpy bookkeeping); ``collector``: set by the store once built (the collector needs the
+    """One store's write path (see the module docstring). ``book``: its ``Bookkeeper``
+    (store/book.py); ``collector``: set by the store once built (the collector needs the
     committer's port first)."""
 
-    def __init__(self, state: StoreState, planner: Planner, native) -> None:
+    def __init__(self, state: StoreState, planner: Planner, book: Bookkeeper) -> None:
         self._st = state
         self.planner = planner
-        self._native = native
+        self._book = book
         self.collector = None
         self._device = state.device
         self._ps, self._qd = state.page_size, state.config.append_qd
@@ -55,10 +56,7 @@ class Committer:
             st.buffers[k].add_words(handles, pages)
         else:
             st.buffers[k].add(handles, pages)
-        if self._native is not None:
-            self._native.fill(5, handles, k + 1)
-        else:
-            st.buffer_of[handles] = k + 1
+        self._book.fill(BUFFER_OF, handles, k + 1)
 
     # -- a GC relocation: the GC stream's buffer, written as any stream's ---------------------------
     def relocate(self, handles: np.ndarray, pages: np.ndarray) -> None:
@@ -76,16 +74,13 @@ class Committer:
         """Write an accepted ``swap_out`` batch (handles ``h``, past its commit point) to its streams
         (``streams``: one stream, or one per page), then give GC its turn; raises what ``swap_out``
         raises past its commit point (``raise_write_error``)."""
-        st, nat = self._st, self._native
+        book = self._book
         error = None
         groups = [(int(streams), h, pages)] if type(streams) is int or np.isscalar(streams) else \
             [(int(s), h[streams == s], pages[streams == s]) for s in np.unique(streams)]
         # until every page of the batch is written or buffered, the batch's pages are its newest
         # copies: losing or relocating an old copy of one of them is neither a loss nor a move
-        if nat is not None:
-            nat.fill(6, h, 1)
-        else:
-            st.in_flight[h] = True
+        book.fill(IN_FLIGHT, h, 1)
         try:
             for s, sh, spages in groups:
                 try:
@@ -93,10 +88,7 @@ class Committer:
                 except (DeviceIOError, SwapFullError) as e:
                     error = e
         finally:
-            if nat is not None:
-                nat.fill(6, h, 0)
-            else:
-                st.in_flight[h] = False
+            book.fill(IN_FLIGHT, h, 0)
         self.collector.background()
         raise_write_error(error)
 
@@ -121,13 +113,13 @@ class Committer:
                 i = n
                 self.buffer(k, handles, pages)
                 return
-            elif (plan := self.planner.one_batch(k, n) if self._native is not None else None) is not None:
+            elif (plan := self.planner.one_batch(k, n)) is not None:
                 # the usual call: one batch, planned in a few steps
-                ctx = self._native.batch_ctx(handles, pages)    # None: the numpy steps
+                ctx = self._book.batch_ctx(handles, pages)      # None: the single steps
                 top = plan.top
                 if top:
                     i = top
-                    if ctx is None or not self._native.stage(buf, k + 1, ctx, 0, top):
+                    if ctx is None or not self._book.stage(buf, k + 1, ctx, 0, top):
                         self.buffer(k, handles[:top], pages[:top])
                 i += self._one_batch(k, handles, pages, done, plan, ctx)
             else:
@@ -145,7 +137,7 @@ class Committer:
         finally:
             if i < n:                            # what is not on the device waits in the buffer
                 if clean:                        # the tail, as slices (no gather)
-                    if ctx is None or not self._native.stage(buf, k + 1, ctx, i, n - i):
+                    if ctx is None or not self._book.stage(buf, k + 1, ctx, i, n - i):
                         self.buffer(k, handles[i:], pages[i:])
                 else:
                     rest = np.flatnonzero(~done[i:]) + i
@@ -169,7 +161,7 @@ class Committer:
             out = self.send_units(z, b, w, buf, pages[at:at + w], first)
         if out is True:                          # back to back in plan order: the usual batch, one commit
             if ctx is not None:                  # the cursor is first: record cannot refuse it
-                full = st.zones.record(z, first, self._native.commit_run(buf, b, ctx, at, w, first))
+                full = st.zones.record(z, first, self._book.commit_run(buf, b, ctx, at, w, first))
             elif b:
                 full = self.commit(np.concatenate((buf.ids[:b], handles[at:at + w])), z, first * st.page_size,
                                     False, True)
@@ -397,13 +389,7 @@ class Committer:
         st = self._st
         first = off // st.page_size
         full = st.zones.record(z, first, st.idmap.ids[handles])   # raises before any change
-        if self._native is not None:                # the same four updates in one pass
-            self._native.commit(handles, first, buffered)
-        else:
-            st.slots.commit(handles, first)
-            st.in_flight[handles] = False
-            if buffered:
-                st.buffer_of[handles] = 0
+        self._book.commit(handles, first, buffered)
         if for_gc:
             self.collector.wrote(handles.size * st.page_size)
         return full

@@ -36,6 +36,8 @@ from functools import partial
 import numpy as np
 
 from ..errors import DeviceIOError, SwapFullError
+from .book import IN_FLIGHT
+from .native import load
 from .placement import Placement, Streams
 from .write_rule import BatchPlan
 from .zone_failures import raise_write_error
@@ -79,14 +81,15 @@ class Express:
         self.declined: dict[int, int] = {}          # st_out_plan's reason -> calls left to the general path
 
     @classmethod
-    def make(cls, state, writer, native, ffi, lib) -> "Express | None":
+    def make(cls, state, writer, native) -> "Express | None":
         """The store's express path (``state``: its ``StoreState``; ``writer``: its ``Committer``;
         ``native``: its ``NativeBook``), or None when its placement looks at more than the call's stream
-        (``counts_swap_outs``, or an ``assign`` of its own) or the build lacks the helpers."""
+        (``counts_swap_outs``, or an ``assign`` of its own)."""
         pl = state.placement
         assign = type(pl).assign
-        if pl.counts_swap_outs or assign not in (Placement.assign, Streams.assign) or not hasattr(lib, "st_out_plan"):
+        if pl.counts_swap_outs or assign not in (Placement.assign, Streams.assign):
             return None
+        ffi, lib = load()
         return cls(state, writer, native, ffi, lib, state.n_user if assign is Streams.assign else 0)
 
     @property
@@ -212,14 +215,14 @@ class Express:
         hp = self._fb("int64_t[]", h)
         nat.prepared(ids, idp, h, hp)
         error = None
-        nat.fill(6, h if plan.phase == 1 else h[plan.at:], 1)
+        nat.fill(IN_FLIGHT, h if plan.phase == 1 else h[plan.at:], 1)
         try:
             try:
                 self._w.stream_write(k, h, pages, sent=(plan, (hp, pgp), out))
             except (DeviceIOError, SwapFullError) as e:
                 error = e
         finally:
-            nat.fill(6, h, 0)
+            nat.fill(IN_FLIGHT, h, 0)
         self._w.collector.background()
         raise_write_error(error)
 

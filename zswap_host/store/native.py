@@ -1,9 +1,7 @@
 """The swap store's per-page bookkeeping in C (``native/store.c``, in ``zswap_host._native``): the
-``swap_out`` fast path's lookup/classify, handle insert, flag fills and commit, each one pass over
-the batch instead of a dozen numpy operations. The pure-Python code (``IdMap``, ``SlotMap``, the
-store's numpy expressions) is the reference and the fallback: ``SwapStore(..., native=False)`` or
-``ZSWAP_NATIVE_STORE=0`` uses only it, and tests/store/test_store_fastpath.py checks both leave the same
-state.
+``Bookkeeper`` (store/book.py) of every store: lookup/classify, handle insert, flag fills, staging
+and commit, each one pass over the batch. It is the package's only implementation; the pure-Python
+oracle it is compared with lives in tests/support/book_oracle.py (tests/store/test_store_fastpath.py).
 
 The C functions take pointers into the store's arrays; those are cached and refreshed whenever
 an array was replaced (grown), so a call costs one cffi call plus one ``from_buffer`` per batch
@@ -13,28 +11,29 @@ the store's ``StoreState`` (``buffer_of``, ``in_flight``), never from private at
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 
 def load():
-    """``(ffi, lib)`` of the compiled helpers, or None (not built, or ``ZSWAP_NATIVE_STORE=0``)."""
-    if os.environ.get("ZSWAP_NATIVE_STORE", "1") == "0":
-        return None
+    """``(ffi, lib)`` of the compiled helpers. ImportError naming the fix when ``zswap_host._native``
+    is not built or predates native/store_out.c (``pip install -e .`` builds it)."""
     try:
         from .._native import ffi, lib
-        lib.st_commit                     # noqa: B018 (an older build without store.c)
-    except (ImportError, AttributeError):
-        return None
+        lib.st_out_plan                   # noqa: B018 (an older build without store.c / store_out.c)
+    except (ImportError, AttributeError) as e:
+        raise ImportError("zswap_host._native is not built or is out of date (the swap store's bookkeeping "
+                          "is in C): run `pip install -e .` or `python native/build_native.py`") from e
     return ffi, lib
 
 
 class NativeBook:
-    """C bookkeeping on one store's arrays (see the module docstring). ``state``: the store's
-    ``StoreState`` (its id map, slot map, per-handle arrays)."""
+    """C bookkeeping on one store's arrays (see the module docstring): a ``Bookkeeper``.
+    ``state``: the store's ``StoreState`` (its id map, slot map, per-handle arrays)."""
 
-    def __init__(self, state, ffi, lib) -> None:
+    def __init__(self, state, ffi=None, lib=None) -> None:
+        if lib is None:
+            ffi, lib = load()
+        self.calls = 0                    # calls that did work (tests: the C path ran)
         self._st = state
         self._idmap, self._slots = state.idmap, state.slots
         self._ffi, self._lib = ffi, lib
@@ -46,7 +45,6 @@ class NativeBook:
         # again without a from_buffer each (a call costs tens of microseconds in a TCG guest)
         self._batch: tuple = (None, None, None, None)
         self._bufs: dict = {}             # id(write buffer) -> (ids, data, their pointers)
-        self.staged = hasattr(lib, "st_commit_run")   # st_stage / st_commit_run (older builds: no)
 
     def pointers(self) -> tuple:
         """Pointers to (direct, id_of, loc, rmap, valid, buffer_of, in_flight), refreshed when one of
@@ -67,6 +65,7 @@ class NativeBook:
     def prepare(self, ids: np.ndarray) -> tuple[int, np.ndarray | None, int, int, int]:
         """(status, handles, not held, new pages, buffered pages): ``st_prepare``. Status 0: classified;
         -1 a negative id; -2 an id beyond the direct array; -3 a repeated id (then only the status)."""
+        self.calls += 1
         p = self.pointers()
         n = ids.size
         h = np.empty(n, np.int64)
@@ -86,6 +85,7 @@ class NativeBook:
         nxt = idm.handles
         if idm.reusable or nxt + fresh > idm.ids.size:
             return False
+        self.calls += 1
         p = self.pointers()
         b = self._batch
         if ids is b[0] and h is b[2]:
@@ -105,6 +105,7 @@ class NativeBook:
 
     def fill(self, which: int, h: np.ndarray, value: int) -> None:
         """``buffer_of[h] = value`` (which = 5) or ``in_flight[h] = value`` (which = 6)."""
+        self.calls += 1
         p = self.pointers()
         if h is self._batch[2]:
             self._lib.st_fill(p[which], self._batch[3], h.size, value)
@@ -114,6 +115,7 @@ class NativeBook:
 
     def commit(self, h: np.ndarray, first_slot: int, buffered: bool) -> None:
         """``SlotMap.commit(h, first_slot)``, ``in_flight[h] = False`` and (buffered) ``buffer_of[h] = 0``."""
+        self.calls += 1
         p = self.pointers()
         h = np.ascontiguousarray(h, np.int64)
         self._lib.st_commit(p[2], p[3], p[4], self._slots.slots_per_zone, self._ffi.from_buffer("int64_t[]", h),
@@ -123,9 +125,9 @@ class NativeBook:
     def batch_ctx(self, h: np.ndarray, pages: np.ndarray):
         """Pointers to the prepared batch's handles and to ``pages`` (its rows), for ``stage`` and
         ``commit_run``; None when ``h`` is not the prepared batch, ``pages`` is not C-contiguous
-        or this build lacks the helpers (the caller takes the numpy steps)."""
+        (the caller takes the single steps)."""
         b = self._batch
-        if h is not b[2] or not self.staged or not pages.flags.c_contiguous:
+        if h is not b[2] or not pages.flags.c_contiguous:
             return None
         return b[3], self._ffi.from_buffer("uint8_t[]", pages)
 
@@ -142,6 +144,7 @@ class NativeBook:
         at = buf.n
         if at + n > buf.ids.size:
             return False
+        self.calls += 1
         c = self._buf(buf)
         ps = buf.page_size
         self._lib.st_stage(c[2], c[3], at, ctx[0] + a, ctx[1] + a * ps, n, ps, self.pointers()[5], tag)
@@ -152,6 +155,7 @@ class NativeBook:
         """``commit`` of the buffer's first ``nb`` handles (buffered) and then the batch's
         ``h[a:a + w]``, at consecutive slots from ``first_slot``, in one C call; returns their page
         ids in slot order (a new array: the zone's summary keeps it)."""
+        self.calls += 1
         p = self.pointers()
         out = np.empty(nb + w, np.int64)
         hb = self._buf(buf)[2] if nb else self._ffi.NULL

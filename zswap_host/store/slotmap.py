@@ -11,8 +11,9 @@ Three numpy arrays kept consistent with one another:
 A slot is ``zone * slots_per_zone + page index in the zone`` (the device offset / page size).
 
 Invariants (``check``): ``location[h] == s`` exactly when ``reverse[s] == h + 1``; a zone's valid
-count is its number of non-zero reverse entries. ``commit`` keeps them in one step: a page's entry
-moves only when its new copy is written, and the old slot is invalidated in the same step.
+count is its number of non-zero reverse entries. A commit (the store's ``Bookkeeper``,
+store/book.py: ``st_commit`` in native/store.c) keeps them in one step: a page's entry moves only
+when its new copy is written, and the old slot is invalidated in the same step.
 """
 
 from __future__ import annotations
@@ -57,15 +58,6 @@ class SlotMap:
             self.arrays = (self._loc, self._rmap, self._valid)
 
     # -- updates ---------------------------------------------------------------------------------
-    def commit(self, handles: np.ndarray, first_slot: int) -> None:
-        """The handles' new copies were written to consecutive slots from ``first_slot`` (one zone):
-        point their entries there and invalidate their old copies. Distinct handles only."""
-        n = handles.size
-        self.invalidate(handles)
-        self._loc[handles] = np.arange(first_slot, first_slot + n, dtype=np.int64)
-        self._rmap[first_slot:first_slot + n] = handles + 1
-        self._valid[first_slot // self.slots_per_zone] += n
-
     def invalidate(self, handles: np.ndarray) -> None:
         """Drop the handles' device copies (their slots become garbage); unmapped ones are skipped."""
         old = self._loc[handles]

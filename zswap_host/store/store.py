@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -41,12 +42,12 @@ from ..gc.collector import Collector
 from ..gc.scheduler import GcScheduler
 from ..neighbours import check_limit, first_distinct, slots_near
 from .commit import Committer
+from .book import Bookkeeper
 from .config import StoreConfig
 from .express import Express
 from .gcport import GcPort
 from .idmap import as_page_ids
 from .native import NativeBook
-from .native import load as load_native
 from .placement import get_placement
 from .plan import Planner
 from .readpath import plan_reads
@@ -73,15 +74,19 @@ class SwapStore:
     Raises on construction: ``ValueError`` (the page size does not fit the device, or the
     placement needs more open zones than the device allows), ``SwapFullError`` (no capacity left).
 
-    ``native=False`` keeps the per-page bookkeeping in numpy (the reference the C helpers of
-    ``store/native.py`` are tested against); by default the C helpers are used when built.
+    ``book``: a factory of the per-page bookkeeping (``Bookkeeper``, store/book.py) from the
+    store's ``StoreState``; default ``NativeBook`` (C, the package's one implementation; ImportError
+    when ``zswap_host._native`` is not built). Tests pass the pure-Python oracle
+    (tests/support/book_oracle.py); the express path (store/express.py) runs only on ``NativeBook``.
+    ``book``: the store's ``Bookkeeper`` (its ``calls`` count the calls that did work).
 
     Thread-safe: every public method holds one lock, so concurrent callers are serialised (the
     device sees one caller at a time). After ``close()`` every call but ``close()`` (a no-op),
     ``stats()``, ``check()`` and ``swap_in_latencies()`` raises ``StoreClosedError``.
     """
 
-    def __init__(self, device, config: StoreConfig | None = None, native: bool = True) -> None:
+    def __init__(self, device, config: StoreConfig | None = None,
+                 book: Callable[[StoreState], Bookkeeper] | None = None) -> None:
         self.config = cfg = config or StoreConfig()
         # any interface's placement units (devices/units.py): the store sees zones either way
         self.device = device = placement_units(device)
@@ -98,10 +103,10 @@ class SwapStore:
         unit = min(cfg.write_size, g.max_append or cfg.write_size)
         # everything the store knows (store/state.py)
         self.state = st = StoreState(device, cfg, zones, placement, n_user, n_groups, max(1, unit // ps))
-        lib = load_native() if native else None     # per-page bookkeeping in C (store/native.py)
-        self._native = NativeBook(st, *lib) if lib is not None else None
+        # the per-page bookkeeping (store/book.py): C, or a test's oracle
+        self.book = bk = (book or NativeBook)(st)
         # the one write path: planner and committer (store/plan.py, store/commit.py)
-        self._writer = writer = Committer(st, Planner(st), self._native)
+        self._writer = writer = Committer(st, Planner(st), bk)
         self._read_pool: ThreadPoolExecutor | None = None
         self._word_reads = bool(getattr(device, "word_reads", False))     # read_batch(..., words=True)
         # a payload-free device keeps a page's first word only: GC then moves words, not pages
@@ -121,7 +126,7 @@ class SwapStore:
         self._device_base = device.stats()
         self.fast_path = st.fast_path               # which steps were taken (tests look)
         # the usual call in one C call (store/express.py), or None
-        self._express = Express.make(st, writer, self._native, *lib) if lib is not None else None
+        self._express = Express.make(st, writer, bk) if type(bk) is NativeBook else None
 
     # -- set-up ----------------------------------------------------------------------------------
     @property
@@ -170,10 +175,10 @@ class SwapStore:
         if ex is not None and ex.swap_out(page_ids, pages, stream):
             return
         st = self.state
-        nat = self._native
+        book = self.book
         # the common call (a flat int64 array) skips as_page_ids: st_prepare finds negative ids and
         # as_page_ids then raises its error, before anything changes
-        fast = nat is not None and type(page_ids) is np.ndarray and page_ids.dtype == np.int64 \
+        fast = type(page_ids) is np.ndarray and page_ids.dtype == np.int64 \
             and page_ids.ndim == 1 and page_ids.flags.c_contiguous
         ids = page_ids if fast else as_page_ids(page_ids)
         pages = np.asarray(pages)
@@ -191,15 +196,12 @@ class SwapStore:
                 self._check_open()
             if ids.size == 0:
                 return
-            fresh_n = buffered_n = -1
-            rc = -2
-            if nat is not None:
-                if not fast and not ids.flags.c_contiguous:
-                    ids = np.ascontiguousarray(ids)     # the C helpers read it as one block
-                rc, h, fresh_n, new, buffered_n = nat.prepare(ids)
-                if not rc:
-                    self.fast_path["prepared"] += 1
-            if rc:                                      # the general path (numpy)
+            if not fast and not ids.flags.c_contiguous:
+                ids = np.ascontiguousarray(ids)         # the C helpers read it as one block
+            rc, h, fresh_n, new, buffered_n = book.prepare(ids)
+            if not rc:
+                self.fast_path["prepared"] += 1
+            else:                                       # repeated ids, or ids in the id map's hashed range
                 if fast:
                     as_page_ids(ids)                    # raises for a negative id
                 srt = np.sort(ids)
@@ -224,7 +226,7 @@ class SwapStore:
             # -- commit point: from here on the batch is accepted
             if rc == 0:
                 if fresh_n:
-                    if not nat.insert(ids, h, fresh_n):
+                    if not book.insert(ids, h, fresh_n):
                         fresh = h < 0
                         h[fresh] = st.idmap.insert(ids[fresh])
                     if st.idmap.handles > st.slots.handles:
