@@ -331,7 +331,7 @@ GIL_CHILD = textwrap.dedent("""
     import numpy as np
     sys.path.insert(0, {tests!r})
     from pager_harness import make_backend, PS, BUDGET_PAGES
-    import zswap_host.pager.pager as pager_module
+    import zswap_host.pager.abort as pager_module
     from zswap_host.pager import Pager
 
     pager_module.DEFAULT_ABORT_S = {default}    # the default, shortened for the test (it is 60 s)

@@ -6,7 +6,7 @@ error; a full store is SIGBUS naming SwapFullError; failed writes lose nothing a
 back from the child; a child killed mid-copy is SIGBUS in the copying thread naming the signal, and
 a child killed while idle leaves resident and new memory usable and close() working; a factory that
 fails or cannot be pickled is an error that leaves no process, thread or fd behind; close() leaves
-none either; a stuck backend ends in the abort timer naming the backend process; a resolver that dies
+none either, and close(timeout) kills a backend process stuck in its final discard; a stuck backend ends in the abort timer naming the backend process; a resolver that dies
 in the child ends it (status 70) and fails the fault; the child exits when the pager's process dies. The hang list in process mode is in test_pager_hang_list.py. Children in subprocesses
 with timeouts where a signal ends the process (a regression would hang, not pass)."""
 
@@ -23,7 +23,7 @@ import time
 import numpy as np
 import pytest
 
-from pager_harness import (current_thread_trace, BUDGET_PAGES, PS, SUPPORT_DIR, check_stats, flaky_backend, ledger_backend,
+from pager_harness import (current_thread_trace, BUDGET_PAGES, PS, SUPPORT_DIR, check_stats, flaky_backend, ledger_backend, stuck_backend,
                            ledger_state, make_backend, random_reads_and_writes, read_all, stored_by_pager,
                            train_side_by_side)
 
@@ -338,6 +338,39 @@ def test_close_leaves_no_process_thread_or_fd():
     pager.close()                                    # a no-op
     with pytest.raises(ValueError):
         pager.backend_call(ledger_state)
+
+
+def test_close_kills_a_backend_process_stuck_in_its_final_discard():
+    """A backend call that never returns does not hang close(timeout): the process is killed, the
+    memory released, and a BackendGone saying the pages were not discarded is counted."""
+    fds, tasks = _fds(), _tasks()
+    pager = Pager.process(functools.partial(stuck_backend, "store", "discard"), BUDGET_PAGES * PS)
+    a = pager.alloc((4 * BUDGET_PAGES, PS), np.uint8)
+    pager.copy(a, np.full(a.shape, 3, np.uint8))     # most pages go to the backend
+    assert pager.quiesce(timeout=120)
+    pid = pager.backend_pid
+    with pytest.raises(ValueError, match="seconds"):
+        pager.close(timeout=-1)                      # refused: nothing done
+    assert not pager.closed and int(a[0, 0]) == 3
+    pager.close(timeout=2)
+    del a
+    assert pager.closed and not _running(pid) and _fds() == fds and _tasks() == tasks
+    assert pager.stats().backend_errors == 1
+    assert isinstance(pager.errors[-1], pager_mod.BackendGone)
+    assert "did not finish the final discard" in str(pager.errors[-1]) and "not discarded" in str(pager.errors[-1])
+
+
+def test_close_timeout_is_for_the_backend_process_only():
+    backend = make_backend("store")
+    pager = Pager(backend, BUDGET_PAGES * PS)
+    a = pager.alloc(PS, np.uint8)
+    a[:] = 5
+    with pytest.raises(ValueError, match="thread-mode"):
+        pager.close(timeout=1)
+    assert not pager.closed and int(a[0]) == 5
+    pager.close()
+    del a
+    backend.close()
 
 
 def test_a_gil_holding_sweep_ends_in_process_mode():

@@ -190,20 +190,20 @@ def ledger_state(ledger: Ledger) -> tuple[list[int], int, int, int]:
 
 
 class StuckReads:
-    """Delegates to ``inner``; ``swap_in`` never returns (a backend that hangs)."""
+    """Delegates to ``inner``; ``stuck`` (default ``swap_in``) never returns (a backend that hangs)."""
 
-    def __init__(self, inner) -> None:
-        self.inner, self.page_size = inner, inner.page_size
+    def __init__(self, inner, stuck: str = "swap_in") -> None:
+        self.inner, self.page_size, self._stuck = inner, inner.page_size, stuck
 
-    def swap_in(self, ids):
+    def _hang(self, *args):
         threading.Event().wait()
 
     def __getattr__(self, name):
-        return getattr(self.inner, name)
+        return self._hang if name == self._stuck else getattr(self.inner, name)
 
 
-def stuck_backend(kind: str) -> StuckReads:
-    return StuckReads(make_backend(kind))
+def stuck_backend(kind: str, stuck: str = "swap_in") -> StuckReads:
+    return StuckReads(make_backend(kind), stuck)
 
 
 class InterruptedReads:

@@ -11,9 +11,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ..backend import SwapBackend
+from .abort import abort_seconds
 from .core import LocalCore
 from .native import check, pager_lib, ptr
-from .process import BackendProcess
+from .process import STOP_TIMEOUT_S, BackendProcess
 from .region import Region
 from .shapes import MAX_PAGE_ID, as_shape, region_bytes
 from .resolver import DISCARD_BATCH, Resolver
@@ -22,25 +23,6 @@ from .stats import PagerStats
 from .tensors import move_into, tensor_over, torch_itemsize
 
 MIN_BUDGET_PAGES = 16
-ABORT_ENV = "ZSWAP_PAGER_ABORT_S"
-# a GIL deadlock never ends; a resolver legitimately away this long is not plausible: one backend call
-# of up to 256 pages (the largest batch) takes well under a second on the host and a few seconds in the
-# TCG guest (~12 ms a page), so 60 s is over 10x the slowest call seen and still ends a deadlock in a minute
-DEFAULT_ABORT_S = 60.0
-
-
-def abort_seconds() -> float:
-    """The abort timer from ``ZSWAP_PAGER_ABORT_S`` (seconds, 0: off; unset: 60)."""
-    raw = os.environ.get(ABORT_ENV, "").strip()
-    if not raw:
-        return float(DEFAULT_ABORT_S)
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value >= 0 or value == float("inf"):
-        raise ValueError(f"{ABORT_ENV}={raw!r}: expected seconds >= 0 (0 turns the abort timer off)")
-    return value
 
 
 class Pager:
@@ -365,19 +347,33 @@ class Pager:
                           backend_errors=self._backend_errors()[0], **fields)
 
     # ------------------------------------------------------------ the end
-    def close(self) -> None:
+    def close(self, timeout: float | None = None) -> None:
         """Serve the reads already queued, stop the threads, discard this pager's pages from the
         backend, unregister and unmap every region and close the userfaultfd. Every array and
         tensor the pager handed out is invalid afterwards (its memory is unmapped: touching it
         is a use after free; stale copies still queued for discard go with the rest). Threads must
         have stopped touching paged memory before. Does not close the backend. A second close is a
-        no-op."""
+        no-op.
+
+        ``timeout`` (``Pager.process`` only; default 300 s): how long close waits for the backend
+        process's last batch, its final discard and its exit together. A backend call that does not
+        return by then does not hang close: the process is killed, this pager's pages stay in the
+        backend (not discarded) and a ``BackendGone`` saying so is counted in ``backend_errors``.
+        ValueError, with nothing done, for a timeout that is not a number of seconds >= 0, or any
+        timeout in the thread mode (a resolver thread stuck in a backend call cannot be stopped
+        safely: close waits for it)."""
         if self._closed:
             return
+        if timeout is not None:
+            if self._process is None:
+                raise ValueError("close(timeout=...) bounds Pager.process's backend process; a thread-mode "
+                                 "pager waits for its resolver thread")
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+                raise ValueError(f"close timeout must be a number of seconds >= 0, not {timeout!r}")
         lib, ffi = self._lib, self._ffi
         lib.pg_stop(self._h)
         if self._process is not None:
-            self._process.stop()
+            self._process.stop(STOP_TIMEOUT_S if timeout is None else float(timeout))
         else:
             self._resolver.join()
         n = lib.pg_stored_pages(self._h, ffi.NULL, 0)

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
@@ -19,8 +20,12 @@ import numpy as np
 from .native import check
 from .resolver import describe
 
-STOP_TIMEOUT_S = 300.0   # close(): the child's last backend call (a batch) and its final discard
-EXIT_TIMEOUT_S = 30.0    # then its exit, before it is killed
+STOP_TIMEOUT_S = 300.0   # close()'s default: the child's last batch, its final discard and its exit
+EXIT_TIMEOUT_S = 30.0    # at most this of it for the exit, before the child is killed
+
+
+def _left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
 
 
 class BackendGone(RuntimeError):
@@ -36,6 +41,7 @@ class BackendProcess:
         self._lock = threading.Lock()
         self._nerrors, self._errors = 0, []
         self._stopped = False  # stop() saw the resolver finish
+        self._timeout, self._deadline = STOP_TIMEOUT_S, 0.0    # close()'s bound (stop() sets them)
         self.cap = cap
         shm = os.memfd_create("zswap-pager-channel")
         req, rep = os.eventfd(0), os.eventfd(0)  # blocking: each side waits in read()
@@ -119,27 +125,43 @@ class BackendProcess:
             raise value
         return value
 
-    def stop(self) -> None:
-        """After ``pg_stop``: wait for the child's resolver to finish (the reads already queued)."""
+    def stop(self, timeout: float) -> None:
+        """After ``pg_stop``: wait for the child's resolver to finish (the reads already queued).
+        ``timeout``: seconds from now for this, the final discard and the exit together; past
+        them the child is killed and that is noted in ``errors``."""
+        self._timeout = timeout
+        self._deadline = deadline = time.monotonic() + timeout
         if self.alive:
             try:
-                self._nerrors, self._errors = self._ask(("stop",), "stop")
+                self._nerrors, self._errors = self._ask(("stop",), "stop", _left(deadline))
                 self._stopped = True
             except (BackendGone, OSError):
-                pass  # it did not stop in time (a backend call that does not return): killed below
+                self._killed("its last batch", deadline)
 
     def discard_and_exit(self, ids: np.ndarray) -> None:
-        """Discard ``ids`` from the backend, then let the child exit (killed if it does not, or if
-        ``stop`` found it stuck)."""
+        """Discard ``ids`` from the backend, then let the child exit; killed past ``stop``'s
+        deadline or if ``stop`` found it stuck."""
+        deadline = self._deadline
         if self.alive and self._stopped:
             try:
-                self._nerrors, self._errors = self._ask(("discard", ids), "the final discard")
+                self._nerrors, self._errors = self._ask(("discard", ids), "the final discard", _left(deadline))
             except (BackendGone, OSError):
-                pass
+                self._killed("the final discard", deadline)
         try:
-            self.proc.wait(EXIT_TIMEOUT_S)
+            self.proc.wait(min(EXIT_TIMEOUT_S, _left(deadline)))
         except subprocess.TimeoutExpired:
-            self.kill()
+            self._killed("its exit", deadline)
+
+    def _killed(self, what: str, deadline: float) -> None:
+        """The child did not finish ``what`` in time (a backend call that does not return): kill it
+        and note why (``errors`` counts it; the pager's pages stay in the backend)."""
+        if not self.alive:
+            return
+        self.kill()
+        self._nerrors += 1
+        self._errors = (self._errors + [BackendGone(
+            f"the backend process (pid {self.pid}) did not finish {what} by close()'s deadline "
+            f"({self._timeout:g} s): killed, this pager's pages were not discarded from the backend")])[-16:]
 
     def close_fds(self) -> None:
         """After ``pg_close`` (the bridge has stopped)."""
