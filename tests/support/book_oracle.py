@@ -3,9 +3,8 @@
 
 It satisfies the same ``Bookkeeper`` protocol (zswap_host/store/book.py), rule for rule, and keeps
 nothing of its own but the prepared batch: a store built with ``SwapStore(dev, cfg,
-book=OracleBook)`` takes the same committer path as the C one (batch_ctx, stage, commit_run
-included), so the twins in tests/support/store_twins.py compare the two implementations of each
-step, not two write paths. ``slot_commit`` is ``st_commit``'s slot-map part, for the room tests.
+book=OracleBook)`` takes the same committer path as the C one, so the twins in
+tests/support/store_twins.py compare the two implementations of each step, not two write paths. ``slot_commit`` is ``st_commit``'s slot-map part, for the room tests.
 """
 
 from __future__ import annotations
@@ -88,32 +87,3 @@ class OracleBook:
         st.in_flight[h] = 0
         if buffered:
             st.buffer_of[h] = 0
-
-    def batch_ctx(self, h: np.ndarray, pages: np.ndarray):
-        if h is not self._batch[1] or not pages.flags.c_contiguous:
-            return None
-        return h, pages
-
-    def stage(self, buf, tag: int, ctx: tuple, a: int, n: int) -> bool:
-        at = buf.n
-        if at + n > buf.ids.size:
-            return False
-        self.calls += 1
-        h, pages = ctx
-        buf.ids[at:at + n] = h[a:a + n]
-        buf.data[at:at + n] = pages[a:a + n]
-        self._st.buffer_of[h[a:a + n]] = tag
-        buf.n = at + n
-        return True
-
-    def commit_run(self, buf, nb: int, ctx: tuple, a: int, w: int, first_slot: int) -> np.ndarray:
-        self.calls += 1
-        h = ctx[0]
-        first, then = buf.ids[:nb].copy(), h[a:a + w]
-        id_of = self._st.idmap.ids
-        out = np.concatenate((id_of[first], id_of[then]))
-        if nb:
-            self._commit(first, first_slot, True)
-        if w:
-            self._commit(then, first_slot + nb, False)
-        return out

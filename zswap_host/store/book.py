@@ -44,18 +44,3 @@ class Bookkeeper(Protocol):
         """Map ``h`` to consecutive slots from ``first_slot`` (the old copies invalidated),
         ``in_flight[h] = False`` and, ``buffered``, ``buffer_of[h] = 0``."""
         ...
-
-    def batch_ctx(self, h: np.ndarray, pages: np.ndarray) -> tuple | None:
-        """A token for ``stage`` / ``commit_run`` on the prepared batch's handles ``h`` and their
-        ``pages``; None when it cannot give one (the caller takes the single steps)."""
-        ...
-
-    def stage(self, buf, tag: int, ctx: tuple, a: int, n: int) -> bool:
-        """``buf.add(h[a:a + n], pages[a:a + n])`` and ``buffer_of[h[a:a + n]] = tag``; False,
-        nothing done, when ``buf`` would have to grow."""
-        ...
-
-    def commit_run(self, buf, nb: int, ctx: tuple, a: int, w: int, first_slot: int) -> np.ndarray:
-        """``commit`` of ``buf``'s first ``nb`` handles (buffered) and then of ``h[a:a + w]``, at
-        consecutive slots from ``first_slot``; returns their page ids in slot order (a new array)."""
-        ...

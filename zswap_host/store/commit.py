@@ -96,32 +96,22 @@ class Committer:
         """Small batches gather in the stream's buffer; large ones go to the device straight from
         the caller's array in writes of ``min_write_pages``..``unit_pages`` pages, the rest waits.
         ``sent``: the express path (store/express.py) planned the call, topped the buffer up and
-        sent a run of it: ``(BatchPlan, C pointers, the device's (offsets, failures) or None: not
-        sent)``; the call goes on from ``_one_batch``'s landing of that run."""
+        sent a run of it that did not land back to back: ``(BatchPlan, the device's (offsets,
+        failures))``; the call goes on from that run's landing (``_land_sent``)."""
         st = self._st
         buf, unit, i, n = st.buffers[k], st.unit_pages, 0, handles.size
         least = st.min_write_pages
         done = np.zeros(n, bool)
         clean = False                            # True: nothing past i was written (no error)
-        ctx = None                               # the C helpers' pointers into this batch (one-batch plan)
         try:
             if sent is not None:
-                plan, ctx, out = sent
+                plan, out = sent
                 i = plan.at
-                i += self._one_batch(k, handles, pages, done, plan, ctx, out)
+                i += self._land_sent(k, handles, pages, done, plan, out)
             elif buf.n + n < unit:
                 i = n
                 self.buffer(k, handles, pages)
                 return
-            elif (plan := self.planner.one_batch(k, n)) is not None:
-                # the usual call: one batch, planned in a few steps
-                ctx = self._book.batch_ctx(handles, pages)      # None: the single steps
-                top = plan.top
-                if top:
-                    i = top
-                    if ctx is None or not self._book.stage(buf, k + 1, ctx, 0, top):
-                        self.buffer(k, handles[:top], pages[:top])
-                i += self._one_batch(k, handles, pages, done, plan, ctx)
             else:
                 if buf.n and buf.n < least:      # top the buffer up to one write unit
                     i = unit - buf.n
@@ -137,43 +127,21 @@ class Committer:
         finally:
             if i < n:                            # what is not on the device waits in the buffer
                 if clean:                        # the tail, as slices (no gather)
-                    if ctx is None or not self._book.stage(buf, k + 1, ctx, i, n - i):
-                        self.buffer(k, handles[i:], pages[i:])
+                    self.buffer(k, handles[i:], pages[i:])
                 else:
                     rest = np.flatnonzero(~done[i:]) + i
                     self.buffer(k, handles[rest], pages[rest])
 
-    def _one_batch(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray, plan: BatchPlan,
-                   ctx: tuple | None, out=None) -> int:
-        """Write a ``BatchPlan``'s units (the caller's from ``handles[plan.at:]``) as one
-        ``append_batch`` (the buffer's unit and the caller's pages as two buffers: no view per
-        unit), or the device's ``append_run``; when they landed back to back from the zone's cursor
-        (the usual batch), commit them as one run (``ctx``: in one C call). Anything else (a
-        failure, another order) goes to ``_land`` as the general path's plan would, retries
-        included. Returns the caller's pages written (a prefix of ``handles[plan.at:]``); ``done``
-        marks them as ``_land`` does. ``out``: the batch was sent already (the express path),
-        the device's (offsets, failures)."""
+    def _land_sent(self, k: int, handles: np.ndarray, pages: np.ndarray, done: np.ndarray, plan: BatchPlan,
+                   out) -> int:
+        """Land an express run (a ``BatchPlan``'s units: the buffer's first ``plan.b`` pages, then the
+        caller's from ``handles[plan.at:]``) that did not land back to back, as the general path's
+        plan would (``_land``, retries included); ``out``: the device's (offsets, failures). Returns
+        the caller's pages written (a prefix of ``handles[plan.at:]``); ``done`` marks them as
+        ``_land`` does."""
         st = self._st
-        z, at, b, w = plan.zone, plan.at, plan.b, plan.w
+        at, b = plan.at, plan.b
         buf = st.buffers[k]
-        first = z * st.slots.slots_per_zone + st.zones.written(z)
-        if out is None:
-            out = self.send_units(z, b, w, buf, pages[at:at + w], first)
-        if out is True:                          # back to back in plan order: the usual batch, one commit
-            if ctx is not None:                  # the cursor is first: record cannot refuse it
-                full = st.zones.record(z, first, self._book.commit_run(buf, b, ctx, at, w, first))
-            elif b:
-                full = self.commit(np.concatenate((buf.ids[:b], handles[at:at + w])), z, first * st.page_size,
-                                    False, True)
-            else:
-                full = self.commit(handles[at:at + w], z, first * st.page_size, False, False)
-            if b:
-                buf.drop_front(b)
-            done[at:at + w] = True
-            if full:
-                self.seal(st.group_of[k], z)
-            st.landed_batch(plan.phase, plan.zone_end, len(plan.units))
-            return w
         offsets, failures = out
         caller = (k, handles[at:], pages[at:], st.min_write_pages, False, done[at:])
         if not b:

@@ -7,10 +7,10 @@ the device (none waits in a write buffer), on a placement that sends the whole c
 written as that stream's buffered unit (topped up from the batch) and the batch's whole units,
 back to back into the stream's open zone, which has room for them all; the rest waits in the
 buffer. ``native/store_out.c`` checks and plans it (the plan is the store's write rule,
-``st_plan_batch``, the same C function ``Planner.one_batch`` calls: store/write_rule.py), hands out
-the new handles, tops the buffer up, and after the device write commits the run and buffers the
-tail: the same steps, in the same order and with the same result, as the general path
-(``Committer._one_batch`` / ``stream_write``). At a zone's end the call is two runs, as the
+``st_plan_batch``: store/write_rule.py), hands out the new handles, tops the buffer up, and after
+the device write commits the run and buffers the tail: the only code that orders these steps (the
+general path writes a call it declines unit by unit, with the same units, device calls and
+result: ``Committer.stream_write``). At a zone's end the call is two runs, as the
 general path writes it: the first fills the zone, the store seals it and opens the next (Python),
 the second writes the rest there. On a Linux zoned namespace on the uring-cmd path the device
 write runs inside the same C call (``st_out_call`` with the device's ``run_writer``: the run handed
@@ -19,8 +19,8 @@ over as a neutral, versioned ``zs_run``, ``native/append_run.h``, appended by
 
 Anything else is declined with nothing changed (``Express.declined`` counts why) and the caller
 takes the general path. A batch that was sent but did not land back to back (a failed append,
-another order) continues on the general path from that point (``Committer.stream_write(sent=)``:
-``_land``'s commits and retries). tests/store/test_store_express.py checks both paths leave the same
+another order) continues on the general path from that point (``Committer.stream_write(sent=)``,
+``_land_sent``: ``_land``'s commits and retries). tests/store/test_store_express.py checks both paths leave the same
 state.
 
 Everything it uses of the store comes through the store's ``StoreState`` (store/state.py: the
@@ -42,6 +42,7 @@ from .placement import Placement, Streams
 from .write_rule import BatchPlan
 from .zone_failures import raise_write_error
 
+_ST_OUT_DEVICE = -9                                 # native/store_out.h: the ring's writer refused the run
 _I64 = np.dtype(np.int64)
 _U8 = np.dtype(np.uint8)
 
@@ -147,11 +148,12 @@ class Express:
             group = s.group_of[k]
             b, w, at, w2, top = o.b, o.w, o.top, o.w2, o.top
             for phase in (1, 2):
-                if rc <= 0 or rc >> 8 != 1:         # not landed back to back: the general path goes on
-                    out = None                      # (3, or a phase 2 the port declined: nothing sent)
-                    if rc > 0 and rc >> 8 == 2:
-                        out = self._port.results(rc, s.config.append_qd, (buf.data[:b], pages[at:at + w]) if b
-                                                 else (pages[at:at + w],)) if self._port is not None else self._out
+                if rc <= 0:                         # a second run st_out_plan declined (the first planned it:
+                    self._continue(k, ids, idp, pages, pgp, None, None, at)   # not expected): the general path
+                    return True
+                if rc >> 8 != 1:                    # not landed back to back: the general path lands it
+                    out = self._out if self._out is not None else self._port.results(
+                        rc, s.config.append_qd, (buf.data[:b], pages[at:at + w]) if b else (pages[at:at + w],))
                     units = self._w.planner.one_batch_units(z, b, w)[2]
                     plan = BatchPlan(z, phase, top, at, b, w, w2, bool(o.zone_end), tuple(units))
                     self._continue(k, ids, idp, pages, pgp, plan, out)
@@ -183,15 +185,25 @@ class Express:
     def _run(self, o, pages: np.ndarray) -> int:
         """The C call(s) of one run: ``st_out_call``'s result with the device's run writer, or the
         same from ``st_out_plan`` / ``st_out_stage`` / the committer's ``send_units`` /
-        ``st_out_end`` (status 1 landed, 2 not)."""
-        port = self._port
-        if port is not None:
-            return port(self._s.config.append_qd, self._call)
+        ``st_out_end``: <= 0 declined (nothing changed), else (status << 8) | units, status 1
+        landed and committed, 2 not landed back to back (``self._out``: the device's offsets and
+        failures when the run was sent from here, None when the ring sent it). A run the ring
+        staged without sending (status 3), or a second run its writer refuses (``ST_OUT_DEVICE``:
+        past the commit point), is sent from here with the same C steps around the write: their
+        order is C's alone (a first run it refuses is declined: the general path writes the call)."""
+        self._out = None
         lib = self._lib
-        rc = lib.st_out_plan(o)
+        port = self._port
+        rc = port(self._s.config.append_qd, self._call) if port is not None else _ST_OUT_DEVICE
+        if rc > 0 and rc >> 8 != 3:
+            return rc                               # landed (1) or sent (2) by the ring
         if rc <= 0:
-            return rc
-        lib.st_out_stage(o)
+            if port is not None and (rc != _ST_OUT_DEVICE or o.phase == 1):
+                return rc                           # declined, nothing changed
+            rc = lib.st_out_plan(o)
+            if rc <= 0:
+                return rc
+            lib.st_out_stage(o)
         s, b, w, at = self._s, o.b, o.w, o.at
         buf = s.buffers[o.tag - 1]
         buf.n = o.buf_n
@@ -202,23 +214,29 @@ class Express:
         self._out = out
         return (2 << 8) | o.nunits
 
-    def _continue(self, k: int, ids: np.ndarray, idp, pages: np.ndarray, pgp, plan: BatchPlan, out) -> None:
+    def _continue(self, k: int, ids: np.ndarray, idp, pages: np.ndarray, pgp, plan: BatchPlan | None, out,
+                  at: int = 0) -> None:
         """A call staged here whose run (``plan``) did not land back to back (``out``: the device's
-        offsets and failures, or None when nothing was sent) goes on as the general path from
-        that run's device write: ``swap_out``'s in-flight marks (phase 2: on the pages not written
-        yet), ``Committer.stream_write`` from ``_one_batch``'s landing (which counts the run as
+        offsets and failures) goes on as the general path from that run's device write:
+        ``swap_out``'s in-flight marks (phase 2: on the pages not written yet),
+        ``Committer.stream_write`` from the landing of that run (which counts it as
         ``StoreState.landed_batch`` says), GC's turn, and the errors ``swap_out`` raises past its
-        commit point."""
+        commit point. ``plan`` None: the pages from ``at`` are written the general path's way."""
         s, nat = self._s, self._native
         s.buffers[k].n = self._o.buf_n
         h = self._h[:ids.size].copy()
         hp = self._fb("int64_t[]", h)
         nat.prepared(ids, idp, h, hp)
         error = None
-        nat.fill(IN_FLIGHT, h if plan.phase == 1 else h[plan.at:], 1)
+        if plan is not None:
+            at = 0 if plan.phase == 1 else plan.at
+        nat.fill(IN_FLIGHT, h[at:] if at else h, 1)
         try:
             try:
-                self._w.stream_write(k, h, pages, sent=(plan, (hp, pgp), out))
+                if plan is None:
+                    self._w.stream_write(k, h[at:], pages[at:])
+                else:
+                    self._w.stream_write(k, h, pages, sent=(plan, out))
             except (DeviceIOError, SwapFullError) as e:
                 error = e
         finally:

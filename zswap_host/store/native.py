@@ -1,6 +1,6 @@
 """The swap store's per-page bookkeeping in C (``native/store.c``, in ``zswap_host._native``): the
-``Bookkeeper`` (store/book.py) of every store: lookup/classify, handle insert, flag fills, staging
-and commit, each one pass over the batch. It is the package's only implementation; the pure-Python
+``Bookkeeper`` (store/book.py) of every store: lookup/classify, handle insert, flag fills and
+commit, each one pass over the batch. It is the package's only implementation; the pure-Python
 oracle it is compared with lives in tests/support/book_oracle.py (tests/store/test_store_fastpath.py).
 
 The C functions take pointers into the store's arrays; those are cached and refreshed whenever
@@ -44,7 +44,6 @@ class NativeBook:
         # the last prepared batch's ids and handles with their pointers: insert and fill get them
         # again without a from_buffer each (a call costs tens of microseconds in a TCG guest)
         self._batch: tuple = (None, None, None, None)
-        self._bufs: dict = {}             # id(write buffer) -> (ids, data, their pointers)
 
     def pointers(self) -> tuple:
         """Pointers to (direct, id_of, loc, rmap, valid, buffer_of, in_flight), refreshed when one of
@@ -99,7 +98,7 @@ class NativeBook:
 
     def prepared(self, ids: np.ndarray, idp, h: np.ndarray, hp) -> None:
         """Make ``ids`` / handles ``h`` (with their C pointers ``idp`` / ``hp``) the prepared batch,
-        as ``prepare`` does: ``insert``, ``fill`` and ``batch_ctx`` reuse its pointers (the express
+        as ``prepare`` does: ``insert`` and ``fill`` reuse its pointers (the express
         path, store/express.py, prepares a batch in C and hands it to the general path)."""
         self._batch = (ids, idp, h, hp)
 
@@ -120,45 +119,3 @@ class NativeBook:
         h = np.ascontiguousarray(h, np.int64)
         self._lib.st_commit(p[2], p[3], p[4], self._slots.slots_per_zone, self._ffi.from_buffer("int64_t[]", h),
                             h.size, first_slot, p[6], p[5], int(buffered))
-
-    # -- the one-batch call (commit.py ``stream_write`` / ``_one_batch``) --------------------------
-    def batch_ctx(self, h: np.ndarray, pages: np.ndarray):
-        """Pointers to the prepared batch's handles and to ``pages`` (its rows), for ``stage`` and
-        ``commit_run``; None when ``h`` is not the prepared batch, ``pages`` is not C-contiguous
-        (the caller takes the single steps)."""
-        b = self._batch
-        if h is not b[2] or not pages.flags.c_contiguous:
-            return None
-        return b[3], self._ffi.from_buffer("uint8_t[]", pages)
-
-    def _buf(self, buf) -> tuple:
-        c = self._bufs.get(id(buf))
-        if c is None or c[0] is not buf.ids or c[1] is not buf.data:
-            fb = self._ffi.from_buffer
-            c = self._bufs[id(buf)] = (buf.ids, buf.data, fb("int64_t[]", buf.ids), fb("uint8_t[]", buf.data))
-        return c
-
-    def stage(self, buf, tag: int, ctx: tuple, a: int, n: int) -> bool:
-        """``buf.add(h[a:a + n], pages[a:a + n])`` and ``buffer_of[h[a:a + n]] = tag`` in one C call
-        (``ctx``: ``batch_ctx``); False, nothing done, when the buffer would have to grow."""
-        at = buf.n
-        if at + n > buf.ids.size:
-            return False
-        self.calls += 1
-        c = self._buf(buf)
-        ps = buf.page_size
-        self._lib.st_stage(c[2], c[3], at, ctx[0] + a, ctx[1] + a * ps, n, ps, self.pointers()[5], tag)
-        buf.n = at + n
-        return True
-
-    def commit_run(self, buf, nb: int, ctx: tuple, a: int, w: int, first_slot: int) -> np.ndarray:
-        """``commit`` of the buffer's first ``nb`` handles (buffered) and then the batch's
-        ``h[a:a + w]``, at consecutive slots from ``first_slot``, in one C call; returns their page
-        ids in slot order (a new array: the zone's summary keeps it)."""
-        self.calls += 1
-        p = self.pointers()
-        out = np.empty(nb + w, np.int64)
-        hb = self._buf(buf)[2] if nb else self._ffi.NULL
-        self._lib.st_commit_run(p[2], p[3], p[4], self._slots.slots_per_zone, hb, nb, ctx[0] + a, w, first_slot,
-                                p[6], p[5], p[1], self._ffi.from_buffer("int64_t[]", out))
-        return out

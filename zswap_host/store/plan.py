@@ -111,21 +111,7 @@ class Planner:
         first = self._cursor(units[0][1]) if units and len({u[1] for u in units}) == 1 else -1
         return WritePlan(jobs, units, zones, nbytes, owners, first)
 
-    # -- the usual swap-out call: the buffer's unit and the caller's, one batch --------------------
-    def one_batch(self, k: int, n: int) -> BatchPlan | None:
-        """The plan of a user stream's usual call of ``n`` pages into its open zone, or None (the
-        general steps, ``Committer``'s ``_write_buffer_and`` / ``_write_one``, write it): the
-        write rule's ``plan_batch`` (no split at a zone's end: the general steps seal and take a
-        zone). Changes nothing."""
-        st = self._st
-        if k >= st.n_user:
-            return None
-        z = st.zones.current(st.group_of[k])
-        if z is None:
-            return None
-        plan = st.rule.plan_batch(z, n, st.buffers[k].n, st.zones.room(z))
-        return plan if type(plan) is BatchPlan else None
-
+    # -- the usual swap-out call (the express path's run): the buffer's unit and the caller's ------
     def one_batch_units(self, z: int, b: int, w: int) -> tuple:
         """(zones, byte lengths, pages) of a one-batch run's units into zone ``z``: the buffer's
         ``b`` pages, then the caller's ``w`` in write units (the rule's ``cut``; cached per run,
