@@ -42,15 +42,19 @@ int st_prepare(const int64_t *ids, int64_t n, int64_t *direct, int64_t direct_si
     return rc;
 }
 
-int64_t st_insert(const int64_t *ids, int64_t n, int64_t *h, int64_t *direct, int64_t *id_of, int64_t next)
+int64_t st_insert(const int64_t *ids, int64_t n, int64_t *h, int64_t *direct, int64_t *id_of, int64_t next,
+                  const int64_t *free_stack, int64_t reusable)
 {
-    int64_t start = next;
+    int64_t fresh = 0, start = next, from;
+    for (int64_t i = 0; i < n; i++)
+        fresh += h[i] < 0;
+    from = reusable - (fresh < reusable ? fresh : reusable);
     for (int64_t i = 0; i < n; i++) {
         if (h[i] < 0) {
-            h[i] = next;
-            direct[ids[i]] = next;
-            id_of[next] = ids[i];
-            next++;
+            int64_t hh = from < reusable ? free_stack[from++] : next++;
+            h[i] = hh;
+            direct[ids[i]] = hh;
+            id_of[hh] = ids[i];
         }
     }
     return next - start;

@@ -49,8 +49,8 @@ int st_out_plan(st_out *o)
         return ST_OUT_BUFFERED;
     if (counts[1] > o->room_pages)
         return ST_OUT_FULL;
-    if (o->next_handle + counts[0] > o->handle_cap)
-        return ST_OUT_GROW;
+    if (o->next_handle + counts[0] - (counts[0] < o->reusable ? counts[0] : o->reusable) > o->handle_cap)
+        return ST_OUT_GROW;                 /* (reused handles need no room) */
     take(o, &p, pages);
     o->fresh = counts[0];
     o->new_pages = counts[1];
@@ -63,7 +63,7 @@ int64_t st_out_stage(st_out *o)
     if (o->phase == 2)
         return 0;
     if (o->fresh)
-        fresh = st_insert(o->ids, o->n, o->h, o->direct, o->id_of, o->next_handle);
+        fresh = st_insert(o->ids, o->n, o->h, o->direct, o->id_of, o->next_handle, o->free_stack, o->reusable);
     o->next_handle += fresh;
     if (o->top) {
         st_stage(o->buf_ids, o->buf_data, o->buf_n, o->h, o->pages, o->top, o->page_size, o->buffer_of, o->tag);

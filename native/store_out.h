@@ -61,6 +61,8 @@ typedef struct {
     int64_t *h;                 /* n handles out */
     int64_t *ids_out;           /* the run's page ids in slot order out (buffer unit + caller's units) */
     int64_t next_handle;        /* the id map's next handle (in; out after st_out_stage) */
+    const int64_t *free_stack;  /* the id map's discarded handles, reused first (top: the last) */
+    int64_t reusable;           /* how many it holds */
     int64_t room_pages;         /* pages the store may still take (capacity - live) */
     int64_t zone;               /* the stream's open zone */
     /* the stream's write buffer */
@@ -86,8 +88,10 @@ typedef struct {
    phase 1: the zone is the fresh one); 1 when it is the usual call, else a reason above. Changes
    nothing but the plan fields (phase 1: and h, the handles of ids held, -1 for the others). */
 int st_out_plan(st_out *o);
-/* After st_out_plan returned 1 in phase 1: hand out the new handles (batch order), top the buffer
-   up to its unit (buf_n becomes b). Returns the fresh count. Phase 2: nothing. */
+/* After st_out_plan returned 1 in phase 1: hand the fresh ids their handles (batch order; the
+   discarded ones on top of free_stack first, as st_insert), top the buffer up to its unit (buf_n
+   becomes b). Returns the new handles handed out (next_handle moved by as many; the reused ones,
+   min(fresh, reusable), are the caller's to pop). Phase 2: nothing. */
 int64_t st_out_stage(st_out *o);
 /* After st_out_stage and a device write that landed back to back from first_slot: commit the
    buffer's b pages then the caller's w from at (st_commit_run, ids_out filled), drop them from the

@@ -241,6 +241,12 @@ def test_every_reason_to_decline_leaves_the_call_to_the_general_path():
     assert call(np.arange(3507, 4019, dtype=np.int64)) == "taken"
     assert call(np.arange(4608, 7000, dtype=np.int64)) in (-6, -2, "taken")
     assert call(np.arange(7000, 7512, dtype=np.int64)) == "taken"
+    gone = np.arange(1024, 1324, dtype=np.int64)               # discarded: 300 handles wait for reuse
+    all_three(stores, lambda st: st.discard(gone))
+    assert stores[0].state.idmap.reusable == 300
+    assert call(np.arange(8600, 9112, dtype=np.int64)) == "taken"   # st_insert reuses them first
+    assert all(st.state.idmap.reusable == 0 for st in stores)
+    assert call(np.arange(1024, 1536, dtype=np.int64)) == "taken"   # the discarded ids again: fresh
     taken = ex.taken
     call(np.arange(20000, 21024, dtype=np.int64)[::2])        # strided ids
     call(np.arange(21024, 21536, dtype=np.int32))              # int32 ids

@@ -61,15 +61,18 @@ class OracleBook:
     def insert(self, ids: np.ndarray, h: np.ndarray, fresh: int) -> bool:
         idm = self._st.idmap
         nxt = idm.handles
-        if idm.reusable or nxt + fresh > idm.ids.size:
+        take = min(fresh, idm.reusable)
+        if nxt + fresh - take > idm.ids.size:
             return False
         self.calls += 1
         new = np.flatnonzero(h < 0)
-        given = np.arange(nxt, nxt + new.size, dtype=np.int64)
+        given = np.concatenate((idm.free_stack[idm.reusable - take:idm.reusable],
+                                np.arange(nxt, nxt + new.size - take, dtype=np.int64)))
         h[new] = given
         idm.direct[ids[new]] = given
         idm.ids[given] = ids[new]
-        idm.handed_out(fresh)
+        idm.reused(take)
+        idm.handed_out(fresh - take)
         return True
 
     def fill(self, which: int, h: np.ndarray, value: int) -> None:

@@ -26,7 +26,7 @@ state.
 Everything it uses of the store comes through the store's ``StoreState`` (store/state.py: the
 rooms, the per-handle arrays whose layout it documents, the counters it advances), its
 ``Committer`` (the general path's steps it hands a call to) and the rooms' public members
-(``IdMap.direct`` / ``handed_out``, ``SlotMap.arrays``, ``ZoneAllocator.cursors``).
+(``IdMap.direct`` / ``free_stack`` / ``reused`` / ``handed_out``, ``SlotMap.arrays``, ``ZoneAllocator.cursors``).
 """
 
 from __future__ import annotations
@@ -135,14 +135,16 @@ class Express:
                 self._scratch(n)
             o.buf_ids, o.buf_data, o.buf_cap = c[2], c[3], c[0].size
             o.ids, o.pages, o.n, o.zone, o.buf_n, o.tag = idp, pgp, n, z, buf.n, k + 1
-            o.next_handle, o.room_pages = idm.handles, room
+            o.next_handle, o.reusable, o.room_pages = idm.handles, idm.reusable, room
             o.split_ok, o.phase = zones.can_take(False), 1
             rc = self._run(o, pages)
             if rc <= 0:
                 self.declined[rc] = self.declined.get(rc, 0) + 1
                 return False
             # -- past the commit point: the batch is accepted (the handles are handed out)
-            idm.handed_out(o.fresh)                 # st_insert's handles: next_handle moved by as many
+            take = min(o.fresh, idm.reusable)       # st_insert's handles: discarded ones first,
+            idm.reused(take)
+            idm.handed_out(o.fresh - take)          # then new ones (next_handle moved by as many)
             s.stored(o.new_pages, n * self._ps)
             s.fast_path["prepared"] += 1
             group = s.group_of[k]
@@ -248,7 +250,7 @@ class Express:
         """Point the struct at the store's arrays (one was replaced: grown)."""
         s, o = self._s, self._o
         a = self._native.arrays
-        o.direct, o.id_of, o.loc, o.rmap, o.valid, o.buffer_of, o.in_flight = p
+        o.direct, o.id_of, o.loc, o.rmap, o.valid, o.buffer_of, o.in_flight, o.free_stack = p
         o.direct_size = a[0].size
         o.handle_cap = min(a[1].size, a[2].size, a[5].size, a[6].size)
         self._written = s.zones.cursors             # the struct points at it: keep it alive here

@@ -81,10 +81,24 @@ class IdMap:
         """The discarded handles ``insert`` hands out again, bottom of the stack first (a copy)."""
         return self._free[:self.reusable].copy()
 
+    @property
+    def free_stack(self) -> np.ndarray:
+        """The stack of discarded handles itself (its first ``reusable`` entries; the top, the last,
+        is reused first), for C code that hands them out in place (``st_insert``); replaced when
+        grown: compare by identity. Such code reports it with ``reused``."""
+        return self._free
+
+    def reused(self, count: int) -> None:
+        """Count ``count`` discarded handles that C code took off the top of ``free_stack`` and gave
+        to ids (``st_insert``, in the order ``insert`` would): ``reusable`` falls and ``n`` grows by it."""
+        self.reusable -= count
+        self.n += count
+
     def handed_out(self, count: int) -> None:
         """Count ``count`` handles that C code handed out in place (``st_insert``: the next ``count``
-        handles from ``handles``, written to ``direct`` and ``ids``): ``handles`` and ``n`` grow by
-        it. Only when ``reusable`` is 0 and ``ids`` holds them (the C callers check both first)."""
+        handles from ``handles``, written to ``direct`` and ``ids``, after the reused ones it reports
+        with ``reused``): ``handles`` and ``n`` grow by it. Only when ``ids`` holds them (the C
+        callers check first)."""
         self.handles += count
         self.n += count
 

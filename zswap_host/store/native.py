@@ -46,19 +46,21 @@ class NativeBook:
         self._batch: tuple = (None, None, None, None)
 
     def pointers(self) -> tuple:
-        """Pointers to (direct, id_of, loc, rmap, valid, buffer_of, in_flight), refreshed when one of
-        the arrays was replaced (grown); ``arrays`` holds the arrays themselves."""
+        """Pointers to (direct, id_of, loc, rmap, valid, buffer_of, in_flight, the id map's free
+        stack), refreshed when one of the arrays was replaced (grown); ``arrays`` holds the arrays
+        themselves."""
         idm = self._idmap
         loc, rmap, valid = self._slots.arrays
         st = self._st
-        buffer_of, in_flight = st.buffer_of, st.in_flight
+        buffer_of, in_flight, free = st.buffer_of, st.in_flight, idm.free_stack
         a = self.arrays
         if not a or a[0] is not idm.direct or a[1] is not idm.ids or a[2] is not loc \
-                or a[3] is not rmap or a[4] is not valid or a[5] is not buffer_of or a[6] is not in_flight:
+                or a[3] is not rmap or a[4] is not valid or a[5] is not buffer_of or a[6] is not in_flight \
+                or a[7] is not free:
             fb = self._ffi.from_buffer
-            a = self.arrays = (idm.direct, idm.ids, loc, rmap, valid, buffer_of, in_flight)
+            a = self.arrays = (idm.direct, idm.ids, loc, rmap, valid, buffer_of, in_flight, free)
             self._p = (fb("int64_t[]", a[0]), fb("int64_t[]", a[1]), fb("uint32_t[]", a[2]), fb("int64_t[]", a[3]),
-                       fb("int64_t[]", a[4]), fb("uint8_t[]", a[5]), fb("uint8_t[]", a[6]))
+                       fb("int64_t[]", a[4]), fb("uint8_t[]", a[5]), fb("uint8_t[]", a[6]), fb("int64_t[]", a[7]))
         return self._p
 
     def prepare(self, ids: np.ndarray) -> tuple[int, np.ndarray | None, int, int, int]:
@@ -78,11 +80,13 @@ class NativeBook:
         return 0, h, int(c[0]), int(c[1]), int(c[2])
 
     def insert(self, ids: np.ndarray, h: np.ndarray, fresh: int) -> bool:
-        """Give the ids with ``h < 0`` new handles (``IdMap.insert``'s result, in place) when the id
-        map can take them without reusing handles or growing; False (nothing done) otherwise."""
+        """Give the ids with ``h < 0`` handles (``IdMap.insert``'s result, in place: discarded
+        handles first) when the id map can take them without growing; False (nothing done)
+        otherwise."""
         idm = self._idmap
         nxt = idm.handles
-        if idm.reusable or nxt + fresh > idm.ids.size:
+        take = min(fresh, idm.reusable)
+        if nxt + fresh - take > idm.ids.size:
             return False
         self.calls += 1
         p = self.pointers()
@@ -92,8 +96,9 @@ class NativeBook:
         else:
             fb = self._ffi.from_buffer
             idp, hp = fb("int64_t[]", ids), fb("int64_t[]", h)
-        self._lib.st_insert(idp, ids.size, hp, p[0], p[1], nxt)
-        idm.handed_out(fresh)
+        self._lib.st_insert(idp, ids.size, hp, p[0], p[1], nxt, p[7], idm.reusable)
+        idm.reused(take)
+        idm.handed_out(fresh - take)
         return True
 
     def prepared(self, ids: np.ndarray, idp, h: np.ndarray, hp) -> None:

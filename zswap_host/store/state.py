@@ -114,9 +114,9 @@ class StoreState:
 
     def room(self) -> int:
         """Pages the store may still take; -1 when only the general path may write now (what the
-        express path asks): closed, over capacity (zones were retired), pages flagged lost or
-        prefetched, or the id map would hand discarded handles out again."""
-        if self.closed or self.live > self.capacity or self.lost_count or self.prefetch.size or self.idmap.reusable:
+        express path asks): closed, over capacity (zones were retired), or pages flagged lost or
+        prefetched."""
+        if self.closed or self.live > self.capacity or self.lost_count or self.prefetch.size:
             return -1
         return self.capacity - self.live
 
