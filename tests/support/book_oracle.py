@@ -4,7 +4,8 @@
 It satisfies the same ``Bookkeeper`` protocol (zswap_host/store/book.py), rule for rule, and keeps
 nothing of its own but the prepared batch: a store built with ``SwapStore(dev, cfg,
 book=OracleBook)`` takes the same committer path as the C one, so the twins in
-tests/support/store_twins.py compare the two implementations of each step, not two write paths. ``slot_commit`` is ``st_commit``'s slot-map part, for the room tests.
+tests/support/store_twins.py compare the two implementations of each step, not two write paths.
+``slot_commit`` is ``st_commit``'s slot-map part, for the room tests.
 """
 
 from __future__ import annotations
