@@ -101,22 +101,25 @@ CUMULATIVE = ("host_write_bytes", "device_write_bytes", "media_write_bytes", "gc
 DRAM_RUNS = ("dram module", "dram plain sparse", "dram plain dense")
 
 
-def transparent_runs(fault_around=(), rearm_wp=False) -> dict[str, tuple[str, int, bool]]:
-    """Transparent run name -> (backend run, fault_around, rearm_wp): the two without read-ahead,
-    then each backend with each ``fault_around`` value, and (``rearm_wp``) with
-    ``Pager(rearm_wp=True)``, next to each other."""
+def transparent_runs(fault_around=(), rearm_wp=False, announce=False) -> dict[str, tuple[str, int, bool, bool]]:
+    """Transparent run name -> (backend run, fault_around, rearm_wp, announce): the two without
+    read-ahead, then each backend with each ``fault_around`` value, (``rearm_wp``) with
+    ``Pager(rearm_wp=True)`` and (``announce``) with each step's rows announced
+    (``Pager.prefetch(..., make_room=True)``), next to each other."""
     out = {}
     for name, run in TRANSPARENT_RUNS.items():
-        out[name] = (run, 0, False)
+        out[name] = (run, 0, False, False)
         for n in fault_around:
-            out[f"{name} (fault-around {n})"] = (run, int(n), False)
+            out[f"{name} (fault-around {n})"] = (run, int(n), False, False)
         if rearm_wp:
-            out[f"{name} (rearm-wp)"] = (run, 0, True)
+            out[f"{name} (rearm-wp)"] = (run, 0, True, False)
+        if announce:
+            out[f"{name} (announced)"] = (run, 0, False, True)
     return out
 
 
-def order(fault_around=(), rearm_wp=False) -> tuple[str, ...]:
-    return (*DRAM_RUNS, *transparent_runs(fault_around, rearm_wp), *MODULE_RUNS)   # the slow runs first (two workers)
+def order(fault_around=(), rearm_wp=False, announce=False) -> tuple[str, ...]:
+    return (*DRAM_RUNS, *transparent_runs(fault_around, rearm_wp, announce), *MODULE_RUNS)   # the slow runs first
 
 
 def transparent_names(runs: dict) -> list[str]:
@@ -190,14 +193,15 @@ def run_one(name: str, a: dict, progress=None) -> dict:
         rec["pages_in"] = int(sum(rec.pop("pages_in_per_iteration")))
         rec["pages_out"] = int(sum(rec.pop("pages_out_per_iteration")))
     else:
-        run, fault_around, rearm_wp = transparent_runs(a.get("fault_around", ()), a.get("rearm_wp", False))[name]
+        run, fault_around, rearm_wp, announce = transparent_runs(a.get("fault_around", ()), a.get("rearm_wp", False),
+                                                                 a.get("announce", False))[name]
         spec = _spec(a, 0)
         backend, dev = backend_factories(pl, spec)[run]()
         r = train_plain(pl.model, pl.data, n, bs, seed, backend=backend, budget_bytes=pl.budget_bytes,
                         clock=dev.now, on_idle=backend.idle, charged_compute_s=charged, progress=tell,
                         on_start=lambda: backend.stats().as_dict(), on_end=lambda: backend_block(backend, dev),
                         discard_on_write=DISCARD_DIRTY[run], fault_around=fault_around,
-                        rearm_wp=rearm_wp)
+                        rearm_wp=rearm_wp, announce=announce)
         backend.close()
         dev.close()
         stall = r.io_stall_s
@@ -211,7 +215,7 @@ def run_one(name: str, a: dict, progress=None) -> dict:
                "pages_in": int(r.pages_in.sum()), "pages_out": int(r.pages_out.sum()), "faults": int(r.faults.sum()),
                "init_io_s": r.init_io_s, "init_pages_out": r.init_pages_out, "pager": r.pager,
                "budget_bytes": r.budget_bytes, "table_bytes": r.table_bytes, "fault_around": fault_around,
-               "rearm_wp": rearm_wp,
+               "rearm_wp": rearm_wp, "announce": announce,
                "step_wall_s": float(r.step_wall_s.sum())}
         rec["swap_in_bytes"], rec["swap_out_bytes"] = rec["host_read_bytes"], rec["host_write_bytes"]
     rec["run_wall_s"] = round(time.monotonic() - t0, 1)
@@ -258,6 +262,9 @@ def table(runs: dict) -> str:
             "fault-around: pages read ahead, hit ratio": (
                 f"{pg.get('spec_pages_in', 0):,}, {pg.get('readahead_hit_ratio', 0.0):.0%}"
                 if transparent and r.get("fault_around") else "—"),
+            "announced: pages read ahead, hit ratio": (
+                f"{pg.get('spec_pages_in', 0):,}, {pg.get('readahead_hit_ratio', 0.0):.0%}"
+                if transparent and r.get("announce") else "—"),
             "rearm_wp: re-arms, writes that hit one": (f"{pg.get('rearms', 0):,}, {pg.get('rearm_faults', 0):,}"
                                                        if transparent and r.get("rearm_wp") else "—"),
             "device write requests, mean KiB": f"{w:,}, {wkib:.1f}",
@@ -291,6 +298,9 @@ def main() -> None:
     ap.add_argument("--rearm-wp", action="store_true",
                     help="also run each transparent run with Pager(rearm_wp=True) (CLOCK re-arms write "
                          "protection on dirty pages)")
+    ap.add_argument("--announce", action="store_true",
+                    help="also run each transparent run with each step's rows announced before it "
+                         "(Pager.prefetch(weight, rows, make_room=True))")
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--render", metavar="JSON", help="only rewrite the JSON's summary and table and the README "
                     "from an existing result file (into --out)")
@@ -305,13 +315,13 @@ def main() -> None:
     if any(n < 1 for n in args.fault_around):
         ap.error("--fault-around values must be >= 1")
     a = {"preset": args.preset, "iterations": args.iterations, "seed": args.seed,
-         "fault_around": tuple(args.fault_around), "rearm_wp": args.rearm_wp}
+         "fault_around": tuple(args.fault_around), "rearm_wp": args.rearm_wp, "announce": args.announce}
     pl = plan(_spec(a))
     cmd = (f"python experiments/transparent_dlrm.py --preset {args.preset}"
            + (f" --iterations {args.iterations}" if args.iterations else "") + f" --seed {args.seed}"
            + f" --jobs {args.jobs}"
            + (f" --fault-around {' '.join(map(str, args.fault_around))}" if args.fault_around else "")
-           + (" --rearm-wp" if args.rearm_wp else "")
+           + (" --rearm-wp" if args.rearm_wp else "") + (" --announce" if args.announce else "")
            + f" --out {os.path.relpath(args.out)}")
     print(f"{cmd}\n{pl.iterations} iterations of {pl.batch_size}, tables {pl.table_bytes / 2**20:.1f} MiB, "
           f"budget {pl.budget_bytes / 2**20:.1f} MiB ({pl.budget_pages} pages)", flush=True)
@@ -323,7 +333,7 @@ def main() -> None:
             last[name] = done
             print(f"  {name}: {done}/{total} ({time.monotonic() - t0:.0f} s)", flush=True)
 
-    names = order(args.fault_around, args.rearm_wp)
+    names = order(args.fault_around, args.rearm_wp, args.announce)
     runs = run_parallel(run_one, list(names), (a,), args.jobs, progress)
     wall = time.monotonic() - t0
     for n in names:

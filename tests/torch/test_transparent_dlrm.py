@@ -51,9 +51,9 @@ def test_initial_weights_are_the_modules_first_touch(pl):
         assert np.abs(w).max() <= 1 / np.sqrt(pl.data.tables[t])
 
 
-@pytest.mark.parametrize("rearm_wp", [False, True])
+@pytest.mark.parametrize("rearm_wp,announce", [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("run", ["store-on-zns", "linux-swap"])
-def test_transparent_run_equals_plain_within_budget(pl, plain, run, rearm_wp):
+def test_transparent_run_equals_plain_within_budget(pl, plain, run, rearm_wp, announce):
     spec = BenchSpec(preset="tiny", iterations=ITER, runs=(run,))
     backend, dev = backend_factories(pl, spec)[run]()
     charged = np.full(ITER, pl.compute.us_per_sample * 1e-6 * pl.batch_size)
@@ -67,7 +67,7 @@ def test_transparent_run_equals_plain_within_budget(pl, plain, run, rearm_wp):
         r = train_plain(pl.model, pl.data, ITER, pl.batch_size, 0, backend=backend, budget_bytes=pl.budget_bytes,
                         clock=dev.now, on_idle=on_idle, charged_compute_s=charged,
                         on_start=lambda: backend.stats(), on_end=lambda: backend.stats(),
-                        discard_on_write=DISCARD_DIRTY[run], rearm_wp=rearm_wp)
+                        discard_on_write=DISCARD_DIRTY[run], rearm_wp=rearm_wp, announce=announce)
     finally:
         backend.close()
         dev.close()
@@ -88,3 +88,7 @@ def test_transparent_run_equals_plain_within_budget(pl, plain, run, rearm_wp):
     assert (r.io_stall_s > 0).all() and r.init_io_s > 0 and r.clock == "modeled"
     # Pager(rearm_wp=True): the CLOCK hand write-protected dirty pages again, and writes hit some
     assert (p["rearms"] > 0) == rearm_wp and (p["rearm_faults"] > 0) == rearm_wp
+    # announced steps: their rows read ahead in batches (prefetch), most of them used, fewer faults
+    assert (p["spec_pages_in"] > 0) == announce
+    if announce:
+        assert p["spec_hits"] > p["spec_pages_in"] // 2 and p["fetch_batches"] < p["pages_in"] // 2

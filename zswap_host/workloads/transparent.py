@@ -127,11 +127,16 @@ class TransparentResult:
 def train_plain(mc, dc, iterations: int, batch_size: int, seed: int, *, backend=None, budget_bytes: int = 0,
                 clock=None, on_idle=None, charged_compute_s=None, sparse: bool = True, progress=None,
                 threads: int | None = 1, page_size: int = 4096, on_start=None, on_end=None,
-                discard_on_write: bool = False, fault_around: int = 0, rearm_wp: bool = True) -> TransparentResult:
+                discard_on_write: bool = False, fault_around: int = 0, rearm_wp: bool = True,
+                announce: bool = False) -> TransparentResult:
     """Train :class:`PlainDLRM` for ``iterations`` batches of the bench's batch stream. With
     ``backend``, its tables live in a ``Pager(backend, budget_bytes, discard_on_write=...,
     fault_around=..., rearm_wp=...)`` (``discard_on_write`` as the bench's ``discard_dirty``: True for the store,
     False for the Linux-swap model; ``fault_around``: pages read ahead per fault batch, 0: none).
+    ``announce``: before each step the training loop names the rows it will look up
+    (``Pager.prefetch(weight, rows, make_room=True)``, table by table), so they are read in batches
+    of up to the pager's fetch batch instead of one fault at a time, as the module's lookahead
+    would read them but without overlapping compute (the stall still counts them).
 
     Timing (modeled clock ``clock``, e.g. the emulated device's ``now``): a step's I/O stall is the
     clock's advance from the step's start until the pager is quiet again (``Pager.quiesce``: every
@@ -173,6 +178,9 @@ def train_plain(mc, dc, iterations: int, batch_size: int, seed: int, *, backend=
         pin, pout, faults = (np.zeros(n, np.int64) for _ in range(3))
         for i, b in enumerate(CriteoSynth(dc).batches(n, batch_size, seed)):
             c0, t0 = now(), time.perf_counter()
+            if announce and pager is not None:
+                for t, e in enumerate(net.tables):
+                    pager.prefetch(e.weight, np.unique(b.sparse[t]), make_room=True)
             loss[i] = net.step(b)
             if pager is not None:
                 pager.quiesce()
