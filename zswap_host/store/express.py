@@ -142,9 +142,12 @@ class Express:
                 self.declined[rc] = self.declined.get(rc, 0) + 1
                 return False
             # -- past the commit point: the batch is accepted (the handles are handed out)
-            take = min(o.fresh, idm.reusable)       # st_insert's handles: discarded ones first,
-            idm.reused(take)
-            idm.handed_out(o.fresh - take)          # then new ones (next_handle moved by as many)
+            if idm.reusable:                        # st_insert's handles: discarded ones first,
+                take = min(o.fresh, idm.reusable)
+                idm.reused(take)
+                idm.handed_out(o.fresh - take)      # then new ones (next_handle moved by as many)
+            else:
+                idm.handed_out(o.fresh)
             s.stored(o.new_pages, n * self._ps)
             s.fast_path["prepared"] += 1
             group = s.group_of[k]

@@ -59,10 +59,11 @@ class IdMap:
 
     Read-only outside (plain attributes: the store's C helpers read them on every call): ``n`` ids
     held; ``handles``, one past the largest handle handed out (the size handle-indexed arrays
-    need); ``reusable``, discarded handles ``insert`` hands out again first; ``ids`` (handle -> id)
-    and ``direct`` (id -> handle below its size, -1: none), the arrays themselves for C code that
+    need); ``reusable``, discarded handles ``insert`` hands out again first; ``ids`` (handle -> id),
+    ``direct`` (id -> handle below its size, -1: none) and ``free_stack`` (the discarded handles,
+    its first ``reusable`` entries, the last reused first), the arrays themselves for C code that
     looks ids up and inserts them in place (store/native.py), replaced when grown: compare by
-    identity. C code that handed handles out reports it with ``handed_out``."""
+    identity. C code that handed handles out reports it with ``reused`` and ``handed_out``."""
 
     def __init__(self, capacity: int = 1024, direct: int = 0) -> None:
         cap = 1 << max(10, int(capacity - 1).bit_length())
@@ -73,20 +74,13 @@ class IdMap:
         self.direct = np.full(max(0, int(direct)), -1, np.int64)    # id -> handle below its size (-1: none)
         self.n = 0                                       # ids held
         self.ids = np.zeros(1024, np.int64)              # handle -> id (garbage for free handles)
-        self._free = np.zeros(1024, np.int64)            # a stack of discarded handles, reused first
+        self.free_stack = np.zeros(1024, np.int64)       # a stack of discarded handles, reused first
         self.reusable = 0                                # discarded handles on that stack
         self.handles = 0                                 # handles ever handed out
 
     def reusable_handles(self) -> np.ndarray:
         """The discarded handles ``insert`` hands out again, bottom of the stack first (a copy)."""
-        return self._free[:self.reusable].copy()
-
-    @property
-    def free_stack(self) -> np.ndarray:
-        """The stack of discarded handles itself (its first ``reusable`` entries; the top, the last,
-        is reused first), for C code that hands them out in place (``st_insert``); replaced when
-        grown: compare by identity. Such code reports it with ``reused``."""
-        return self._free
+        return self.free_stack[:self.reusable].copy()
 
     def reused(self, count: int) -> None:
         """Count ``count`` discarded handles that C code took off the top of ``free_stack`` and gave
@@ -172,7 +166,7 @@ class IdMap:
         take = min(n, self.reusable)
         h = np.empty(n, np.int64)
         if take:
-            h[:take] = self._free[self.reusable - take:self.reusable]
+            h[:take] = self.free_stack[self.reusable - take:self.reusable]
             self.reusable -= take
         h[take:] = np.arange(self.handles, self.handles + n - take)
         self.handles += n - take
@@ -258,9 +252,9 @@ class IdMap:
                 self._rehash(3 * self._hashed)
         self.n -= ids.size
         top = self.reusable + h.size
-        if top > self._free.size:
-            self._free = np.resize(self._free, max(top, 2 * self._free.size))
-        self._free[self.reusable:top] = h
+        if top > self.free_stack.size:
+            self.free_stack = np.resize(self.free_stack, max(top, 2 * self.free_stack.size))
+        self.free_stack[self.reusable:top] = h
         self.reusable = top
         return h
 
