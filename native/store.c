@@ -43,18 +43,21 @@ int st_prepare(const int64_t *ids, int64_t n, int64_t *direct, int64_t direct_si
 }
 
 int64_t st_insert(const int64_t *ids, int64_t n, int64_t *h, int64_t *direct, int64_t *id_of, int64_t next,
-                  const int64_t *free_stack, int64_t reusable)
+                  const int64_t *reuse, int64_t take)
 {
-    int64_t fresh = 0, start = next, from;
-    for (int64_t i = 0; i < n; i++)
-        fresh += h[i] < 0;
-    from = reusable - (fresh < reusable ? fresh : reusable);
-    for (int64_t i = 0; i < n; i++) {
+    int64_t start = next, i = 0, k = 0;
+    for (; k < take && i < n; i++) {        /* the first `take` fresh ids: discarded handles */
         if (h[i] < 0) {
-            int64_t hh = from < reusable ? free_stack[from++] : next++;
-            h[i] = hh;
-            direct[ids[i]] = hh;
-            id_of[hh] = ids[i];
+            h[i] = reuse[k++];
+            direct[ids[i]] = h[i];
+            id_of[h[i]] = ids[i];
+        }
+    }
+    for (; i < n; i++) {                    /* the rest: new handles */
+        if (h[i] < 0) {
+            h[i] = next++;
+            direct[ids[i]] = h[i];
+            id_of[h[i]] = ids[i];
         }
     }
     return next - start;

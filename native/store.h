@@ -25,14 +25,13 @@
 int st_prepare(const int64_t *ids, int64_t n, int64_t *direct, int64_t direct_size,
                const uint32_t *loc, const uint8_t *buffer_of, uint8_t *mark, int64_t *h, int64_t *counts);
 
-/* Hand the ids with h[i] < 0 handles in batch order, as IdMap.insert does: the first
-   min(their count, reusable) get the discarded handles on top of the free stack
-   (free_stack[reusable - that count] .. free_stack[reusable - 1], in that order), the rest new
-   handles next, next + 1, ...; direct[id] = handle, id_of[handle] = id (the caller made sure every
-   id is below the direct array's size and id_of holds next + the new ones). Returns how many new
-   handles were handed out (the reused ones not counted). */
+/* Hand the ids with h[i] < 0 handles in batch order: the first `take` of them reuse[0 .. take - 1]
+   (discarded handles: IdMap.insert's order is the top `take` of its free stack, bottom first), the
+   rest new handles next, next + 1, ...; direct[id] = handle, id_of[handle] = id (the caller made
+   sure every id is below the direct array's size and id_of holds next + the new ones). Returns how
+   many new handles were handed out (the reused ones not counted). */
 int64_t st_insert(const int64_t *ids, int64_t n, int64_t *h, int64_t *direct, int64_t *id_of, int64_t next,
-                  const int64_t *free_stack, int64_t reusable);
+                  const int64_t *reuse, int64_t take);
 
 /* a[h[i]] = v for every i */
 void st_fill(uint8_t *a, const int64_t *h, int64_t n, uint8_t v);

@@ -62,8 +62,11 @@ int64_t st_out_stage(st_out *o)
     int64_t fresh = 0;
     if (o->phase == 2)
         return 0;
-    if (o->fresh)
-        fresh = st_insert(o->ids, o->n, o->h, o->direct, o->id_of, o->next_handle, o->free_stack, o->reusable);
+    if (o->fresh) {
+        int64_t take = o->fresh < o->reusable ? o->fresh : o->reusable;   /* discarded handles first */
+        fresh = st_insert(o->ids, o->n, o->h, o->direct, o->id_of, o->next_handle,
+                          o->free_stack + o->reusable - take, take);
+    }
     o->next_handle += fresh;
     if (o->top) {
         st_stage(o->buf_ids, o->buf_data, o->buf_n, o->h, o->pages, o->top, o->page_size, o->buffer_of, o->tag);

@@ -96,7 +96,7 @@ class NativeBook:
         else:
             fb = self._ffi.from_buffer
             idp, hp = fb("int64_t[]", ids), fb("int64_t[]", h)
-        self._lib.st_insert(idp, ids.size, hp, p[0], p[1], nxt, p[7], idm.reusable)
+        self._lib.st_insert(idp, ids.size, hp, p[0], p[1], nxt, p[7] + (idm.reusable - take), take)
         idm.reused(take)
         idm.handed_out(fresh - take)
         return True
