@@ -49,7 +49,7 @@ def modeled(path: str) -> list[dict]:
     out = []
     for r in runs:
         r = {k: v for k, v in r.items() if k not in WALL_FIELDS}
-        r["paging"] = {k: v for k, v in r["paging"].items() if k != "io_wall_s"}
+        r["paging"] = {k: v for k, v in r["paging"].items() if not k.endswith("_wall_s")}   # io, prefetch, bookkeeping
         out.append(r)
     return out
 
