@@ -138,9 +138,6 @@ class Express:
             o.next_handle, o.reusable, o.room_pages = idm.handles, idm.reusable, room
             o.split_ok, o.phase = zones.can_take(False), 1
             rc = self._run(o, pages)
-            if rc == -2 and self._widened(ids):     # ids beyond the direct array: widened as insert would
-                self._refresh(self._native.pointers())
-                rc = self._run(o, pages)
             if rc <= 0:
                 self.declined[rc] = self.declined.get(rc, 0) + 1
                 return False
@@ -221,20 +218,6 @@ class Express:
             return (1 << 8) | o.nunits
         self._out = out
         return (2 << 8) | o.nunits
-
-    def _widened(self, ids: np.ndarray) -> bool:
-        """Widen the id map's direct array for this call's fresh ids as ``IdMap.insert`` of them
-        would (``IdMap.widen_for``: the general path widens it the same way, after handing their
-        handles out; only the array's size changes, no id's handle); True when it now covers every
-        id of the call."""
-        idm = self._s.idmap
-        if int(ids.min()) < 0:
-            return False
-        fresh = np.unique(ids[idm.lookup(ids) < 0])
-        size = idm.direct.size
-        if fresh.size:
-            idm.widen_for(fresh, idm.n + fresh.size)
-        return idm.direct.size > size and int(ids.max()) < idm.direct.size
 
     def _continue(self, k: int, ids: np.ndarray, idp, pages: np.ndarray, pgp, plan: BatchPlan | None, out,
                   at: int = 0) -> None:

@@ -175,7 +175,13 @@ class IdMap:
         self.ids[h] = ids
         self.n += n
         top = int(ids.max())
-        self.widen_for(ids, self.n)
+        if top >= self.direct.size:
+            limit = max(_DIRECT_MIN, 4 * self.n)
+            under = top if top < limit else int(ids[ids < limit].max(initial=-1))
+            # widen only by doubling: capped by a slowly moving limit it would otherwise copy the
+            # array and scan the hash table on nearly every insert (ids above it hash, as before)
+            if under >= self.direct.size and min(limit, max(under + 1, 2 * self.direct.size)) >= 2 * self.direct.size:
+                self._widen(under + 1, limit)
         d = self.direct
         if top < d.size:
             d[ids] = h
@@ -185,19 +191,6 @@ class IdMap:
         big = ~small
         self._hash_insert(ids[big], h[big])
         return h
-
-    def widen_for(self, fresh: np.ndarray, n_after: int) -> None:
-        """Widen the direct array as ``insert`` of ``fresh`` (distinct ids not held) does, ``n_after``
-        ids being held then: the one rule, which C code that inserts in place (the express path)
-        applies first, so that it finds the ids in the direct array."""
-        top = int(fresh.max())
-        if top >= self.direct.size:
-            limit = max(_DIRECT_MIN, 4 * n_after)
-            under = top if top < limit else int(fresh[fresh < limit].max(initial=-1))
-            # widen only by doubling: capped by a slowly moving limit it would otherwise copy the
-            # array and scan the hash table on nearly every insert (ids above it hash, as before)
-            if under >= self.direct.size and min(limit, max(under + 1, 2 * self.direct.size)) >= 2 * self.direct.size:
-                self._widen(under + 1, limit)
 
     def _widen(self, need: int, limit: int) -> None:
         """Let the direct array cover ids below ``need`` (doubling, never past ``limit``); hashed
