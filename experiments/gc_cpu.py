@@ -17,8 +17,10 @@ that first wraps, with ``time.process_time``:
 Per run: pages per CPU second, the GC's CPU seconds (all; the device's part; the rest, the store's
 own), relocated GiB (the store's GC writes), GC CPU seconds per relocated GiB, and the share of one
 core the GC took over the run's modeled time (stall + compute windows) — the figure ZNSwap reports
-for its in-kernel GC (15% of one core at 80% occupancy). The timers cost two ``process_time`` calls
-per GC entry and per device call inside GC (under 1% of a GC step of ~150 µs).
+for its in-kernel GC (15% of one core at 80% occupancy). Each run is replayed twice, in processes of
+their own: without the timers (its ``cpu_s`` and ``pages_per_cpu_s``) and with them (the GC split,
+and its own ``timed_cpu_s``: the timers' wrappers cost about 5% of the run's CPU), the two replays'
+modeled fields checked equal.
 
     python experiments/gc_cpu.py --trace DIR [--preset mlperf] [--budget 10%] [--iterations N]
         [--compute-us-per-sample US] [--utilisation 0.95] [--runs store-on-zns,store-on-conventional]
@@ -38,6 +40,7 @@ import sys
 import time
 
 GIB = 1 << 30
+MODELED = ("stall_s", "write_amplification", "store_gc_mib", "device_gc_mib", "swap_in_p99_ms", "pages")
 DEVICE_CALLS = ("read_batch", "append_batch", "reset_zone", "finish_zone", "append", "read", "write",
                 "read_timed", "write_vectors", "reset_chunks")
 
@@ -115,13 +118,18 @@ class GcMeter:
 
 
 def child(a) -> None:
-    """One run, timers installed: its replay row and the GC figures as one JSON line on stdout."""
+    """One run, timers installed (``--plain``: none): its replay row and the GC figures as one JSON
+    line on stdout."""
     from zswap_host.replay import ReplaySpec, run_replay
 
     meter = GcMeter()
-    meter.install()
+    if not a.plain:
+        meter.install()
     res = run_replay(ReplaySpec(trace=a.trace, runs=(a.child,), utilisation=a.utilisation, isolate=False))
     row = res["runs"][0]
+    if a.plain:
+        print(json.dumps(row))
+        return
     gib = row["store_gc_mib"] / 1024
     modeled = row["stall_s"] + row["compute_s"]
     row.update({
@@ -158,6 +166,7 @@ def main() -> None:
     ap.add_argument("--runs", default="store-on-zns,store-on-conventional")
     ap.add_argument("--out", default=None, help="write the result JSON here (default: stdout only)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--plain", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         child(a)
@@ -178,12 +187,25 @@ def main() -> None:
         fail(str(e))
     rows, text = [], ""
     for name in runs:
-        print(f"[{name}] replaying", file=sys.stderr, flush=True)
-        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--trace", a.trace, "--utilisation",
-                            str(a.utilisation), "--child", name], stdout=subprocess.PIPE, text=True)
-        if p.returncode != 0:
-            fail(f"run {name} failed (exit {p.returncode})")
-        row = json.loads(p.stdout.strip().splitlines()[-1])
+        row = {}
+        for plain in (True, False):             # the CPU without timers first, then the GC split
+            print(f"[{name}] replaying{'' if plain else ' with the GC timers'}", file=sys.stderr, flush=True)
+            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--trace", a.trace, "--utilisation",
+                                str(a.utilisation), "--child", name] + (["--plain"] if plain else []),
+                               stdout=subprocess.PIPE, text=True)
+            if p.returncode != 0:
+                fail(f"run {name} failed (exit {p.returncode})")
+            got = json.loads(p.stdout.strip().splitlines()[-1])
+            if plain:
+                row = got
+                continue
+            differ = [k for k in MODELED if got[k] != row[k]]
+            if differ:
+                fail(f"run {name}: the timed replay's modeled {differ} differ from the plain one's")
+            for k in ("cpu_s", "wall_s", "pages_per_cpu_s", "peak_rss_mib"):
+                got["timed_" + k] = got.pop(k)
+            row.update(got)
+            row["gc_share_of_cpu"] = round(row["gc_cpu_s"] / max(row["timed_cpu_s"], 1e-9), 3)
         print(f"[{name}] {row['pages_per_cpu_s']:,} pages per CPU s; GC {row['gc_cpu_s']} CPU s "
               f"({row['gc_store_cpu_s']} store, {row['gc_device_cpu_s']} device) for {row['relocated_gib']} GiB "
               f"relocated: {row['gc_cpu_s_per_relocated_gib']} s/GiB, "

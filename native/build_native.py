@@ -1,8 +1,8 @@
 """cffi build script (out-of-line API mode) for the extension modules:
 
 - `zswap_host._native`: the SSD timing model and its FTLs, the swap store's per-page
-  bookkeeping for its ``swap_out`` fast path (``native/store.c``), and the emulated Open-Channel
-  SSD's write and read paths (``native/ocssd_stripe.c``, ``ocssd_vector.c``, ``ocssd_read.c``)
+  bookkeeping for its ``swap_out`` fast path (``native/store.c``), its read rule
+  (``native/read_plan.c``), and the emulated Open-Channel SSD's write and read paths (``native/ocssd_stripe.c``, ``ocssd_vector.c``, ``ocssd_read.c``)
   (``ffibuilder``);
 - `zswap_host._zoned`: the Linux zoned block ioctls and NVMe passthrough (``zoned_ffibuilder``),
   loaded only by the Linux device backends (zswap_host/devices/blkzoned.py);
@@ -68,6 +68,12 @@ APPEND_RUN_CDEFS = header_cdefs("append_run.h")
 STORE_PLAN_SOURCES = ["store_plan.c"]
 STORE_PLAN_HEADERS = ["store_plan.h"]
 STORE_PLAN_CDEFS = header_cdefs("store_plan.h")
+
+# ---------------------------------------------------------------- the swap store's read rule (read_plan.c)
+# which device requests read a set of slots (swap-ins and GC reads: store/readpath.py)
+READ_PLAN_SOURCES = ["read_plan.c"]
+READ_PLAN_HEADERS = ["read_plan.h"]
+READ_PLAN_CDEFS = header_cdefs("read_plan.h")
 
 # ---------------------------------------------------------------- the swap store's bookkeeping (store.c)
 STORE_SOURCES = ["store.c"]
@@ -138,6 +144,7 @@ PAGER_CDEFS = header_cdefs("pager.h")
 MODULES = {
     "zswap_host._native": [(SSDSIM_SOURCES, SSDSIM_CDEFS, SSDSIM_HEADERS),
                            (STORE_PLAN_SOURCES, STORE_PLAN_CDEFS, STORE_PLAN_HEADERS),
+                           (READ_PLAN_SOURCES, READ_PLAN_CDEFS, READ_PLAN_HEADERS),
                            (STORE_SOURCES, STORE_CDEFS, STORE_HEADERS),
                            ([], APPEND_RUN_CDEFS, APPEND_RUN_HEADERS),
                            (STORE_OUT_SOURCES, STORE_OUT_CDEFS, STORE_OUT_HEADERS),

@@ -107,27 +107,27 @@ class SwapStats:
 
 
 class LatencyLog:
-    """Per-page swap-in latencies (seconds), kept in a growing numpy buffer."""
+    """Per-page swap-in latencies (seconds): each call's batch kept as is, joined when read (a
+    growing buffer would copy tens of millions of them again at every doubling)."""
 
     def __init__(self) -> None:
-        self._buf = np.zeros(1024, np.float64)
-        self._n = 0
+        self._parts: list[np.ndarray] = []
 
     def add(self, latencies: np.ndarray | float) -> None:
-        lat = np.atleast_1d(np.asarray(latencies, np.float64))
-        need = self._n + lat.size
-        if need > self._buf.size:
-            self._buf = np.resize(self._buf, max(need, 2 * self._buf.size))
-        self._buf[self._n:need] = lat
-        self._n = need
+        lat = np.array(latencies, np.float64, ndmin=1)        # a copy: the caller may reuse its array
+        if lat.size:
+            self._parts.append(lat.ravel())
 
     def values(self) -> np.ndarray:
-        return self._buf[:self._n]
+        if len(self._parts) != 1:
+            self._parts = [np.concatenate(self._parts) if self._parts else np.zeros(0, np.float64)]
+        return self._parts[0]
 
     def fill(self, stats: SwapStats) -> SwapStats:
         v = self.values()
         if v.size:
-            stats.swap_in_latency_p50_s = float(np.percentile(v, 50))
-            stats.swap_in_latency_p99_s = float(np.percentile(v, 99))
+            p50, p99 = np.percentile(v, [50, 99])               # one partition for both
+            stats.swap_in_latency_p50_s = float(p50)
+            stats.swap_in_latency_p99_s = float(p99)
             stats.swap_in_latency_mean_s = float(v.mean())
         return stats

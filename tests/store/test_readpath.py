@@ -1,6 +1,7 @@
-"""Read planning (``store/readpath.plan_reads``) against a per-slot reference: requests, each
-slot's row and request, and the prefetch window's extra slots, for sorted input (GC's reads take a
-path without a sort) and shuffled input."""
+"""Read planning (``store/readpath.plan_reads``, the C rule ``native/read_plan.c``) against its
+per-slot Python twin (``reference``, the oracle): requests, each slot's row and request, and the
+prefetch window's extra slots, for sorted input (GC's reads take a path without a sort) and
+shuffled input (small batches sorted by insertion, large ones by radix passes)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,16 +12,16 @@ from zswap_host.store.readpath import plan_reads
 SPZ, WRITTEN = 64, 50          # slots per zone, data pages written in every zone
 
 
-def reference(slots: np.ndarray, window: int, max_pages: int):
+def reference(slots: np.ndarray, window: int, max_pages: int, spz: int = SPZ, written: int = WRITTEN):
     s = sorted(slots.tolist())
     reqs: list[list[int]] = []
     for x in s:
-        z0 = x // SPZ * SPZ
+        z0 = x // spz * spz
         if window > 0:
             lo = z0 + (x - z0) // window * window
             if not reqs or reqs[-1][0] != lo:
-                reqs.append([lo, min(lo + window, z0 + WRITTEN)])
-        elif reqs and reqs[-1][1] == x and x // SPZ == reqs[-1][0] // SPZ and reqs[-1][1] - reqs[-1][0] < max_pages:
+                reqs.append([lo, min(lo + window, z0 + written)])
+        elif reqs and reqs[-1][1] == x and x // spz == reqs[-1][0] // spz and reqs[-1][1] - reqs[-1][0] < max_pages:
             reqs[-1][1] = x + 1
         else:
             reqs.append([x, x + 1])
@@ -49,6 +50,39 @@ def test_plans_match_the_per_slot_reference(window, max_pages, ordered):
         else:
             slots = rng.choice(pool, size=int(rng.integers(1, 200)), replace=False)
         slots = np.sort(slots) if ordered else rng.permutation(slots)
-        p = plan_reads(slots, SPZ, lambda z: np.full(np.size(z), WRITTEN), window, max_pages)
-        got = [p.starts, p.lengths, p.row_of_request, p.request_of_slot, p.extra_slots, p.extra_rows]
-        assert [g.tolist() for g in got] == list(reference(slots, window, max_pages))
+        p = plan_reads(slots, SPZ, np.full(8, WRITTEN, np.int64), window, max_pages)
+        assert _got(p) == list(reference(slots, window, max_pages))
+
+
+def _got(p) -> list:
+    return [g.tolist() for g in (p.starts, p.lengths, p.row_of_request, p.request_of_slot, p.extra_slots,
+                                 p.extra_rows)]
+
+
+@pytest.mark.parametrize("window", [0, 32])
+def test_large_batches_of_large_slots(window):
+    """Thousands of slots in zones of 2**20 slots, up to 2**36: several radix passes."""
+    spz, written, zones = 1 << 20, (1 << 20) - 100, 1 << 16
+    rng = np.random.default_rng(window)
+    for n in (65, 3000, 20000):
+        z = rng.integers(0, zones, n)
+        slots = np.unique(z * spz + rng.integers(0, written, n))
+        slots = rng.permutation(slots)
+        p = plan_reads(slots, spz, np.full(zones, written, np.int64), window, 16)
+        assert _got(p) == list(reference(slots, window, 16, spz, written))
+
+
+def test_an_empty_batch_is_no_request():
+    p = plan_reads(np.zeros(0, np.int64), SPZ, np.full(8, WRITTEN, np.int64), 8, 4)
+    assert _got(p) == [[]] * 6
+
+
+@pytest.mark.parametrize("slots,window,max_pages", [
+    ([3, -1], 0, 4),                     # a negative slot
+    ([3, 4], 0, 0),                      # max_pages below 1
+    ([WRITTEN], 8, 4),                   # at the zone's written end: nothing there to read
+    ([SPZ * 8 + 1], 8, 4),               # beyond the zones
+])
+def test_bad_input_raises(slots, window, max_pages):
+    with pytest.raises(ValueError):
+        plan_reads(np.array(slots, np.int64), SPZ, np.full(8, WRITTEN, np.int64), window, max_pages)

@@ -50,7 +50,7 @@ class GcPort:
             return lambda: data
         # planned here (store state); only the device read runs on the reader thread
         ps, cfg = st.page_size, st.config
-        plan = plan_reads(slots, st.slots.slots_per_zone, st.zones.written_at, 0, cfg.max_read_bytes // ps)
+        plan = plan_reads(slots, st.slots.slots_per_zone, st.zones.cursors, 0, cfg.max_read_bytes // ps)
         fut = self._reader().submit(st.device.read_batch, plan.starts * ps, plan.lengths * ps, cfg.read_qd)
 
         def wait() -> np.ndarray:

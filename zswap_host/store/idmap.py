@@ -19,6 +19,14 @@ _WINDOW = np.arange(8)           # table slots a lookup reads per round (most id
 _DIRECT_MIN = 1 << 16            # the direct array may always cover ids below this
 
 
+def _grown(a: np.ndarray, size: int) -> np.ndarray:
+    """``a`` in a zeroed array of ``size`` entries (np.resize would repeat its contents there: two
+    copies, where calloc'd zeros cost nothing until touched)."""
+    out = np.zeros(size, a.dtype)
+    out[:a.size] = a
+    return out
+
+
 def as_page_ids(page_ids) -> np.ndarray:
     """``page_ids`` as a flat int64 array; ValueError for anything but integers in [0, MAX_PAGE_ID]
     (floats are refused, never truncated)."""
@@ -171,7 +179,7 @@ class IdMap:
         h[take:] = np.arange(self.handles, self.handles + n - take)
         self.handles += n - take
         if self.handles > self.ids.size:
-            self.ids = np.resize(self.ids, max(self.handles, 2 * self.ids.size))
+            self.ids = _grown(self.ids, max(self.handles, 2 * self.ids.size))
         self.ids[h] = ids
         self.n += n
         top = int(ids.max())
@@ -253,7 +261,7 @@ class IdMap:
         self.n -= ids.size
         top = self.reusable + h.size
         if top > self.free_stack.size:
-            self.free_stack = np.resize(self.free_stack, max(top, 2 * self.free_stack.size))
+            self.free_stack = _grown(self.free_stack, max(top, 2 * self.free_stack.size))
         self.free_stack[self.reusable:top] = h
         self.reusable = top
         return h

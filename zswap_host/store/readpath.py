@@ -1,10 +1,14 @@
-"""Read planning: turn the slots a swap-in needs into device requests (numpy, no per-page loop)."""
+"""Read planning: turn the slots a swap-in or a GC step needs into device requests. The rule is
+``native/read_plan.c`` (``rp_plan_reads``), its one implementation; tests/store/test_readpath.py
+holds its per-slot Python twin."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+from .._native import ffi, lib
 
 
 @dataclass
@@ -18,62 +22,39 @@ class ReadPlan:
 
 
 _NONE = np.zeros(0, np.int64)
+_I64 = np.dtype(np.int64)
 
 
-def plan_reads(slots: np.ndarray, slots_per_zone: int, written_at, window: int, max_pages: int) -> ReadPlan:
+def plan_reads(slots: np.ndarray, slots_per_zone: int, written: np.ndarray, window: int,
+               max_pages: int) -> ReadPlan:
     """Plan reads for distinct ``slots`` (slot = zone * ``slots_per_zone`` + page in the zone).
     Without a window, runs of adjacent slots in one zone become one request (split at
     ``max_pages``). With a window of W pages, each request is the W-aligned window (from the
-    zone's start) holding requested slots, clipped at the zone's written end (``written_at(zones)``:
-    data pages written per zone)."""
-    n = slots.size
-    ordered = n < 2 or bool((slots[1:] > slots[:-1]).all())      # GC's reads are: no sort then
-    order = None if ordered else np.argsort(slots, kind="stable")
-    s = slots if ordered else slots[order]
-    if window <= 0:
-        gaps = np.diff(s)
-        if not (gaps == 1).any():                       # no two slots adjacent: a request each
-            rank = np.arange(n)
-            if not ordered:
-                rank[order] = rank.copy()
-            return ReadPlan(s, np.ones(n, np.int64), rank, rank, _NONE, _NONE)
+    zone's start) holding requested slots, clipped at the zone's written end (``written``: data
+    pages written per zone, int64, the allocator's cursors).
+
+    Raises ``ValueError`` for a negative slot, ``slots_per_zone`` or ``max_pages`` below 1, and
+    with a window for a slot at or past its zone's written end."""
+    s = slots if slots.dtype == _I64 and slots.flags.c_contiguous else np.ascontiguousarray(slots, np.int64)
+    n = s.size
+    if n == 0:
+        return ReadPlan(_NONE, _NONE, _NONE, _NONE, _NONE, _NONE)
+    buf = np.empty(8 * n, np.int64)
+    bp = ffi.from_buffer("int64_t[]", buf)
     if window > 0:
-        zf = s // slots_per_zone * slots_per_zone
-        lim = zf + written_at(zf // slots_per_zone)
-        lo = zf + (s - zf) // window * window
-        starts, first = np.unique(lo, return_index=True)
-        lengths = np.minimum(starts + window, lim[first]) - starts
+        w = written if written.dtype == _I64 and written.flags.c_contiguous else np.ascontiguousarray(written, np.int64)
+        wp, nz = ffi.from_buffer("int64_t[]", w), w.size
     else:
-        # a run breaks at a gap or where a zone starts (adjacent slots there lie in two zones)
-        first = np.empty(n, bool)
-        first[0] = True
-        first[1:] = (gaps != 1) | (s[1:] % slots_per_zone == 0)
-        if n > max_pages:                               # ... and every max_pages within a run
-            run_first = np.flatnonzero(first)
-            first |= (np.arange(n) - run_first[np.cumsum(first) - 1]) % max_pages == 0
-        idx = np.flatnonzero(first)
-        starts = s[idx]
-        lengths = np.diff(idx, append=n)                # requests cover the slots exactly, in order
-        req = np.cumsum(first) - 1
-        row_sorted = np.arange(n)
+        wp, nz = ffi.NULL, 0
+    nreq = lib.rp_plan_reads(ffi.from_buffer("int64_t[]", s), n, slots_per_zone, wp, nz, window, max_pages, bp)
+    if nreq < 0:
+        raise ValueError(f"plan_reads: {'a slot outside the zones written' if nreq == -2 else 'bad arguments'} "
+                         f"(slots_per_zone {slots_per_zone}, window {window}, max_pages {max_pages})")
+    lengths = buf[n:n + nreq]
+    extra_slots = extra_rows = _NONE
     if window > 0:
-        out_start = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        req = np.searchsorted(starts, s, side="right") - 1
-        row_sorted = out_start[req] + (s - starts[req])
-    if ordered:
-        row_of_request, request_of_slot = row_sorted, req
-    else:
-        row_of_request = np.empty(n, np.int64)
-        row_of_request[order] = row_sorted
-        request_of_slot = np.empty(n, np.int64)
-        request_of_slot[order] = req
-    if window > 0:
-        total = int(lengths.sum())
-        all_slots = np.repeat(starts, lengths) + (np.arange(total) - np.repeat(out_start, lengths))
-        mask = np.ones(total, bool)
-        mask[row_sorted] = False
-        extra_rows = np.flatnonzero(mask)
-        extra_slots = all_slots[extra_rows]
-    else:
-        extra_rows = extra_slots = np.zeros(0, np.int64)
-    return ReadPlan(starts, lengths, row_of_request, request_of_slot, extra_slots, extra_rows)
+        k = int(lengths.sum()) - n
+        if k:
+            extra_slots, extra_rows = np.empty(k, np.int64), np.empty(k, np.int64)
+            lib.rp_extras(n, bp, nreq, ffi.from_buffer("int64_t[]", extra_slots), ffi.from_buffer("int64_t[]", extra_rows))
+    return ReadPlan(buf[:nreq], lengths, buf[2 * n:3 * n], buf[3 * n:4 * n], extra_slots, extra_rows)

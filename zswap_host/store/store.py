@@ -574,7 +574,7 @@ class SwapStore:
         st = self.state
         cfg, ps = self.config, self.page_size
         window = cfg.prefetch_bytes // ps if cfg.prefetch and prefetch else 0
-        plan = plan_reads(slots, st.slots.slots_per_zone, st.zones.written_at, window, cfg.max_read_bytes // ps)
+        plan = plan_reads(slots, st.slots.slots_per_zone, st.zones.cursors, window, cfg.max_read_bytes // ps)
         as_words = words and not window and self._word_reads
         try:
             if as_words:

@@ -31,17 +31,24 @@ class PageVersions:
             self.version = np.concatenate([self.version, np.zeros(max(top, 2 * self.version.size) - self.version.size,
                                                                     np.uint32)])
 
+    def _of(self, ids: np.ndarray) -> np.ndarray:
+        """The versions of ``ids`` (non-negative), growing the table when one is beyond it (the
+        gather's IndexError says so: no scan for the largest id on every call)."""
+        try:
+            return self.version[ids]
+        except IndexError:
+            self._grow(ids)
+            return self.version[ids]
+
     def stamp(self, ids: np.ndarray) -> np.ndarray:
         """A new version of each page (``ids`` distinct): their fingerprint words, uint64."""
-        self._grow(ids)
-        v = self.version[ids] + np.uint32(1)        # one gather and one scatter: ids are random over a big array
+        v = self._of(ids) + np.uint32(1)            # one gather and one scatter: ids are random over a big array
         self.version[ids] = v
         return ids.astype(np.uint64) | (v.astype(np.uint64) << np.uint64(ID_BITS))
 
     def words(self, ids: np.ndarray) -> np.ndarray:
         """The fingerprint words of the pages' current versions."""
-        self._grow(ids)
-        return ids.astype(np.uint64) | (self.version[ids].astype(np.uint64) << np.uint64(ID_BITS))
+        return ids.astype(np.uint64) | (self._of(ids).astype(np.uint64) << np.uint64(ID_BITS))
 
     def mismatches(self, ids: np.ndarray, got: np.ndarray) -> np.ndarray:
         """Positions where ``got`` (fingerprint words read back) is not the pages' current version."""
