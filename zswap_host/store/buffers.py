@@ -8,16 +8,24 @@ from .._native import ffi, lib
 
 
 class WriteBuffer:
-    """Pages waiting to be written by one stream, in arrival order. Grows when a write fails."""
+    """Pages waiting to be written by one stream, in arrival order. Grows when a write fails.
 
-    def __init__(self, pages: int, page_size: int) -> None:
+    ``words``: a buffer that only ever holds pages given as their first words (``add_words``: the
+    GC stream on a payload-free device, which keeps nothing else of a page). Every row's bytes past
+    its word then stay zero for good, so ``add_words`` writes the words alone and ``drop_front``
+    moves them alone, where a buffer of pages clears and moves whole rows; ``add`` refuses."""
+
+    def __init__(self, pages: int, page_size: int, words: bool = False) -> None:
         self.page_size = page_size
+        self.words = words
         self.ids = np.zeros(pages, np.int64)
         self.data = np.zeros((pages, page_size), np.uint8)
         self.n = 0
         self._p: tuple | None = None        # (ids, data, their C pointers) for drop_front
 
     def add(self, ids: np.ndarray, pages: np.ndarray) -> None:
+        if self.words:
+            raise ValueError("a buffer of words takes words (add_words), not pages")
         need = self._room(ids.size)
         self.ids[self.n:need] = ids
         self.data[self.n:need] = pages
@@ -29,7 +37,8 @@ class WriteBuffer:
         need = self._room(ids.size)
         self.ids[self.n:need] = ids
         rows = self.data[self.n:need]
-        rows[:] = 0                      # one memset: cheaper than zeroing all but the words
+        if not self.words:
+            rows[:] = 0                  # one memset: cheaper than zeroing all but the words
         rows[:, :8] = words.astype(np.uint64, copy=False).view(np.uint8).reshape(-1, 8)
         self.n = need
 
@@ -46,9 +55,17 @@ class WriteBuffer:
 
     def drop_front(self, k: int) -> None:
         """The first ``k`` pages were written: the rest move to the front (``st_drop_front``,
-        native/store.c, the one implementation: the express path's C drops them the same way)."""
+        native/store.c, the one implementation for buffers of pages: the express path's C drops
+        them the same way; a buffer of words moves its words)."""
         if not 0 <= k <= self.n:
             raise ValueError(f"drop_front({k}) of a buffer holding {self.n} pages")
+        if self.words:                   # the words alone (numpy copies overlapping ranges right)
+            left = self.n - k
+            if left and k:
+                self.ids[:left] = self.ids[k:self.n]
+                self.data[:left, :8] = self.data[k:self.n, :8]
+            self.n = left
+            return
         p = self._p
         if p is None or p[0] is not self.ids or p[1] is not self.data:     # replaced by _room
             p = self._p = (self.ids, self.data, ffi.from_buffer("int64_t[]", self.ids),

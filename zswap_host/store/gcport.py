@@ -12,6 +12,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..devices.fingerprint import first_words
 from ..errors import DeviceIOError
 from .commit import Committer
 from .readpath import plan_reads
@@ -60,7 +61,8 @@ class GcPort:
                 for z in np.unique(st.slots.zone_of(slots)).tolist():
                     self.zone_trouble(z)
                 raise
-            return data.reshape(-1, ps)[plan.row_of_request]
+            rows = data.reshape(-1, ps)[plan.row_of_request]
+            return first_words(rows) if self._words else rows
         return wait
 
     def read_chunk_pages(self) -> int:

@@ -58,7 +58,7 @@ class StoreState:
     """One store's state (see the module docstring for the layout)."""
 
     def __init__(self, device, config: StoreConfig, zones: ZoneAllocator, placement: Placement,
-                 n_user: int, n_groups: int, unit_pages: int) -> None:
+                 n_user: int, n_groups: int, unit_pages: int, gc_words: bool = False) -> None:
         self.config, self.device, self.page_size = config, device, config.page_size
         self.lock = threading.RLock()
         self.closed = False
@@ -70,7 +70,9 @@ class StoreState:
         self.unit_pages = unit_pages
         self.min_write_pages = min(unit_pages, max(1, (128 << 10) // config.page_size))
         self.rule: WriteRule = NativeWriteRule(unit_pages, self.min_write_pages, zones.data_slots)
-        self.buffers = [WriteBuffer(unit_pages, config.page_size) for _ in range(n_user + 1)]
+        # GC's buffer holds words on a payload-free device (``gc_words``: GC moves first words only)
+        self.buffers = [WriteBuffer(unit_pages, config.page_size, words=gc_words and k == n_user)
+                        for k in range(n_user + 1)]
         self.slots = SlotMap(device.geometry.nr_zones, zones.slots_per_zone)
         self.idmap = IdMap(direct=config.id_space)          # page id -> handle
         self.prefetch = PrefetchBuffer(config.prefetch_buffer_pages if config.prefetch else 0, config.page_size)

@@ -101,16 +101,17 @@ class SwapStore:
         if n_groups > limit:
             raise ValueError(f"placement {cfg.placement!r} needs {n_groups} open zones; the device allows {limit}")
         unit = min(cfg.write_size, g.max_append or cfg.write_size)
+        self._word_reads = bool(getattr(device, "word_reads", False))     # read_batch(..., words=True)
+        # a payload-free device keeps a page's first word only: GC then moves words, not pages
+        self._gc_words = self._word_reads and getattr(device, "payload", True) is False
         # everything the store knows (store/state.py)
-        self.state = st = StoreState(device, cfg, zones, placement, n_user, n_groups, max(1, unit // ps))
+        self.state = st = StoreState(device, cfg, zones, placement, n_user, n_groups, max(1, unit // ps),
+                                     gc_words=self._gc_words)
         # the per-page bookkeeping (store/book.py): C, or a test's oracle
         self.book = bk = (book or NativeBook)(st)
         # the one write path: planner and committer (store/plan.py, store/commit.py)
         self._writer = writer = Committer(st, Planner(st), bk)
         self._read_pool: ThreadPoolExecutor | None = None
-        self._word_reads = bool(getattr(device, "word_reads", False))     # read_batch(..., words=True)
-        # a payload-free device keeps a page's first word only: GC then moves words, not pages
-        self._gc_words = self._word_reads and getattr(device, "payload", True) is False
         port = GcPort(st, writer, self._read_slots, lambda: self._reader(), self._now, self._gc_words)
         scheduler = GcScheduler(g.nr_zones, cfg, self._now)
         self._collector = writer.collector = Collector(port, st.slots, zones, scheduler, cfg.victim, ps, st.unit_pages)
