@@ -121,7 +121,7 @@ def test_swap_in_words_of_buffered_prefetched_and_unknown_pages():
 def test_swap_in_words_without_word_reads_reads_bytes():
     dev = open_device(_url("zns", False), zoned=True)
     store = SwapStore(_NoWordReads(dev), StoreConfig(read_qd=READ_QD))
-    assert not store._word_reads
+    assert not store.reads.word_reads
     ids = np.arange(700, dtype=np.int64)
     store.swap_out(ids, PageImages(store.page_size).of(ids.astype(np.uint64) + np.uint64(7)), 0)
     store.flush()

@@ -27,6 +27,14 @@ def _grown(a: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
+def distinct_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)``, without sorting ids already strictly increasing (a
+    fault batch usually is)."""
+    if ids.size < 2 or (ids[1:] > ids[:-1]).all():
+        return ids, np.arange(ids.size)
+    return np.unique(ids, return_inverse=True)
+
+
 def as_page_ids(page_ids) -> np.ndarray:
     """``page_ids`` as a flat int64 array; ValueError for anything but integers in [0, MAX_PAGE_ID]
     (floats are refused, never truncated)."""

@@ -136,6 +136,14 @@ class StoreState:
                 self.buffers[int(k) - 1].remove(handles[b == k])
             self.buffer_of[handles[m]] = 0
 
+    def take_lost(self) -> np.ndarray:
+        """Page ids lost since the last report, sorted; the report is then cleared."""
+        if not self.lost_unreported:
+            return np.zeros(0, np.int64)
+        lost = np.unique(np.concatenate(self.lost_unreported))
+        self.lost_unreported.clear()
+        return lost
+
     def newer_copy(self, handles: np.ndarray) -> np.ndarray:
         """Whether a newer copy than the device's is on its way (buffered, or a swap_out writing it)."""
         return (self.buffer_of[handles] != 0) | self.in_flight[handles]

@@ -14,10 +14,11 @@ The store composes one room per concept (docs/store.md):
 * ``state.StoreState``: all of the above and the per-handle arrays and counters, in one object;
 * ``plan.Planner`` / ``commit.Committer``: the one write path (a swap-out, a flush and a GC
   relocation planned as a ``WritePlan``, landed, committed, sealed, retried; zone failures);
+* ``intake.accept``: a swap-out batch's handles, capacity check, commit point and bookkeeping;
+* ``reader.Reader``: the read path (a swap-in's pages from buffers and device; GC's reads);
 * ``gcport.GcPort``: the collector's view of the store (its reads, the committer for relocations).
 
-What is left here is the public API: the swap-out's checks and commit point, the read path's
-assembly, inspection. Invariants: a page's map entry moves only after its new copy is written;
+What is left here is the public API: each call's argument checks and lock, inspection, statistics. Invariants: a page's map entry moves only after its new copy is written;
 a zone is reset only when no entry points into it.
 
 Errors (docs/store.md): a call refused before its commit point changes nothing; after it, what
@@ -33,11 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..backend import LatencyLog, SwapStats
-from ..devices.fingerprint import first_words
+from ..backend import SwapStats
 from ..devices.units import placement_units
 from ..devices.zone import ZoneCond
-from ..errors import DeviceIOError, PageLostError, StoreClosedError, SwapFullError
+from ..errors import StoreClosedError, SwapFullError
 from ..gc.collector import Collector
 from ..gc.scheduler import GcScheduler
 from ..neighbours import check_limit, first_distinct, slots_near
@@ -46,12 +46,12 @@ from .book import Bookkeeper
 from .config import StoreConfig
 from .express import Express
 from .gcport import GcPort
-from .idmap import as_page_ids
+from .idmap import as_page_ids, distinct_ids
+from .intake import accept
 from .native import NativeBook
 from .placement import get_placement
 from .plan import Planner
-from .readpath import plan_reads
-from .slotmap import UNMAPPED
+from .reader import Reader
 from .state import StoreState
 from .zones import ZoneAllocator
 
@@ -101,9 +101,8 @@ class SwapStore:
         if n_groups > limit:
             raise ValueError(f"placement {cfg.placement!r} needs {n_groups} open zones; the device allows {limit}")
         unit = min(cfg.write_size, g.max_append or cfg.write_size)
-        self._word_reads = bool(getattr(device, "word_reads", False))     # read_batch(..., words=True)
         # a payload-free device keeps a page's first word only: GC then moves words, not pages
-        self._gc_words = self._word_reads and getattr(device, "payload", True) is False
+        self._gc_words = bool(getattr(device, "word_reads", False)) and getattr(device, "payload", True) is False
         # everything the store knows (store/state.py)
         self.state = st = StoreState(device, cfg, zones, placement, n_user, n_groups, max(1, unit // ps),
                                      gc_words=self._gc_words)
@@ -112,7 +111,9 @@ class SwapStore:
         # the one write path: planner and committer (store/plan.py, store/commit.py)
         self._writer = writer = Committer(st, Planner(st), bk)
         self._read_pool: ThreadPoolExecutor | None = None
-        port = GcPort(st, writer, self._read_slots, lambda: self._reader(), self._now, self._gc_words)
+        # the read path (store/reader.py): swap-ins, and GC's reads of victim slots
+        self.reads = Reader(st, writer.zone_trouble, self._now)
+        port = GcPort(st, writer, self.reads.read_slots, lambda: self._reader(), self._now, self._gc_words)
         scheduler = GcScheduler(g.nr_zones, cfg, self._now)
         self._collector = writer.collector = Collector(port, st.slots, zones, scheduler, cfg.victim, ps, st.unit_pages)
         zones.take_over()
@@ -121,9 +122,7 @@ class SwapStore:
             raise SwapFullError(
                 f"the device is too small for this configuration: {zones.usable()} usable zones, "
                 f"{n_groups} write streams + 1 zone of GC headroom need more")
-        self._latency = LatencyLog()
         self._clocked = device.stats().clock != "none"
-        self.host_read_bytes = 0
         self._device_base = device.stats()
         self.fast_path = st.fast_path               # which steps were taken (tests look)
         # the usual call in one C call (store/express.py), or None
@@ -176,7 +175,6 @@ class SwapStore:
         if ex is not None and ex.swap_out(page_ids, pages, stream):
             return
         st = self.state
-        book = self.book
         # the common call (a flat int64 array) skips as_page_ids: st_prepare finds negative ids and
         # as_page_ids then raises its error, before anything changes
         fast = type(page_ids) is np.ndarray and page_ids.dtype == np.int64 \
@@ -199,62 +197,7 @@ class SwapStore:
                 return
             if not fast and not ids.flags.c_contiguous:
                 ids = np.ascontiguousarray(ids)         # the C helpers read it as one block
-            rc, h, fresh_n, new, buffered_n = book.prepare(ids)
-            if not rc:
-                self.fast_path["prepared"] += 1
-            else:                                       # repeated ids, or ids in the id map's hashed range
-                if fast:
-                    as_page_ids(ids)                    # raises for a negative id
-                srt = np.sort(ids)
-                if np.count_nonzero(srt[1:] == srt[:-1]):    # the last copy of an id wins
-                    rev = ids[::-1]
-                    _, first = np.unique(rev, return_index=True)
-                    keep = np.sort(ids.size - 1 - first)
-                    ids, pages = ids[keep], pages[keep]
-                h = st.idmap.lookup(ids)
-                fresh = h < 0
-                hk = h[~fresh]
-                new = int(np.count_nonzero(fresh)) + \
-                    int(np.count_nonzero((~st.slots.mapped(hk)) & (st.buffer_of[hk] == 0)))
-            if st.live > st.capacity:     # zones were retired: shed pages before writing more
-                raise SwapFullError(
-                    f"swap store over capacity: {st.live} pages stored, {self.capacity_pages} fit since "
-                    f"zones were retired; discard pages first (nothing of this batch was stored)", ids.copy())
-            if st.live + new > st.capacity:
-                raise SwapFullError(
-                    f"swap store full: {st.live} pages stored, {new} more do not fit in "
-                    f"{self.capacity_pages}; nothing of this batch was stored", ids.copy())
-            # -- commit point: from here on the batch is accepted
-            if rc == 0:
-                if fresh_n:
-                    if not book.insert(ids, h, fresh_n):
-                        fresh = h < 0
-                        h[fresh] = st.idmap.insert(ids[fresh])
-                    if st.idmap.handles > st.slots.handles:
-                        st.grow(st.idmap.handles)
-                if buffered_n:
-                    st.unbuffer(h)
-            else:
-                if fresh.any():
-                    h[fresh] = st.idmap.insert(ids[fresh])
-                    st.grow(st.idmap.handles)
-                b = st.buffer_of[h]
-                if np.count_nonzero(b):
-                    st.unbuffer(h)
-            if st.prefetch.size:
-                st.prefetch.drop(st.prefetch_pos, h)
-            if st.lost_count:
-                st.lost_count -= int(st.lost[h].sum())
-                st.lost[h] = False
-            st.live += new
-            counts = None
-            if st.placement.counts_swap_outs:        # only then does placement look at it
-                counts = st.swap_outs[h]
-                counts += counts < 65535
-                st.swap_outs[h] = counts
-            st.host_write_bytes += ids.size * ps
-            streams = st.placement.assign(h, stream, counts, st.n_user, self.config.hot_threshold)
-            self._writer.write_batch(h, pages, streams)
+            accept(st, self.book, self._writer, ids, pages, stream, fast)
 
     def swap_in(self, page_ids) -> np.ndarray:
         """Pages for ids, in the order asked. KeyError for an id never stored (or discarded);
@@ -270,94 +213,23 @@ class SwapStore:
         return self._swap_in(page_ids, True)
 
     def _swap_in(self, page_ids, words: bool) -> np.ndarray:
-        st = self.state
         ids = as_page_ids(page_ids)
-        ps = self.page_size
-        row = first_words if words else _same
-        with st.lock:
+        with self.state.lock:
             self._check_open()
             if ids.size == 0:
-                return np.zeros(0, np.uint64) if words else np.zeros((0, ps), np.uint8)
-            uids, inv = _distinct(ids)
-            uh = st.idmap.lookup(uids)
-            if (uh < 0).any():
-                raise KeyError(int(uids[uh < 0][0]))
-            b = st.buffer_of[uh]
-            loc = st.slots.slots(uh)
-            known = (b != 0) | (loc != UNMAPPED)
-            if not known.all():
-                self._raise_if_lost(uids, uh)
-                raise KeyError(int(uids[~known][0]))
-            t0 = self._now()
-            lat = np.zeros(uids.size)
-            buffered = b != 0
-            if not buffered.any() and not st.prefetch.size:   # the usual case: all on the device
-                try:
-                    rows, at, done = self._read_slots(loc.astype(np.int64), words=words)
-                except DeviceIOError:
-                    self._raise_if_lost(uids, uh)
-                    raise
-                lat[:] = done - t0
-                self._latency.add(lat[inv])
-                self.host_read_bytes += ids.size * ps
-                return np.take(rows, at[inv], axis=0)       # one gather, in the order asked
-            # every page is copied once into the caller's array, in the order asked (repeats too)
-            out = np.empty(ids.size, np.uint64) if words else np.empty((ids.size, ps), np.uint8)
-            if buffered.any():
-                for k in np.unique(b[buffered]):
-                    m = b == k
-                    self._place(out, inv, m, row(st.buffers[int(k) - 1].lookup(uh[m])))
-            md = ~buffered
-            if st.prefetch.size:
-                mp = md & (st.prefetch_pos[uh] != 0)
-                if mp.any():
-                    self._place(out, inv, mp, row(st.prefetch.take(st.prefetch_pos, uh[mp])))
-                    md &= ~mp
-            if md.any():
-                try:
-                    rows, at, done = self._read_slots(loc[md].astype(np.int64), words=words)
-                except DeviceIOError:
-                    self._raise_if_lost(uids, uh)
-                    raise
-                lat[md] = done - t0
-                rank = np.cumsum(md) - 1
-                sel = md[inv]
-                out[sel] = rows[at[rank[inv[sel]]]]
-            self._latency.add(lat[inv])
-            self.host_read_bytes += ids.size * ps
-            return out
-
-    @staticmethod
-    def _place(out: np.ndarray, inv: np.ndarray, mask: np.ndarray, pages: np.ndarray) -> None:
-        """Put ``pages`` (one per unique id where ``mask``) at every position asking for them."""
-        rank = np.cumsum(mask) - 1
-        sel = mask[inv]
-        out[sel] = pages[rank[inv[sel]]]
-
-    def _raise_if_lost(self, uids: np.ndarray, uh: np.ndarray) -> None:
-        st = self.state
-        lost = uids[st.lost[uh]]
-        if lost.size:
-            pending = self.take_lost()
-            every = np.union1d(lost, pending)
-            raise PageLostError(f"{every.size} page(s) lost with an offline zone "
-                                f"({lost.size} of them asked for here)", every)
+                return np.zeros(0, np.uint64) if words else np.zeros((0, self.page_size), np.uint8)
+            return self.reads.swap_in(ids, words)
 
     def take_lost(self) -> np.ndarray:
         """Page ids lost (their only copy was in a zone that went offline) since the last report,
         sorted; the report is then cleared. A ``swap_in`` of a lost id reports them too."""
-        st = self.state
-        with st.lock:
-            if not st.lost_unreported:
-                return np.zeros(0, np.int64)
-            lost = np.unique(np.concatenate(st.lost_unreported))
-            st.lost_unreported.clear()
-            return lost
+        with self.state.lock:
+            return self.state.take_lost()
 
     def discard(self, page_ids) -> None:
         """Forget pages (their space becomes garbage for GC). Unknown ids are ignored."""
         st = self.state
-        ids = _distinct(as_page_ids(page_ids))[0]
+        ids = distinct_ids(as_page_ids(page_ids))[0]
         with st.lock:
             self._check_open()
             h = st.idmap.lookup(ids)
@@ -502,7 +374,7 @@ class SwapStore:
             hist = lambda now, old: {k: v - old.get(k, 0) for k, v in now.items() if v - old.get(k, 0)}
             s = SwapStats(
                 clock=ds.clock, page_size=self.page_size, pages_stored=st.live,
-                host_write_bytes=st.host_write_bytes, host_read_bytes=self.host_read_bytes,
+                host_write_bytes=st.host_write_bytes, host_read_bytes=self.reads.host_read_bytes,
                 device_write_bytes=ds.device_write_bytes - base.device_write_bytes,
                 device_read_bytes=ds.device_read_bytes - base.device_read_bytes,
                 gc_write_bytes=self.gc_write_bytes,
@@ -512,7 +384,7 @@ class SwapStore:
                 discard_bytes=ds.discard_bytes - base.discard_bytes,     # a zoned view's resets are TRIMs
                 write_size_histogram=hist(ds.write_size_histogram, base.write_size_histogram),
                 read_size_histogram=hist(ds.read_size_histogram, base.read_size_histogram))
-            self._latency.fill(s)
+            self.reads.latency.fill(s)
             s.extra = {**st.zones.counts(), **self._collector.counters(),
                        "capacity_pages": self.capacity_pages, "placement": self.config.placement,
                        "victim_policy": self.config.victim,
@@ -547,7 +419,7 @@ class SwapStore:
         """Every swapped-in page's latency so far (seconds, the device's clock)."""
         st = self.state
         with st.lock:
-            return self._latency.values().copy()
+            return self.reads.latency.values().copy()
 
     def check(self) -> None:
         """Check the map invariants (tests call this; real errors, not asserts): every mapped page's
@@ -561,47 +433,3 @@ class SwapStore:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-    # -- read path -------------------------------------------------------------------------------
-    def _read_slots(self, slots: np.ndarray, prefetch: bool = True,
-                    words: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Read distinct slots: (the rows read, each slot's row among them, each slot's completion
-        time). Adjacent slots become one read; with prefetch (demand reads only: GC reads may see
-        copies a write in flight is replacing) each read covers the aligned write unit around it,
-        and what it brings beyond the request waits in the prefetch buffer. The caller gathers
-        the rows it wants once, straight into its output. ``words``: each row is the page's first
-        64-bit word (read as words where the device can, and where the prefetch buffer, which
-        keeps pages, takes nothing)."""
-        st = self.state
-        cfg, ps = self.config, self.page_size
-        window = cfg.prefetch_bytes // ps if cfg.prefetch and prefetch else 0
-        plan = plan_reads(slots, st.slots.slots_per_zone, st.zones.cursors, window, cfg.max_read_bytes // ps)
-        as_words = words and not window and self._word_reads
-        try:
-            if as_words:
-                rows, done = self.device.read_batch(plan.starts * ps, plan.lengths * ps, cfg.read_qd, words=True)
-                return rows, plan.row_of_request, done[plan.request_of_slot]
-            data, done = self.device.read_batch(plan.starts * ps, plan.lengths * ps, cfg.read_qd)
-        except DeviceIOError:
-            for z in np.unique(st.slots.zone_of(slots)).tolist():
-                self._writer.zone_trouble(z)
-            raise
-        rows = data.reshape(-1, ps)
-        if window and plan.extra_rows.size:
-            handles = st.slots.owners(plan.extra_slots)
-            ok = handles >= 0
-            ok[ok] &= (st.buffer_of[handles[ok]] == 0) & (st.prefetch_pos[handles[ok]] == 0)
-            st.prefetch.insert(st.prefetch_pos, handles[ok], rows[plan.extra_rows[ok]])
-        return (first_words(rows) if words else rows), plan.row_of_request, done[plan.request_of_slot]
-
-
-def _same(rows: np.ndarray) -> np.ndarray:
-    return rows
-
-
-def _distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(ids, return_inverse=True)``, without sorting ids already strictly increasing (a
-    fault batch usually is)."""
-    if ids.size < 2 or (ids[1:] > ids[:-1]).all():
-        return ids, np.arange(ids.size)
-    return np.unique(ids, return_inverse=True)
