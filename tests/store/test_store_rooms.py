@@ -42,6 +42,22 @@ def test_slotmap_commit_moves_entries_and_invalidates_old_copies_in_one_step():
     m.check(written=np.array([4, 3, 0]))
 
 
+def test_slotmap_valid_offsets_with_a_limit_are_the_first_ones():
+    """GC's step asks for as many valid slots as it moves: the first ``limit`` of the range's, found
+    without scanning to the zone's end (in growing spans), the same as the whole list cut."""
+    spz = 3000
+    m = SlotMap(nr_zones=2, slots_per_zone=spz)
+    rng = np.random.default_rng(5)
+    h = rng.permutation(spz)[:1700]                           # 1,700 pages at random slots of zone 1
+    m.grow(spz)
+    slot_commit(m, np.arange(spz), spz)
+    m.invalidate(np.setdiff1d(np.arange(spz), h))
+    for start, end, limit in [(0, spz, 1), (0, spz, 129), (17, 2990, 700), (2000, 2001, 5), (5, 5, 3),
+                              (0, spz, 5000), (100, 2900, 0)]:
+        whole = m.valid_offsets(1, start, end)
+        assert m.valid_offsets(1, start, end, limit).tolist() == whole[:limit].tolist()
+
+
 def test_slotmap_invalidate_and_lose_zone():
     m = SlotMap(2, 8)
     m.grow(10)

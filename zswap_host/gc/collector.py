@@ -171,9 +171,10 @@ class Collector:
         s0 = self.slots.first_slot(v)
         end = self.zones.written(v)
         start = self.cursor
-        pos = self.slots.valid_offsets(v, start, end)
-        if max_bytes is not None and pos.size > max(1, max_bytes // ps):
-            pos = pos[:max(1, max_bytes // ps)]
+        most = None if max_bytes is None else max(1, max_bytes // ps)
+        pos = self.slots.valid_offsets(v, start, end, None if most is None else most + 1)
+        if most is not None and pos.size > most:
+            pos = pos[:most]
             self.cursor = start + int(pos[-1]) + 1
         else:
             self.cursor = end

@@ -92,10 +92,22 @@ class SlotMap:
         """Handle whose current copy is in each slot, -1 for a slot holding nothing valid."""
         return self._rmap[slots] - 1
 
-    def valid_offsets(self, z: int, start: int, end: int) -> np.ndarray:
-        """Offsets (from ``start``) of the valid slots among the zone's pages ``start..end-1``."""
+    def valid_offsets(self, z: int, start: int, end: int, limit: int | None = None) -> np.ndarray:
+        """Offsets (from ``start``) of the valid slots among the zone's pages ``start..end-1``; with
+        ``limit``, the first ``limit`` of them only (GC's step scans as far as it needs, not to the
+        zone's end every time)."""
         s0 = z * self.slots_per_zone
-        return np.flatnonzero(self._rmap[s0 + start:s0 + end])
+        r = self._rmap[s0 + start:s0 + end]
+        if limit is None or limit >= r.size:
+            return np.flatnonzero(r)
+        got, at, span = [], 0, max(256, 2 * limit)
+        while at < r.size and limit > 0:
+            pos = np.flatnonzero(r[at:at + span])[:limit]
+            got.append(pos + at)
+            limit -= pos.size
+            at += span
+            span *= 2
+        return np.concatenate(got) if len(got) > 1 else got[0] if got else np.zeros(0, np.int64)
 
     def zone_handles(self, z: int) -> np.ndarray:
         """Handles whose current copy is in zone z, in slot order."""
