@@ -123,34 +123,38 @@ def table_layout_embedding(tables, dim: int, seed: int = 0, optimizer: str = "sg
     ``base + p`` of one 2 MiB-aligned anonymous mapping (the stock one hands frames out in
     first-touch order). First touch still initialises a page."""
     import numpy as np
-    from zswap_host.workloads.paged_embedding import RESIDENT, PagedEmbedding
+    from zswap_host.workloads.page_cache import RESIDENT, PageCache
+    from zswap_host.workloads.paged_embedding import PagedEmbedding
 
-    class TableLayoutEmbedding(PagedEmbedding):
-        def __init__(self):
-            super().__init__(tables, dim, backend=None, seed=seed, optimizer=optimizer)
-            n, ps = self.nframes, self.page_size
-            self._mm = mmap.mmap(-1, n * ps + PMD, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-            base = ctypes.addressof(ctypes.c_char.from_buffer(self._mm))
-            off = (-base) % PMD
-            self.frames = np.frombuffer(self._mm, np.uint8, count=n * ps, offset=off).reshape(n, ps)
-            self._f32 = self.frames.view(np.float32)
-            self._rows = np.lib.stride_tricks.as_strided(
-                self._f32, shape=(n, self.rows_per_page, self.dim), strides=(ps, 4 * self.dim, 4), writeable=True)
-            self.addr = base + off
-
-        def _make_resident(self, pages):
+    class TableLayoutCache(PageCache):
+        def make_resident(self, pages):
             c = self.counters
             res = self.page_frame[pages] >= 0
             c.page_refs += int(pages.size)
             c.hits += int(res.sum())
             missing = pages[~res]
             if missing.size:
-                self._create(missing, missing)
+                self.first_touch.create(self.f32, missing, missing)
                 self.page_frame[missing] = missing
                 self.frame_page[missing] = missing
                 self.page_state[missing] = RESIDENT
-                self._nfree -= int(missing.size)
+                self.nfree -= int(missing.size)
                 c.first_touch += int(missing.size)
+
+    class TableLayoutEmbedding(PagedEmbedding):
+        def __init__(self):
+            super().__init__(tables, dim, backend=None, seed=seed, optimizer=optimizer)
+            cache = self.cache
+            cache.__class__ = TableLayoutCache          # frame f holds page f: the mapping below
+            n, ps = self.nframes, self.page_size
+            self._mm = mmap.mmap(-1, n * ps + PMD, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            base = ctypes.addressof(ctypes.c_char.from_buffer(self._mm))
+            off = (-base) % PMD
+            cache.frames = np.frombuffer(self._mm, np.uint8, count=n * ps, offset=off).reshape(n, ps)
+            cache.f32 = cache.frames.view(np.float32)
+            cache.rows = np.lib.stride_tricks.as_strided(
+                cache.f32, shape=(n, self.rows_per_page, self.dim), strides=(ps, 4 * self.dim, 4), writeable=True)
+            self.addr = base + off
 
     return TableLayoutEmbedding()
 

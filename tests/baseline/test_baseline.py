@@ -372,7 +372,7 @@ def test_failed_write_loses_nothing(fail_at):
     if fail_at == 1:
         d.inject_write_failures(1)
     else:
-        sw._dev = FlakyDevice(d, fail_at)
+        sw._area.device = FlakyDevice(d, fail_at)
     with pytest.raises(DeviceIOError):
         sw.swap_out(batch, content(batch, 1))
     s = sw.stats()
@@ -380,7 +380,7 @@ def test_failed_write_loses_nothing(fail_at):
     assert (sw.swap_in(ids) == content(ids)).all()
     with pytest.raises(KeyError):
         sw.swap_in(np.array([5000]))
-    sw._dev = d
+    sw._area.device = d
     sw.swap_out(batch, content(batch, 1))
     assert (sw.swap_in(batch) == content(batch, 1)).all()
     assert (sw.swap_in(ids[60:]) == content(ids[60:])).all()
@@ -432,13 +432,13 @@ def test_memory_follows_pages_held_not_the_largest_id():
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert peak < 64 << 20, peak
-        assert sw._slot.size <= 4096
+        assert sw._table.slot.size <= 4096
         assert (got == data[::-1]).all()
         assert (sw.swap_in([2 ** 32 + 1, 2 ** 63 - 1]) == content([2 ** 32 + 1, 2 ** 63 - 1])).all()
         with pytest.raises(KeyError):
             sw.swap_in([2 ** 32 + 2])
         sw.discard(ids)
-        assert sw.stats().pages_stored == 1 and sw._ids.n == 1
+        assert sw.stats().pages_stored == 1 and sw._table.ids.n == 1
         sw.discard([2 ** 32 + 1, 12345])
         assert sw.stats().pages_stored == 0 and sw.stats().extra["free_slots"] == sw.capacity_pages
 
@@ -460,7 +460,7 @@ def test_discarded_ids_give_their_state_back():
         for i in old.tolist():
             del oracle[i]
     assert sw.stats().pages_stored == len(oracle) == 0
-    assert sw._slot.size <= 2048 and sw._ids.handles <= 600
+    assert sw._table.slot.size <= 2048 and sw._table.ids.handles <= 600
 
 
 def _replay(base, vma_pages=None, faults="serial", size="4MiB"):
@@ -514,7 +514,8 @@ def test_sparse_high_ids_behave_as_low_ids(faults, size):
 
 def _pinned_state(sw):
     s = dataclasses.asdict(sw.stats())
-    return s, sw._ids.n, sw._ids.handles, sw._slot.copy(), sw._resident.copy(), sw._orph.copy()
+    t = sw._table
+    return s, t.ids.n, t.ids.handles, t.slot.copy(), t.resident.copy(), t.orph.copy()
 
 
 @pytest.mark.parametrize("bad", [[-1], [2 ** 63], [2 ** 64], np.array([2 ** 63], np.uint64), [900.5],
@@ -649,7 +650,7 @@ class SwapMachine(RuleBasedStateMachine):
             assert s.pages_stored == len(self.oracle)
             slotted = len(self.oracle) - s.extra["resident_without_slot"]   # freed at a fault
             assert s.extra["free_slots"] == self.cap - slotted
-            a = self.sw._alloc
+            a = self.sw._area.alloc
             assert int((~a.avail).sum()) - 1 == slotted
             assert (a.count[1:-1] == (~a.avail[a.C:(a.ncl - 1) * a.C]).reshape(-1, a.C).sum(1)).all()
 

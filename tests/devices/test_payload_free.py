@@ -44,8 +44,8 @@ def _run(trace, iface, soft, payload):
     out["clock"] = clock()
     out["erases"] = dev.erase_counts().tolist()
     if soft == "linux":                         # orphans (slots freed at a fault) happened, kept as wide
-        out["orphan_pool_width"] = b._opool.shape[1] if b._opool.shape[0] else None   # as the device keeps pages
-        out["pool_rows"] = b._opool.shape[0]
+        out["orphan_pool_width"] = b._table.pool.shape[1] if b._table.pool.shape[0] else None   # as the device keeps pages
+        out["pool_rows"] = b._table.pool.shape[0]
     b.close()
     dev.close()
     return out
@@ -113,7 +113,7 @@ def test_linux_model_keeps_only_the_word_of_an_orphan_on_a_payload_free_device()
         pages[:, 8:] = 7                                  # bytes a payload-free device drops
         sw.swap_out(ids, pages)
         got = sw.swap_in(ids[:64])
-        assert sw.stats().extra["slots_freed_on_fault"] > 0 and sw._opool.shape[1] == (4096 if payload else 8)
+        assert sw.stats().extra["slots_freed_on_fault"] > 0 and sw._table.pool.shape[1] == (4096 if payload else 8)
         again = sw.swap_in(ids[:64])                      # dropped clean, faulted again: from the pool
         assert (first_words(again) == vers.words(ids[:64])).all()
         assert (again == got).all() and (again[:, 8:] == (7 if payload else 0)).all()

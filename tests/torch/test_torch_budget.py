@@ -40,7 +40,7 @@ def test_a_batch_larger_than_the_budget_streams_and_equals_embedding_bag(optimiz
         opt.zero_grad()
         assert torch.equal(outs[0], outs[1])
         assert m.page_cache.resident_pages <= m.page_cache.budget_pages
-        assert not m.page_cache.pin.any()
+        assert not m.page_cache.cache.pin.any()
     assert torch.equal(m.read_rows(torch.arange(n)), ref.weight.detach())
     s = m.stats()
     assert s["steps"] == [3] and s["faults"] > 0 and s["budget_pages"] < 300

@@ -69,8 +69,8 @@ class Pair:
     def check(self):
         """Rows equal the reference's, nothing pinned, every frame either free or holding a page."""
         pc = self.m.page_cache
-        assert not pc.pin.any()
-        assert int((pc.frame_page >= 0).sum()) + pc._nfree == pc.nframes
+        assert not pc.cache.pin.any()
+        assert int((pc.cache.frame_page >= 0).sum()) + pc.cache.nfree == pc.nframes
         rows = self.m.read_rows(torch.arange(N))
         diff = (rows != self.ref.weight.detach()).any(1)
         assert not diff.any(), f"{int(diff.sum())} rows differ from nn.EmbeddingBag, e.g. {np.flatnonzero(diff)[:5]}"
@@ -143,7 +143,7 @@ def test_one_read_failure_every_third_step_costs_those_steps_only():
             y = p.m(x)
         except DeviceIOError:
             failed += 1
-            assert not p.m.page_cache.pin.any()
+            assert not p.m.page_cache.cache.pin.any()
             continue
         (y * p.w).sum().backward()
         p.step_ref(x)

@@ -229,7 +229,7 @@ def test_a_fault_at_every_request_of_a_repack_moves_nothing_and_training_goes_on
             assert s["rows_moved"] == before["rows_moved"] and "DeviceIOError" in s["last_repack_error"]
             assert p.m.page_cache.packer.due()            # tried again at the next step
         pc = p.m.page_cache
-        assert not pc.pin.any() and int((pc.frame_page >= 0).sum()) + pc._nfree == pc.nframes
+        assert not pc.cache.pin.any() and int((pc.cache.frame_page >= 0).sum()) + pc.cache.nfree == pc.nframes
         assert_bijection(pc)
         assert torch.equal(p.m.read_rows(torch.arange(N)), p.ref.weight.detach())
         for _ in range(2):

@@ -72,21 +72,21 @@ def test_prefetched_batch_is_all_hits_and_queued_pages_survive_the_next_gather()
     emb.gather(batches[0].sparse)
     io, brought = emb.prefetch([batches[1].sparse, batches[2].sparse])
     assert brought > 0 and io == emb.io_overlap_s and emb.io_stall_s == 0.0
-    need1, need2 = emb._batch_pages(batches[1].sparse), emb._batch_pages(batches[2].sparse)
-    assert (emb.page_frame[need1] >= 0).all() and (emb.page_frame[need2] >= 0).all()
+    need1, need2 = emb.layout.batch_pages(batches[1].sparse), emb.layout.batch_pages(batches[2].sparse)
+    assert (emb.cache.page_frame[need1] >= 0).all() and (emb.cache.page_frame[need2] >= 0).all()
     assert emb.resident_pages <= emb.budget_pages
     f0 = emb.counters.faults
     emb.gather(batches[1].sparse)                          # everything was prefetched
     assert emb.counters.faults == f0
-    assert (emb.page_frame[need2] >= 0).all()              # batch 2's pages still queued
-    assert emb.pin[emb.page_frame[need2]].all()
+    assert (emb.cache.page_frame[need2] >= 0).all()              # batch 2's pages still queued
+    assert emb.cache.pin[emb.cache.page_frame[need2]].all()
 
 
 def test_prefetch_leaves_out_what_does_not_fit_beside_the_pinned_batch():
     dc = data_preset("tiny")
     b, d = _zns()
     batches = list(CriteoSynth(dc).batches(6, 32, seed=3))
-    need = max(PagedEmbedding(dc.tables, 16)._batch_pages(x.sparse).size for x in batches)
+    need = max(PagedEmbedding(dc.tables, 16).layout.batch_pages(x.sparse).size for x in batches)
     emb = PagedEmbedding(dc.tables, 16, backend=b, budget=int(2.2 * need) * 4096, seed=1)
     emb.gather(batches[0].sparse)
     emb.prefetch([x.sparse for x in batches[1:]])          # five batches cannot all fit

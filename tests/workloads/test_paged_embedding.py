@@ -7,7 +7,7 @@ import pytest
 from zswap_host import ConventionalSwap, SwapStore, open_device
 from zswap_host.workloads import PagedEmbedding, TraceBuilder, replay
 from zswap_host.workloads.criteo import CriteoSynth, data_preset
-from zswap_host.workloads.paged_embedding import parse_budget
+from zswap_host.workloads.page_cache import parse_budget
 from zswap_host.workloads.trace import IDLE, SWAP_IN, SWAP_OUT
 
 TABLES = (5, 30000, 7000, 640, 20000, 1)        # 6 tables, rows not page-aligned; 900 pages
@@ -82,7 +82,7 @@ def test_rows_survive_eviction_and_fault_cycles(make, optimizer):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(ia, ib)
         assert emb.resident_pages <= emb.budget_pages
-        assert (emb.page_frame[spy.needed] >= 0).all()
+        assert (emb.cache.page_frame[spy.needed] >= 0).all()
         g = rng.normal(size=a.shape).astype(np.float32)
         ref.apply(g)
         emb.apply(g)
@@ -138,7 +138,7 @@ def test_a_batch_larger_than_the_budget_streams_through_it(optimizer):
         b, ib = emb.gather(sp)
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(ia, ib)
-        assert emb.resident_pages <= 3 and not emb.pin.any()
+        assert emb.resident_pages <= 3 and not emb.cache.pin.any()
         g = rng.normal(size=a.shape).astype(np.float32)
         ref.apply(g)
         emb.apply(g)
@@ -187,18 +187,18 @@ def test_vectorised_clock_matches_one_frame_at_a_time(seed):
     emb = PagedEmbedding([640000], 16, backend=zns(), budget=5000 * 4096)
     assert emb.nframes == 5000
     n = emb.nframes
-    emb.frame_page[:] = np.where(rng.random(n) < 0.9, np.arange(n), -1)
+    emb.cache.frame_page[:] = np.where(rng.random(n) < 0.9, np.arange(n), -1)
     for _ in range(6):
-        emb.ref[:] = rng.random(n) < rng.uniform(0.2, 0.99)
-        emb.pin[:] = rng.random(n) < 0.1
+        emb.cache.ref[:] = rng.random(n) < rng.uniform(0.2, 0.99)
+        emb.cache.pin[:] = rng.random(n) < 0.1
         k = int(rng.integers(1, 3000))
-        hand0 = emb.hand
-        want, hand, ref = _reference_clock(emb.frame_page, emb.ref, emb.pin, hand0, k)
-        got = emb._clock_select(k)
+        hand0 = emb.cache.hand
+        want, hand, ref = _reference_clock(emb.cache.frame_page, emb.cache.ref, emb.cache.pin, hand0, k)
+        got = emb.cache.clock_select(k)
         assert got.tolist() == want
-        assert emb.hand == hand
-        emb.pin[got] = False
-        np.testing.assert_array_equal(emb.ref, ref)
+        assert emb.cache.hand == hand
+        emb.cache.pin[got] = False
+        np.testing.assert_array_equal(emb.cache.ref, ref)
 
 
 def test_hot_page_is_never_evicted_again():
@@ -240,7 +240,7 @@ def test_discard_dirty_discards_the_backend_copy():
         emb.apply(np.ones_like(r))
     c = emb.counters
     assert c.discards > 0
-    assert store.stats().pages_stored == int((emb.page_state == 2).sum())
+    assert store.stats().pages_stored == int((emb.cache.page_state == 2).sum())
 
 
 @pytest.mark.parametrize("make", [zns, conv], ids=["zns-store", "conventional"])

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..workloads.paged_embedding import ARRAYS
+from ..workloads.table_layout import ARRAYS
 from . import checkpoint
 from .function import pooled_lookup
 from .inputs import Bags, EmbeddingIndexError, check_mode

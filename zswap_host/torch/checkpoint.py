@@ -33,7 +33,7 @@ import re
 import numpy as np
 import torch
 
-from ..workloads.paged_embedding import ARRAYS
+from ..workloads.table_layout import ARRAYS
 from . import atomic_dir
 from .tables import SwappedTables
 

@@ -29,7 +29,8 @@ import numpy as np
 
 
 class CachePort(NamedTuple):
-    """The cache's steps a streamed step uses (``PagedEmbedding``'s, bound to it)."""
+    """The cache's steps a streamed step uses (``PagedEmbedding``'s ``GatherApply`` and ``PageCache``,
+    bound to them)."""
     make_resident: Callable     # (sorted unique pages): resident and pinned; atomic on error
     view: Callable              # (table) -> its frames' rows, (frames, slots, dim)
     states: Callable            # (pending, selection, view) -> the rows' optimizer state arrays
@@ -76,7 +77,7 @@ class StreamedStep:
     tables: np.ndarray | None = None        # the tables in the step (set by gather_tables)
     done: int = 0
     pieces: list = field(default_factory=list)
-    order: np.ndarray | None = None         # packing: the rows in row order (PagedEmbedding._ordered)
+    order: np.ndarray | None = None         # packing: the rows in row order (GatherApply._ordered)
     rank: np.ndarray | None = None
 
     def flat_rows(self) -> np.ndarray | None:
@@ -117,10 +118,10 @@ def _piece(emb, port: CachePort, step: StreamedStep, a: int, b: int):
     up = step.upage[a:b]
     sp = step.spage[..., a:b] if step.spage is not None else None
     pages = np.unique(up) if sp is None else np.union1d(up, sp.reshape(-1))
-    emb.pin.fill(False)
+    emb.cache.pin.fill(False)
     port.make_resident(pages)
-    f = emb.page_frame[up].astype(np.int64)
-    sf = emb.page_frame[sp].astype(np.int64) if sp is not None else None
+    f = emb.cache.page_frame[up].astype(np.int64)
+    sf = emb.cache.page_frame[sp].astype(np.int64) if sp is not None else None
     return Pending(f, step.uslot[a:b], step.table[a:b], sf,
                     step.sslot[a:b] if step.sslot is not None else None, None)
 
@@ -159,9 +160,9 @@ def gather(emb, port: CachePort, upage, uslot, table, spage, sslot) -> StreamedS
                 rows[t][ts] = view[p.f[ps], p.slot[ps]]
                 for k, s in enumerate(port.states(p, ps, view)):
                     states[t][k][ts] = s
-            emb.pin.fill(False)
+            emb.cache.pin.fill(False)
     except BaseException:
-        emb.pin.fill(False)
+        emb.cache.pin.fill(False)
         raise
     return step
 
@@ -203,8 +204,8 @@ def write_back(emb, port: CachePort, step: StreamedStep) -> None:
                 view = port.view(t)
                 port.put(p, ps, view, step.rows[t][ts], tuple(s[ts] for s in step.states[t]))
             port.dirtied(p.f, p.sf)
-            emb.pin.fill(False)
+            emb.cache.pin.fill(False)
             step.done += 1
     except BaseException:
-        emb.pin.fill(False)
+        emb.cache.pin.fill(False)
         raise

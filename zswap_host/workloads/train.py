@@ -166,7 +166,7 @@ def footprint(model_cfg, data_cfg, budget=1.0, batch_size: int | None = None, se
     most pages any of the first ``probe`` batches needs (``batch_pages_max``) and ``fits`` =
     ``batch_pages_max <= budget_pages`` (the run fails with a ValueError otherwise). ``source``: the
     batch source the run will train on (see :func:`train`; None: the synthetic generator)."""
-    from .paged_embedding import parse_budget
+    from .page_cache import parse_budget
     mc, dc = resolve(model_cfg, data_cfg)
     R = page_size // (4 * mc.dim)
     S = page_size // 4
