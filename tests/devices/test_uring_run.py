@@ -62,7 +62,7 @@ def _fake_zoned(ring):
     and run writer use."""
     import threading
 
-    from zswap_host.devices.base import IoCounters
+    from zswap_host.devices.io_counters import IoCounters
     from zswap_host.devices.linux_zoned import LinuxZonedDevice
     from zswap_host.devices.zone import ZoneGeometry
     d = object.__new__(LinuxZonedDevice)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from zswap_host import StoreConfig, SwapStore, open_device
-from zswap_host.devices.base import check_append_batch
+from zswap_host.devices.request_checks import check_append_batch
 from zswap_host.errors import InvalidIOError
 from zswap_host.store.native import NativeBook
 
@@ -180,7 +180,7 @@ def test_prepare_leaves_the_maps_as_it_found_them(book):
 
 def test_check_append_batch_small_and_long_batches_agree():
     """The list-based check of a batch of units and the numpy one: same results, same errors."""
-    from zswap_host.devices import base
+    from zswap_host.devices import request_checks
     g = open_device(SMALL).geometry
     data = np.arange(8 * PS, dtype=np.uint32).view(np.uint8)[:8 * PS]
     cases = [([0, 1], data[:2 * PS], [PS, PS]), ([0, 99], data[:2 * PS], [PS, PS]), ([0, -1], data[:2 * PS], [PS, PS]),
@@ -192,7 +192,7 @@ def test_check_append_batch_small_and_long_batches_agree():
              ([0, 0], [data[:3 * PS], data[:0]], [PS, 2 * PS]), ([0, 0], [data[:3 * PS]], [2 * PS, 2 * PS])]
     for zones, d, lengths in cases:
         res = []
-        for fn in (check_append_batch, lambda g, z, d, l: base._check_append_batch_np(
+        for fn in (check_append_batch, lambda g, z, d, l: request_checks._check_append_batch_np(
                 g, np.asarray(z, np.int64), d, np.asarray(l, np.int64))):
             try:
                 z, l, units = fn(g, zones, d, lengths)
@@ -232,7 +232,7 @@ class _FakeRing:
 def _fake_linux_zoned(ring):
     import threading
 
-    from zswap_host.devices.base import IoCounters
+    from zswap_host.devices.io_counters import IoCounters
     from zswap_host.devices.linux_zoned import LinuxZonedDevice
     from zswap_host.devices.zone import ZoneGeometry
     d = object.__new__(LinuxZonedDevice)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zswap_host.devices.base import as_bytes_view
+from zswap_host.devices.buffers import as_bytes_view
 from zswap_host.devices.chunk import SECTOR, ChunkState
 from zswap_host.devices.ocssd import EmulatedOcssdDevice
 from zswap_host.devices.ocssd_view import OcssdZonedView, per_chunk, ranges

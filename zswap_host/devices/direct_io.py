@@ -16,7 +16,10 @@ import time
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, UnsafeDeviceError
-from .base import DeviceStats, IoCounters, WallClock, check_batch
+from .base import DeviceStats
+from .clocks import WallClock
+from .io_counters import IoCounters
+from .request_checks import check_batch
 from .blkzoned import errname, zoned_lib
 from .io_engine import DEFAULT_DEPTH, IoEngine, open_engine
 

@@ -17,7 +17,12 @@ import numpy as np
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
 from .backing import Backing, PersistedState, save_sidecar
 from .fingerprint import make_backing
-from .base import Buffer, DeviceStats, IoCounters, ModelClock, SerialAppends, as_bytes_view, check_aligned, check_append, check_append_batch, check_batch, check_zone_write
+from .base import DeviceStats
+from .buffers import Buffer, as_bytes_view
+from .clocks import ModelClock
+from .io_counters import IoCounters
+from .request_checks import check_aligned, check_append, check_append_batch, check_batch, check_zone_write
+from .serial_batches import SerialAppends
 from .units import ZoneUnits
 from .zone import Zone, ZoneCond, ZoneGeometry
 

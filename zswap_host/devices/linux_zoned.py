@@ -33,8 +33,9 @@ import time
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, NotZonedError, ZoneStateError
-from .base import (Buffer, as_bytes_view, check_aligned, check_append, check_append_batch, check_zone_write,
-                   append_run_batched)
+from .buffers import Buffer, as_bytes_view
+from .request_checks import check_aligned, check_append, check_append_batch, check_zone_write
+from .serial_batches import append_run_batched
 from .blkzoned import ZONE_OPS, errname, report_fd, zoned_lib
 from .direct_io import DirectIO, aligned_copy, gathered, open_direct
 from .io_engine import DEFAULT_DEPTH, UringEngine

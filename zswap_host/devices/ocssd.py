@@ -24,7 +24,10 @@ import numpy as np
 from .._native import ffi, lib           # the chunk rules of a vectored write and read (native/ocssd_vector.c)
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
 from .backing import PersistedState, save_sidecar
-from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view
+from .base import DeviceStats
+from .buffers import Buffer, as_bytes_view
+from .clocks import ModelClock
+from .io_counters import IoCounters
 from .chunk import CHUNK_TYPE_SEQUENTIAL, ChunkInfo, ChunkState, OcssdGeometry
 from .fingerprint import make_backing
 
