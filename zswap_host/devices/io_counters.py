@@ -1,8 +1,10 @@
 """``IoCounters``: the request counting every backend shares (bytes and a request-size histogram
-per direction), which fills a device's ``DeviceStats``."""
+per direction), which fills a device's ``DeviceStats``; ``IoTally``: a real device's counters, busy
+time and running batches under one lock."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 
 import numpy as np
@@ -85,3 +87,28 @@ def _count(hist: Counter, lengths: np.ndarray) -> None:
     for size, count in zip(*np.unique(lengths, return_counts=True)):
         hist[int(size)] += int(count)
 
+
+
+class IoTally:
+    """What a real device counts (``direct_io.DirectIO``), under one lock (``lock``): its requests
+    (``io``), the wall seconds they took (``busy``) and its batches running at once. Shared by the
+    device's data path and its other paths (a zoned namespace's appends: ``linux_zone_append.py``)."""
+
+    def __init__(self) -> None:
+        self.io = IoCounters()
+        self.busy = 0.0
+        self.lock = threading.Lock()
+        self.in_flight_batches = 0              # batches running now, on any of the device's rings
+        self.max_batches_at_once = 0
+
+    # ``DirectIO._running`` in two calls, for the append paths that a generator per batch would
+    # cost (TCG guest)
+    def batch_begins(self) -> None:
+        with self.lock:
+            self.in_flight_batches += 1
+            if self.in_flight_batches > self.max_batches_at_once:
+                self.max_batches_at_once = self.in_flight_batches
+
+    def batch_ends(self) -> None:
+        with self.lock:
+            self.in_flight_batches -= 1

@@ -79,7 +79,7 @@ class LinuxBlockDevice(DirectIO, SerialGroups):
         offsets, lengths, view = check_write_batch(offsets, data, lengths, self.block_size, self.size)
         if offsets.size == 0:
             return np.zeros(0)
-        res, done = self._batch(True, aligned_copy(view), offsets, lengths, qd)
+        res, done = self.run_batch(True, aligned_copy(view), offsets, lengths, qd)
         err = self._batch_error("write", res, offsets, lengths)
         if err is not None:
             raise err
@@ -93,8 +93,8 @@ class LinuxBlockDevice(DirectIO, SerialGroups):
             if e.errno not in (errno.EOPNOTSUPP, errno.ENOTTY):
                 raise DeviceIOError(f"{self.path}: discard at {offset} failed: {e.strerror}", offset=offset) from None
             return                                  # no discard support: the data stays, which is allowed
-        with self._stat_lock:
-            self._io.discard_bytes += length
+        with self.tally.lock:
+            self.tally.io.discard_bytes += length
 
     def describe(self) -> dict:
         return {"url": self.url, "kind": self.kind, "zoned": False, "path": self.path,
