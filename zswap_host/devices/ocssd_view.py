@@ -137,7 +137,7 @@ class OcssdZonedView(EmulatedZonedDevice):
 
     def _lose(self, z: int) -> None:
         """Zone z goes OFFLINE (its chunks stay bound: open ones cannot be reset)."""
-        self._set(z, ZoneCond.OFFLINE)
+        self._zones.set(z, ZoneCond.OFFLINE)
         self._tail.pop(z, None)
 
     def zone_chunks(self, z: int) -> list[int]:
