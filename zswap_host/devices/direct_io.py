@@ -17,11 +17,11 @@ import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, UnsafeDeviceError
 from .base import DeviceStats
+from .blkzoned import errname, zoned_lib
 from .clocks import WallClock
 from .io_counters import IoTally
-from .request_checks import check_batch
-from .blkzoned import errname, zoned_lib
 from .io_engine import DEFAULT_DEPTH, IoEngine, open_engine
+from .request_checks import check_batch
 
 ALIGN = 4096
 

@@ -12,12 +12,12 @@ import struct
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError
-from .buffers import Buffer, as_bytes_view
-from .request_checks import check_aligned, check_write_batch
-from .serial_batches import SerialGroups
 from .blkzoned import errname, zoned_lib
+from .buffers import Buffer, as_bytes_view
 from .direct_io import ALIGN, DirectIO, aligned_copy, open_direct
 from .io_engine import DEFAULT_DEPTH
+from .request_checks import check_aligned, check_write_batch
+from .serial_batches import SerialGroups
 
 _BLKDISCARD = 0x1277
 

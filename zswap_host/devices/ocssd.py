@@ -26,10 +26,10 @@ from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateEr
 from .backing import PersistedState, save_sidecar
 from .base import DeviceStats
 from .buffers import Buffer, as_bytes_view
-from .clocks import ModelClock
-from .io_counters import IoCounters
 from .chunk import CHUNK_TYPE_SEQUENTIAL, ChunkInfo, ChunkState, OcssdGeometry
+from .clocks import ModelClock
 from .fingerprint import make_backing
+from .io_counters import IoCounters
 
 _RESET = 2                            # the model's op code of a chunk reset
 _STATE, _WP, _WEAR = 0, 1, 2          # columns of the chunk table
