@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zswap_host.ssdsim.model import ConvSSD
+from zswap_host.ssdsim.conv_model import ConvSSD
 from zswap_host.ssdsim.presets import get_preset
 
 GiB = 1 << 30

@@ -1,6 +1,6 @@
 /*
- * ocssd_read.h - the Open-Channel zoned view's read of zone ranges (devices/ocssd_view.py:
- * OcssdZonedView._media_read_batch) as one pass over the requests' sectors instead of a dozen
+ * ocssd_read.h - the Open-Channel zoned view's read of zone ranges (devices/ocssd_read.py:
+ * StripeReader.read_batch) as one pass over the requests' sectors instead of a dozen
  * numpy calls (ranges, divmods, unique, the run count) per batch.
  *
  * Zone sector r of zone z lies in slot (r / unit) % width, sector (r / unit / width) * unit +

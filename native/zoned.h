@@ -1,5 +1,5 @@
 /* Linux zoned block device and NVMe passthrough helpers: the zswap_host._zoned extension, used by
- * zswap_host/devices/blkzoned.py, direct_io.py, linux_zoned.py and linux_block.py.
+ * zswap_host/devices/blkzoned.py, direct_io.py, linux_zoned.py, linux_zone_append.py and linux_block.py.
  * Every function returns >= 0 on success and -errno on failure (nvme_* may also return a positive
  * NVMe status code: the command reached the device and it refused). Sizes are in 512-byte sectors
  * for the blkzoned calls (the kernel's unit) and bytes elsewhere. */

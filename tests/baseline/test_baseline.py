@@ -17,7 +17,7 @@ from golden import check_golden, regen_main
 from zswap_host.backend import SwapBackend
 from zswap_host.baseline import ClusterAllocator, ConventionalSwap, VmaReadahead, merge_runs, swapin_nr_pages
 from zswap_host.devices import open_device
-from zswap_host.devices.base import SerialGroups
+from zswap_host.devices.serial_batches import SerialGroups
 from zswap_host.errors import DeviceIOError, SwapFullError
 
 PS = 4096

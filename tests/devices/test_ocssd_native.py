@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ocssd_oracle import CountingLib, OracleView, oracle_device
-from zswap_host.devices import OcssdZonedView, ocssd, ocssd_view, open_device
+from zswap_host.devices import OcssdZonedView, ocssd, ocssd_read, ocssd_view, open_device
 from zswap_host.devices.zone import ZoneCond
 from zswap_host.errors import DeviceIOError
 
@@ -22,6 +22,7 @@ def calls(monkeypatch) -> dict[str, int]:
     counting = CountingLib(ocssd.lib)
     monkeypatch.setattr(ocssd, "lib", counting)
     monkeypatch.setattr(ocssd_view, "lib", counting)
+    monkeypatch.setattr(ocssd_read, "lib", counting)
     return counting.calls
 
 

@@ -1,11 +1,11 @@
-"""``devices.base.check_batch`` (many ranges at once, a few reductions) against ``check_aligned``
+"""``devices.request_checks.check_batch`` (many ranges at once, a few reductions) against ``check_aligned``
 per range: the same ranges refused with the same message, for power-of-two and other block sizes."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from zswap_host.devices.base import check_aligned, check_batch
+from zswap_host.devices.request_checks import check_aligned, check_batch
 from zswap_host.errors import InvalidIOError
 
 LIMIT = 1 << 30

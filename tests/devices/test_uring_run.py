@@ -60,18 +60,16 @@ def test_units_ur_append_run_would_refuse_are_refused_by_the_check(what):
 def _fake_zoned(ring):
     """A ``LinuxZonedDevice`` on the uring-cmd path without a namespace: the state its append path
     and run writer use."""
-    import threading
-
-    from zswap_host.devices.base import IoCounters
+    from zswap_host.devices.io_counters import IoTally
+    from zswap_host.devices.linux_zone_append import ZoneAppender
     from zswap_host.devices.linux_zoned import LinuxZonedDevice
     from zswap_host.devices.zone import ZoneGeometry
     d = object.__new__(LinuxZonedDevice)
     d.geometry = ZoneGeometry(nr_zones=8, zone_size=1 << 20, zone_capacity=1 << 20, block_size=PS,
                               max_open=4, max_active=4, max_append=128 << 10)
-    d.path, d.nsid, d._ngfd, d._passthrough = "/dev/fake", 1, 99, True
-    d._append_engine, d._append_lock, d._stat_lock = ring, threading.Lock(), threading.Lock()
-    d._in_flight_batches = d._max_batches_at_once = d._appends = d._max_appends_zone = 0
-    d._busy, d._io = 0.0, IoCounters()
+    d.path, d.nsid, d.tally = "/dev/fake", 1, IoTally()
+    d.appender = ZoneAppender(d)
+    d.appender.ngfd, d.appender.passthrough, d.appender.engine = 99, True, ring
     return d
 
 
@@ -103,12 +101,12 @@ def test_the_run_writer_crosses_from_the_store_module_and_counts_what_landed():
         calls = []
 
         def landed():
-            calls.append(dev._in_flight_batches)          # inside the device's batch
+            calls.append(dev.tally.in_flight_batches)          # inside the device's batch
             return (1 << 8) | 2
         assert port(4, landed) == (1 << 8) | 2
-        assert calls == [1] and dev._in_flight_batches == 0
-        assert dev._io.write_bytes == 4 * PS and dev._appends == 2
-        assert port(4, lambda: -7) == -7 and dev._io.write_bytes == 4 * PS   # declined: nothing counted
+        assert calls == [1] and dev.tally.in_flight_batches == 0
+        assert dev.tally.io.write_bytes == 4 * PS and dev.appender.count == 2
+        assert port(4, lambda: -7) == -7 and dev.tally.io.write_bytes == 4 * PS   # declined: nothing counted
     finally:
         eng.close()
     assert port(4, landed) == port.DECLINED and len(calls) == 1              # the engine closed

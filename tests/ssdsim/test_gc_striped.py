@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from zswap_host.devices import open_device
-from zswap_host.ssdsim.model import ConvSSD, FdpSSD
+from zswap_host.ssdsim.conv_model import ConvSSD
+from zswap_host.ssdsim.fdp_model import FdpSSD
 from zswap_host.ssdsim.presets import get_preset
 
 THESIS = get_preset("thesis-ssd")

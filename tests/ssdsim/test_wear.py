@@ -12,7 +12,7 @@ from zswap_host.devices import OcssdZonedView, ZonedBlockView, open_device, wear
 from zswap_host.devices.blockdev import FileBlockDevice
 from zswap_host.errors import DeviceIOError
 from zswap_host.ssdsim import READ, RESET, TRIM, WRITE, ConvSSD, OcssdSSD, ZNSSSD, get_preset
-from zswap_host.ssdsim.model import FdpSSD
+from zswap_host.ssdsim.fdp_model import FdpSSD
 
 THESIS = get_preset("thesis-ssd")
 KiB, MiB = 1 << 10, 1 << 20

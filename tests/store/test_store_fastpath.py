@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from zswap_host import StoreConfig, SwapStore, open_device
-from zswap_host.devices.base import check_append_batch
+from zswap_host.devices.request_checks import check_append_batch
 from zswap_host.errors import InvalidIOError
 from zswap_host.store.native import NativeBook
 
@@ -180,7 +180,7 @@ def test_prepare_leaves_the_maps_as_it_found_them(book):
 
 def test_check_append_batch_small_and_long_batches_agree():
     """The list-based check of a batch of units and the numpy one: same results, same errors."""
-    from zswap_host.devices import base
+    from zswap_host.devices import request_checks
     g = open_device(SMALL).geometry
     data = np.arange(8 * PS, dtype=np.uint32).view(np.uint8)[:8 * PS]
     cases = [([0, 1], data[:2 * PS], [PS, PS]), ([0, 99], data[:2 * PS], [PS, PS]), ([0, -1], data[:2 * PS], [PS, PS]),
@@ -192,7 +192,7 @@ def test_check_append_batch_small_and_long_batches_agree():
              ([0, 0], [data[:3 * PS], data[:0]], [PS, 2 * PS]), ([0, 0], [data[:3 * PS]], [2 * PS, 2 * PS])]
     for zones, d, lengths in cases:
         res = []
-        for fn in (check_append_batch, lambda g, z, d, l: base._check_append_batch_np(
+        for fn in (check_append_batch, lambda g, z, d, l: request_checks._check_append_batch_np(
                 g, np.asarray(z, np.int64), d, np.asarray(l, np.int64))):
             try:
                 z, l, units = fn(g, zones, d, lengths)
@@ -230,20 +230,24 @@ class _FakeRing:
 
 
 def _fake_linux_zoned(ring):
-    import threading
-
-    from zswap_host.devices.base import IoCounters
+    from zswap_host.devices.io_counters import IoTally
+    from zswap_host.devices.linux_zone_append import ZoneAppender
     from zswap_host.devices.linux_zoned import LinuxZonedDevice
     from zswap_host.devices.zone import ZoneGeometry
     d = object.__new__(LinuxZonedDevice)
     d.geometry = ZoneGeometry(nr_zones=4, zone_size=1 << 20, zone_capacity=1 << 20, block_size=4096,
                               max_open=4, max_active=4, max_append=128 << 10)
-    d.path, d.nsid, d._ngfd, d._passthrough = "/dev/fake", 1, 99, True
-    d._append_engine, d._append_lock, d._stat_lock = ring, threading.Lock(), threading.Lock()
-    d._in_flight_batches = d._max_batches_at_once = d._appends = d._max_appends_zone = 0
-    d._busy, d._io = 0.0, IoCounters()
-    d._zone_error = lambda e, z, what, offset=None, length=0: OSError(e, what)
+    d.path, d.nsid, d.tally = "/dev/fake", 1, IoTally()
+    d.appender = ZoneAppender(d)
+    d.appender.ngfd, d.appender.passthrough, d.appender.engine = 99, True, ring
+    d.zone_error = lambda e, z, what, offset=None, length=0: OSError(e, what)
     return d
+
+
+def _counters(d) -> tuple:
+    """What a fake device counted: appends, most batches at once, batches running, bytes, sizes."""
+    t = d.tally
+    return d.appender.count, t.max_batches_at_once, t.in_flight_batches, t.io.write_bytes, t.io.write_hist
 
 
 def test_linux_zoned_uring_append_of_one_buffer_addresses_each_unit_in_place():
@@ -257,7 +261,8 @@ def test_linux_zoned_uring_append_of_one_buffer_addresses_each_unit_in_place():
     offsets, failures = d.append_batch(np.array([1, 1, 2]), data, lengths)
     assert failures == [] and ring.seen == [data.ctypes.data, data.ctypes.data + 2 * PS, data.ctypes.data + 3 * PS]
     assert offsets.tolist() == [1 << 20, (1 << 20) + 2 * PS, (2 << 20) + 3 * PS]
-    assert d._appends == 3 and d._io.write_bytes == 5 * PS and d._max_batches_at_once == 1 and d._in_flight_batches == 0
+    assert d.appender.count == 3 and d.tally.io.write_bytes == 5 * PS and d.tally.max_batches_at_once == 1 \
+        and d.tally.in_flight_batches == 0
     ring2 = _FakeRing(fail={1})
     d2 = _fake_linux_zoned(ring2)
     units = [data[:2 * PS], data[2 * PS:3 * PS], data[3 * PS:]]
@@ -306,9 +311,7 @@ def test_linux_zoned_lean_append_of_buffers_holding_several_units_agrees_with_th
     assert lean.seen == general.seen == [u.ctypes.data for u in units]
     assert o1.tolist() == o2.tolist() and [k for k, _ in f1] == [k for k, _ in f2] == sorted(fail)
     assert [str(e) for _, e in f1] == [str(e) for _, e in f2]
-    for a in ("_appends", "_max_batches_at_once", "_in_flight_batches"):
-        assert getattr(d1, a) == getattr(d2, a), a
-    assert d1._io.write_bytes == d2._io.write_bytes and d1._io.write_hist == d2._io.write_hist
+    assert _counters(d1) == _counters(d2)
 
 
 def test_linux_zoned_lean_append_leaves_other_batches_to_the_general_path():
@@ -380,6 +383,4 @@ def test_linux_zoned_append_run_agrees_with_append_batch(fail, refuse, expect_at
         o1, f1 = out
         assert o1.tolist() == o2.tolist() and [(k, str(e)) for k, e in f1] == [(k, str(e)) for k, e in f2]
     assert run_ring.seen == ring.seen
-    for a in ("_appends", "_max_batches_at_once", "_in_flight_batches"):
-        assert getattr(d1, a) == getattr(d2, a), a
-    assert d1._io.write_bytes == d2._io.write_bytes and d1._io.write_hist == d2._io.write_hist
+    assert _counters(d1) == _counters(d2)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from zswap_host.devices.base import as_bytes_view
+from zswap_host.devices.buffers import as_bytes_view
 from zswap_host.devices.chunk import SECTOR, ChunkState
 from zswap_host.devices.ocssd import EmulatedOcssdDevice
-from zswap_host.devices.ocssd_view import OcssdZonedView, per_chunk, ranges
+from zswap_host.devices.chunk_pool import ranges
+from zswap_host.devices.ocssd_view import OcssdZonedView, per_chunk
 from zswap_host.errors import DeviceIOError, InvalidIOError, ZoneStateError
 
 _READ, _WRITE = 0, 1
@@ -96,7 +97,7 @@ class OracleView(OcssdZonedView):
             out[on_dev] = data if words else data.reshape(-1, SECTOR)
             t[on_dev] = done
         if held.any():
-            self._read_held(out, (np.flatnonzero(held), z[held], slot[held], sec[held]), words)
+            self._reader.read_held(out, (np.flatnonzero(held), z[held], slot[held], sec[held]), words)
         done = np.maximum.reduceat(t, np.cumsum(counts) - counts) if counts.size else np.zeros(0)
         return out.reshape(-1), done
 

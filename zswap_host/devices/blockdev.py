@@ -11,9 +11,13 @@ import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError
 from .backing import punch_hole, save_sidecar, sidecar_path
-from .base import (Buffer, DeviceStats, IoCounters, ModelClock, SerialGroups, WallClock, as_bytes_view, check_aligned,
-                   check_batch, check_groups, check_write_batch)
+from .base import DeviceStats
+from .buffers import Buffer, as_bytes_view
+from .clocks import ModelClock, WallClock
 from .fingerprint import make_backing
+from .io_counters import IoCounters
+from .request_checks import check_aligned, check_batch, check_groups, check_write_batch
+from .serial_batches import SerialGroups
 
 _READ, _WRITE, _TRIM = 0, 1, 2
 

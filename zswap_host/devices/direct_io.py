@@ -16,9 +16,12 @@ import time
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, UnsafeDeviceError
-from .base import DeviceStats, IoCounters, WallClock, check_batch
+from .base import DeviceStats
 from .blkzoned import errname, zoned_lib
+from .clocks import WallClock
+from .io_counters import IoTally
 from .io_engine import DEFAULT_DEPTH, IoEngine, open_engine
+from .request_checks import check_batch
 
 ALIGN = 4096
 
@@ -119,14 +122,15 @@ class DirectIO(WallClock):
     _engine: IoEngine | None = None
 
     def _init_io(self, io_engine: str | None = None, io_depth: int = DEFAULT_DEPTH) -> None:
-        self._io = IoCounters()
-        self._busy = 0.0
+        self.tally = IoTally()
         self._t0 = time.perf_counter()
-        self._stat_lock = threading.Lock()
         self._batch_lock = threading.Lock()     # one ring: one batch at a time
-        self._in_flight_batches = 0             # batches running now, on any of the device's rings
-        self._max_batches_at_once = 0
         self._engine = open_engine(io_engine, io_depth, what=self.path)
+
+    @property
+    def fd(self) -> int:
+        """The O_DIRECT descriptor (-1 once closed), for the device's other paths (zone appends)."""
+        return self._fd
 
     @property
     def io_engine(self) -> str:
@@ -152,7 +156,7 @@ class DirectIO(WallClock):
     def engine_stats(self) -> dict:
         """The engine's name, depth and counters (batches, requests, most in flight, appends and most
         appends in flight to one zone, most batches running at once on the device's rings)."""
-        return {**self._engine.stats(), "max_batches_at_once": self._max_batches_at_once}
+        return {**self._engine.stats(), "max_batches_at_once": self.tally.max_batches_at_once}
 
     def _limit(self) -> int:
         raise NotImplementedError
@@ -165,9 +169,9 @@ class DirectIO(WallClock):
         r = lib.zd_pwrite(self._fd, ffi.cast("void *", buf.ctypes.data), buf.size, offset)
         dt = time.perf_counter() - t
         if r >= 0:
-            with self._stat_lock:
-                self._busy += dt
-                self._io.wrote(view.size)
+            with self.tally.lock:
+                self.tally.busy += dt
+                self.tally.io.wrote(view.size)
         return int(r)
 
     def _pread(self, offset: int, length: int) -> np.ndarray:
@@ -184,9 +188,9 @@ class DirectIO(WallClock):
                                 f"{os.strerror(e)} ({errname(e)})", offset=offset)
         if r < length:
             raise DeviceIOError(f"{self.path}: short read at {offset}: {r} of {length} bytes", offset=offset)
-        with self._stat_lock:
-            self._busy += dt
-            self._io.read(length)
+        with self.tally.lock:
+            self.tally.busy += dt
+            self.tally.io.read(length)
         return buf
 
     def read(self, offset: int, length: int) -> np.ndarray:
@@ -197,7 +201,7 @@ class DirectIO(WallClock):
         (offsets, lengths, the range each piece belongs to, or None when nothing was split)."""
         return offsets, lengths, None
 
-    def _batch(self, write: bool, buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, qd: int,
+    def run_batch(self, write: bool, buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, qd: int,
                zones: np.ndarray | None = None, nzones: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Run one batch through the engine; counts what succeeded. Returns (results, completion
         times on ``now()``'s clock)."""
@@ -207,31 +211,20 @@ class DirectIO(WallClock):
             dt = time.perf_counter() - t
         ok = res == lengths
         done_ok = lengths if ok.all() else lengths[ok]
-        with self._stat_lock:
-            self._busy += dt
-            (self._io.wrote_many if write else self._io.read_many)(done_ok)
+        with self.tally.lock:
+            self.tally.busy += dt
+            (self.tally.io.wrote_many if write else self.tally.io.read_many)(done_ok)
         done -= self._t0
         return res, done
 
     @contextlib.contextmanager
     def _running(self):
         """Count a batch while it runs (``max_batches_at_once``: two when reads and appends overlapped)."""
-        self._batch_begins()
+        self.tally.batch_begins()
         try:
             yield
         finally:
-            self._batch_ends()
-
-    # ``_running`` in two calls, for the append paths that a generator per batch would cost (TCG guest)
-    def _batch_begins(self) -> None:
-        with self._stat_lock:
-            self._in_flight_batches += 1
-            if self._in_flight_batches > self._max_batches_at_once:
-                self._max_batches_at_once = self._in_flight_batches
-
-    def _batch_ends(self) -> None:
-        with self._stat_lock:
-            self._in_flight_batches -= 1
+            self.tally.batch_ends()
 
     def _batch_error(self, what: str, res: np.ndarray, offsets: np.ndarray, lengths: np.ndarray):
         """The typed error for the first failed request of a batch (None when none failed)."""
@@ -259,7 +252,7 @@ class DirectIO(WallClock):
         if offsets.size == 0:
             return out, np.zeros(0)
         offs, lens, owner = self._pieces(offsets, lengths)
-        res, done = self._batch(False, out, offs, lens, qd)
+        res, done = self.run_batch(False, out, offs, lens, qd)
         err = self._batch_error("read", res, offs, lens)
         if err is not None:
             raise err
@@ -268,8 +261,8 @@ class DirectIO(WallClock):
         return out, done
 
     def _stats(self) -> DeviceStats:
-        with self._stat_lock:
-            s = self._io.fill(DeviceStats(clock="wall", device_time_s=self._busy))
+        with self.tally.lock:
+            s = self.tally.io.fill(DeviceStats(clock="wall", device_time_s=self.tally.busy))
         s.media_write_bytes = s.device_write_bytes   # what flash saw is the drive's secret
         return s
 

@@ -1,57 +1,32 @@
 """Emulated ZNS device: enforces the NVMe ZNS zone rules the way QEMU's NVMe ZNS namespace does,
 keeps data in memory or a sparse file, and charges every operation to the SSD timing model.
 
-Zone state machine and resource accounting follow QEMU's ``hw/nvme`` ``nvme_zrm_*`` functions:
-an implicit or explicit open of an EMPTY or CLOSED zone first auto-closes the oldest implicitly
-open zone when the open limit is reached, then checks the active limit (EOVERFLOW) and the open
-limit (ETOOMANYREFS). A write that reaches zone capacity finishes the zone (FULL).
+The zone state machine and resource accounting (QEMU's ``hw/nvme`` ``nvme_zrm_*`` functions) are
+the device's ``ZoneStates`` (``zone_states.py``). A write that reaches zone capacity finishes the
+zone (FULL).
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
 from .backing import Backing, PersistedState, save_sidecar
+from .base import DeviceStats
+from .buffers import Buffer, as_bytes_view
+from .clocks import ModelClock
 from .fingerprint import make_backing
-from .base import Buffer, DeviceStats, IoCounters, ModelClock, SerialAppends, as_bytes_view, check_aligned, check_append, check_append_batch, check_batch, check_zone_write
+from .injected_failures import InjectedFailures
+from .io_counters import IoCounters
+from .request_checks import check_aligned, check_append, check_append_batch, check_batch, check_zone_write
+from .serial_batches import SerialAppends
 from .units import ZoneUnits
 from .zone import Zone, ZoneCond, ZoneGeometry
+from .zone_states import ZoneStates, check_zone_file
 
 _READ, _WRITE = 0, 1
-_CONDS = (ZoneCond.EMPTY, ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN, ZoneCond.CLOSED,
-          ZoneCond.READ_ONLY, ZoneCond.FULL, ZoneCond.OFFLINE)
-
-
-def check_zone_file(zpath: str, g: ZoneGeometry) -> None:
-    """Refuse a ``PATH.zones`` that this device could not have written: wrong size, unknown
-    conditions, write pointers outside [0, capacity] or off the block size, EMPTY with data, FULL
-    short of capacity, more active/open zones than the limits allow."""
-    import os
-
-    want = g.nr_zones * 16
-    have = os.path.getsize(zpath)
-    if have != want:
-        raise DeviceSpecError(f"{zpath} is corrupt: {have} bytes, a {g.nr_zones}-zone device keeps {want}")
-    st = np.fromfile(zpath, dtype="<i8").reshape(g.nr_zones, 2)
-    wp, cond = st[:, 0], st[:, 1]
-    bad = ~np.isin(cond, _CONDS)
-    if bad.any():
-        z = int(np.flatnonzero(bad)[0])
-        raise DeviceSpecError(f"{zpath} is corrupt: zone {z} has condition {int(cond[z])}")
-    bad = (wp < 0) | (wp > g.zone_capacity) | (wp % g.block_size != 0) | \
-        ((cond == ZoneCond.EMPTY) & (wp != 0)) | ((cond == ZoneCond.FULL) & (wp != g.zone_capacity)) | \
-        (np.isin(cond, (ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN, ZoneCond.CLOSED)) & (wp >= g.zone_capacity))
-    if bad.any():
-        z = int(np.flatnonzero(bad)[0])
-        raise DeviceSpecError(f"{zpath} is corrupt: zone {z} ({ZoneCond(int(cond[z])).name}) has its write "
-                              f"pointer at {int(wp[z])} (capacity {g.zone_capacity}, block {g.block_size})")
-    active = int(np.isin(cond, (ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN, ZoneCond.CLOSED)).sum())
-    if g.max_active and active > g.max_active:
-        raise DeviceSpecError(f"{zpath} is corrupt: {active} active zones, the device allows {g.max_active}")
 
 
 class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
@@ -85,10 +60,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
         self.url = url or f"emu://{path or ''}"
         self._lock = threading.RLock()
         self._io = IoCounters()
-        self._fail_writes = 0
-        self._fail_reads = 0
-        self._pass_writes = 0       # writes / reads let through before the injected failures
-        self._pass_reads = 0
+        self._faults = InjectedFailures()
         self.readonly = readonly = bool(readonly and path is not None)
         nz = geometry.nr_zones
         fresh = True
@@ -114,75 +86,14 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
         else:
             self._state = np.memmap(zpath, dtype=np.int64, mode="w+" if fresh else "r+", shape=(nz, 2))
             save_sidecar(path, {"kind": "zns", **geometry.as_dict(), "preset": preset})
-        self._wp = self._state[:, 0]      # write pointer relative to zone start
-        self._cond = self._state[:, 1]    # ZoneCond value
-        if path is None or fresh:
-            self._cond[:] = ZoneCond.EMPTY
-        else:
-            self._power_cycle()
-        self._imp_open: OrderedDict[int, None] = OrderedDict()   # implicitly open zones, oldest first
-        self._recount()
-
-    # -- resource accounting -------------------------------------------------------------------
-    def _power_cycle(self) -> None:
-        """Reopening a file-backed device is a controller reset: open zones become CLOSED, and open
-        or closed zones holding no data EMPTY (as QEMU's namespace does at power-on)."""
-        live = np.isin(self._cond, (ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN, ZoneCond.CLOSED))
-        self._cond[live & (self._wp != 0)] = ZoneCond.CLOSED
-        self._cond[live & (self._wp == 0)] = ZoneCond.EMPTY
-
-    def _recount(self) -> None:
-        c = self._cond
-        self._nr_open = int(np.isin(c, (ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN)).sum())
-        self._nr_active = self._nr_open + int((c == ZoneCond.CLOSED).sum())
-
-    def _set(self, z: int, cond: ZoneCond) -> None:
-        old = ZoneCond(int(self._cond[z]))
-        self._nr_open += int(cond.is_open) - int(old.is_open)
-        self._nr_active += int(cond.is_active) - int(old.is_active)
-        if old == ZoneCond.IMPLICIT_OPEN:
-            self._imp_open.pop(z, None)
-        if cond == ZoneCond.IMPLICIT_OPEN:
-            self._imp_open[z] = None
-        self._cond[z] = cond
+        self._zones = ZoneStates(geometry, self._state, fresh=path is None or fresh)
+        # the data path reads and moves the zone table itself: its two columns, as ZoneStates does
+        self._wp = self._zones.wp          # write pointer relative to zone start
+        self._cond = self._zones.cond      # ZoneCond value
 
     def _writable(self) -> None:
         if self.readonly:
             raise DeviceIOError(f"{self.path} is open read-only")
-
-    def _cond_of(self, z: int) -> ZoneCond:
-        return ZoneCond(int(self._cond[z]))
-
-    def _open(self, z: int, implicit: bool) -> None:
-        g = self.geometry
-        cond = self._cond_of(z)
-        if cond in (ZoneCond.EMPTY, ZoneCond.CLOSED):
-            if g.max_open and self._nr_open == g.max_open and self._imp_open:
-                self._set(next(iter(self._imp_open)), ZoneCond.CLOSED)  # auto-transition
-            act = 1 if cond == ZoneCond.EMPTY else 0
-            if g.max_active and self._nr_active + act > g.max_active:
-                raise ZoneStateError(
-                    f"zone {z}: opening it would exceed the device's {g.max_active} active zones",
-                    zone=z, errno_name="EOVERFLOW")
-            if g.max_open and self._nr_open + 1 > g.max_open:
-                raise ZoneStateError(
-                    f"zone {z}: opening it would exceed the device's {g.max_open} open zones",
-                    zone=z, errno_name="ETOOMANYREFS")
-            self._set(z, ZoneCond.IMPLICIT_OPEN if implicit else ZoneCond.EXPLICIT_OPEN)
-        elif cond == ZoneCond.IMPLICIT_OPEN:
-            if not implicit:
-                self._set(z, ZoneCond.EXPLICIT_OPEN)
-        elif cond == ZoneCond.EXPLICIT_OPEN:
-            pass
-        else:
-            raise self._bad_state(z, cond, "open")
-
-    def _bad_state(self, z: int, cond: ZoneCond, action: str) -> Exception:
-        if cond == ZoneCond.OFFLINE:
-            return DeviceIOError(f"zone {z} is offline", offset=self.geometry.zone_start(z))
-        if cond == ZoneCond.READ_ONLY and action in ("write", "append"):
-            return DeviceIOError(f"zone {z} is read-only", offset=self.geometry.zone_start(z))
-        return ZoneStateError(f"zone {z}: cannot {action} a zone that is {cond.name}", zone=z)
 
     # -- zone management -------------------------------------------------------------------------
     def _zone_index(self, z: int) -> int:
@@ -204,71 +115,55 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
         return out
 
     def zone_condition(self, z: int) -> ZoneCond:
-        return self._cond_of(self._zone_index(z))
+        return self._zones.cond_of(self._zone_index(z))
 
     def open_zone(self, z: int) -> None:
         with self._lock:
             self._writable()
-            self._open(self._zone_index(z), implicit=False)
+            self._zones.open(self._zone_index(z), implicit=False)
 
     def close_zone(self, z: int) -> None:
         with self._lock:
             self._writable()
-            z = self._zone_index(z)
-            cond = self._cond_of(z)
-            if cond.is_open:
-                self._set(z, ZoneCond.CLOSED)
-            elif cond != ZoneCond.CLOSED:
-                raise self._bad_state(z, cond, "close")
+            self._zones.close(self._zone_index(z))
 
     def finish_zone(self, z: int) -> None:
         with self._lock:
             self._writable()
             z = self._zone_index(z)
-            cond = self._cond_of(z)
-            if cond in (ZoneCond.EMPTY, ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN, ZoneCond.CLOSED):
-                self._set(z, ZoneCond.FULL)
-                self._wp[z] = self.geometry.zone_capacity
+            if self._zones.finish(z):
                 self._media_finish(z)
-            elif cond != ZoneCond.FULL:
-                raise self._bad_state(z, cond, "finish")
 
     def reset_zone(self, z: int) -> None:
         with self._lock:
             self._writable()
             z = self._zone_index(z)
-            cond = self._cond_of(z)
-            if cond in (ZoneCond.READ_ONLY, ZoneCond.OFFLINE):
-                raise self._bad_state(z, cond, "reset")
-            if cond == ZoneCond.EMPTY:
-                return
-            written = int(self._wp[z])
-            self._set(z, ZoneCond.EMPTY)
-            self._wp[z] = 0
-            self._media_reset(z, written)
+            written = self._zones.reset(z)
+            if written is not None:
+                self._media_reset(z, written)
 
     # -- data path -------------------------------------------------------------------------------
     def _write_at_wp(self, z: int, rel: int, view: np.ndarray, action: str) -> int:
         g = self.geometry
         n = view.size
         self._writable()
-        cond = self._cond_of(z)
+        cond = self._zones.cond_of(z)
         if cond in (ZoneCond.FULL, ZoneCond.READ_ONLY, ZoneCond.OFFLINE):
-            raise self._bad_state(z, cond, action)
+            raise self._zones.bad_state(z, cond, action)
         if rel != int(self._wp[z]):
             raise ZoneStateError(
                 f"zone {z}: write at +{rel} but the write pointer is at +{int(self._wp[z])}", zone=z)
         if rel + n > g.zone_capacity:
             raise ZoneStateError(
                 f"zone {z}: {n} bytes at +{rel} would pass the zone capacity {g.zone_capacity}", zone=z)
-        self._open(z, implicit=True)
-        if self._fail_writes and self._injected("write"):
+        self._zones.open(z, implicit=True)
+        if self._faults.writes and self._faults.fires("write"):
             raise DeviceIOError(f"injected write failure in zone {z}", offset=g.zone_start(z) + rel)
         start = g.zone_start(z) + rel
         self._media_write(start, view)
         self._wp[z] = rel + n
         if rel + n == g.zone_capacity:
-            self._set(z, ZoneCond.FULL)
+            self._zones.set(z, ZoneCond.FULL)
         self._io.wrote(n)
         return start
 
@@ -289,7 +184,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
             cond = int(self._cond[z])
             # the usual append: into an open zone, short of its capacity, nothing injected, so no
             # zone state changes (everything else takes the full path below)
-            if (cond == ZoneCond.IMPLICIT_OPEN or cond == ZoneCond.EXPLICIT_OPEN) and not self._fail_writes \
+            if (cond == ZoneCond.IMPLICIT_OPEN or cond == ZoneCond.EXPLICIT_OPEN) and not self._faults.writes \
                     and rel + view.size < g.zone_capacity and not self.readonly:
                 start = z * g.zone_size + rel
                 self._media_write(start, view)
@@ -317,13 +212,14 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
         defer = None if own else self._deferrable
         io = self._io
         whist = io.write_hist
+        faults = self._faults
         offsets, failures, charged, pending = [], [], [], []
         with self._lock:
             for k, (z, view) in enumerate(zip(zones.tolist(), units)):
                 rel = int(wp[z])
                 cond = int(conds[z])
                 n = view.size
-                if (cond == ZoneCond.IMPLICIT_OPEN or cond == ZoneCond.EXPLICIT_OPEN) and not self._fail_writes \
+                if (cond == ZoneCond.IMPLICIT_OPEN or cond == ZoneCond.EXPLICIT_OPEN) and not faults.writes \
                         and rel + n < cap and not self.readonly:
                     start = z * zsize + rel
                     if media is not None:
@@ -371,7 +267,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
             offline = np.nonzero(self._cond[first:last + 1] == ZoneCond.OFFLINE)[0]
             if offline.size:
                 raise DeviceIOError(f"read of offline zone {first + int(offline[0])}", offset=offset)
-            if self._fail_reads and self._injected("read"):
+            if self._faults.reads and self._faults.fires("read"):
                 raise DeviceIOError(f"injected read failure at {offset}", offset=offset)
             out = self._media_read(offset, length)
             self._io.read(length)
@@ -394,7 +290,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
                 bad = zs[self._cond[zs] == ZoneCond.OFFLINE]
                 if bad.size:
                     raise DeviceIOError(f"read of offline zone {int(bad[0])}")
-            if self._fail_reads and self._injected("read"):
+            if self._faults.reads and self._faults.fires("read"):
                 raise DeviceIOError("injected read failure", offset=int(offsets[0]))
             n = int(lengths[0]) if lengths.size else 0
             if lengths.size > 8 and not (lengths != n).any():   # equal requests (a page each): one count
@@ -439,43 +335,24 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
         if self.model is not None:
             self.model.finish(z)
 
-    # -- failure injection (tests) -------------------------------------------------------------
-    # A transient media error: the request fails with DeviceIOError and changes nothing (no data
-    # written, the write pointer stays, no modeled time); the next request of its kind succeeds.
-    # ``after`` lets that many requests through first, so a test can fail the k-th read or write
-    # of an operation (a ``read_batch`` or an ``append_batch``'s unit is one request each).
+    # -- failure injection (tests): ``injected_failures.py`` -----------------------------------------
     def inject_write_failures(self, n: int, after: int = 0) -> None:
         """Fail ``n`` writes/appends with DeviceIOError, after letting the next ``after`` succeed;
         nothing is written, the write pointer stays. Replaces an earlier injection."""
         with self._lock:
-            self._fail_writes, self._pass_writes = int(n), int(after)
+            self._faults.arm_writes(n, after)
 
     def inject_read_failures(self, n: int, after: int = 0) -> None:
         """Fail ``n`` reads (``read`` or ``read_batch`` calls) with DeviceIOError, after letting the
         next ``after`` succeed. Replaces an earlier injection."""
         with self._lock:
-            self._fail_reads, self._pass_reads = int(n), int(after)
+            self._faults.arm_reads(n, after)
 
     def injected_failures(self) -> tuple[int, int]:
         """(reads, writes) injected failures not raised yet: a test sees whether an operation
         reached the request it aimed at."""
         with self._lock:
-            return self._fail_reads, self._fail_writes
-
-    def _injected(self, kind: str) -> bool:
-        """Whether this read (``kind="read"``) or write fails; called under the lock while failures
-        of that kind are armed."""
-        if kind == "read":
-            if self._pass_reads:
-                self._pass_reads -= 1
-                return False
-            self._fail_reads -= 1
-            return True
-        if self._pass_writes:
-            self._pass_writes -= 1
-            return False
-        self._fail_writes -= 1
-        return True
+            return self._faults.reads, self._faults.writes
 
     def set_zone_condition(self, z: int, cond: ZoneCond) -> None:
         """Make a zone READ_ONLY (readable, never writable again) or OFFLINE (nothing readable),
@@ -483,7 +360,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
         if cond not in (ZoneCond.READ_ONLY, ZoneCond.OFFLINE):
             raise ValueError("only READ_ONLY and OFFLINE can be injected")
         with self._lock:
-            self._set(self._zone_index(z), cond)
+            self._zones.set(self._zone_index(z), cond)
 
     # -- misc ------------------------------------------------------------------------------------
 
@@ -503,7 +380,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
         d = {"url": self.url, "kind": self.kind, "zoned": True, "path": self.path,
              "geometry": self.geometry.as_dict(), "preset": self.preset,
              "clock": "modeled" if self.model is not None else "none", "payload": self.payload,
-             "open_zones": self._nr_open, "active_zones": self._nr_active, **self.timing_options(),
+             "open_zones": self._zones.nr_open, "active_zones": self._zones.nr_active, **self.timing_options(),
              "units": self.unit_traits().as_dict()}
         return d
 

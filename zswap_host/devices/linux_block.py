@@ -12,10 +12,12 @@ import struct
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError
-from .base import Buffer, SerialGroups, as_bytes_view, check_aligned, check_write_batch
 from .blkzoned import errname, zoned_lib
+from .buffers import Buffer, as_bytes_view
 from .direct_io import ALIGN, DirectIO, aligned_copy, open_direct
 from .io_engine import DEFAULT_DEPTH
+from .request_checks import check_aligned, check_write_batch
+from .serial_batches import SerialGroups
 
 _BLKDISCARD = 0x1277
 
@@ -77,7 +79,7 @@ class LinuxBlockDevice(DirectIO, SerialGroups):
         offsets, lengths, view = check_write_batch(offsets, data, lengths, self.block_size, self.size)
         if offsets.size == 0:
             return np.zeros(0)
-        res, done = self._batch(True, aligned_copy(view), offsets, lengths, qd)
+        res, done = self.run_batch(True, aligned_copy(view), offsets, lengths, qd)
         err = self._batch_error("write", res, offsets, lengths)
         if err is not None:
             raise err
@@ -91,8 +93,8 @@ class LinuxBlockDevice(DirectIO, SerialGroups):
             if e.errno not in (errno.EOPNOTSUPP, errno.ENOTTY):
                 raise DeviceIOError(f"{self.path}: discard at {offset} failed: {e.strerror}", offset=offset) from None
             return                                  # no discard support: the data stays, which is allowed
-        with self._stat_lock:
-            self._io.discard_bytes += length
+        with self.tally.lock:
+            self.tally.io.discard_bytes += length
 
     def describe(self) -> dict:
         return {"url": self.url, "kind": self.kind, "zoned": False, "path": self.path,

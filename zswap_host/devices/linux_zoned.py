@@ -9,12 +9,10 @@
   batches through the device's I/O engine (``io_engine.py``: io_uring at queue depth, or sync).
 - Zone append on an NVMe namespace is the NVMe Zone Append command (opcode 0x7d): the device picks
   the position and the completion says which LBA it chose. The append path (``append_path``):
-  ``uring-cmd`` sends a batch of them through ``IORING_OP_URING_CMD`` on the namespace's generic
-  char device ``/dev/ngXnY`` (several in flight to one zone); ``ioctl`` sends one at a time through
-  ``NVME_IOCTL_IO64_CMD`` (the sync engine, or when the char device or the big ring is unavailable:
-  one line on stderr says why); on other zoned devices (or if passthrough is refused)
-  ``write-at-wp`` writes at the write pointer, in order and one in flight per zone (the rule
-  mq-deadline enforces), zones in parallel.
+  ``uring-cmd`` (io_uring passthrough on the generic char device ``/dev/ngXnY``), ``ioctl`` (one at
+  a time; the sync engine, or when the char device or the big ring is unavailable: one line on
+  stderr says why) or ``write-at-wp`` (other zoned devices, or passthrough refused); its own object,
+  ``ZoneAppender`` (``linux_zone_append.py``).
 
 Kernel errors become the typed errors the conformance suite checks: a write or zone operation that
 breaks the zone rules is ``ZoneStateError`` with the kernel's errno name (``EIO``, ``EOVERFLOW`` for
@@ -27,40 +25,28 @@ from __future__ import annotations
 import errno
 import os
 import sys
-import threading
-import time
 
 import numpy as np
 
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, NotZonedError, ZoneStateError
-from .base import (Buffer, as_bytes_view, check_aligned, check_append, check_append_batch, check_zone_write,
-                   append_run_batched)
 from .blkzoned import ZONE_OPS, errname, report_fd, zoned_lib
-from .direct_io import DirectIO, aligned_copy, gathered, open_direct
+from .buffers import Buffer, as_bytes_view
+from .direct_io import DirectIO, open_direct
 from .io_engine import DEFAULT_DEPTH, UringEngine
+from .linux_zone_append import ZoneAppender
+from .request_checks import check_aligned, check_append, check_zone_write
 from .sysfs import SECTOR, generic_char_device, is_nvme_namespace, max_transfer_bytes, queue_dir, queue_zone_limits, read_sysfs, sysfs_dir, zoned_model
 from .units import ZoneUnits
 from .zone import Zone, ZoneCond, ZoneGeometry
 
-# NVMe status codes (SCT 1 = command specific, ZNS set) -> (errno name a block I/O would give, kind)
-_NVME_ZONE_STATUS = {
-    0x1B8: ("EIO", "zone", "zone boundary error"),
-    0x1B9: ("EIO", "zone", "zone is full"),
-    0x1BA: ("EIO", "media", "zone is read only"),
-    0x1BB: ("EIO", "media", "zone is offline"),
-    0x1BC: ("EIO", "zone", "zone invalid write"),
-    0x1BD: ("EOVERFLOW", "zone", "too many active zones"),
-    0x1BE: ("ETOOMANYREFS", "zone", "too many open zones"),
-    0x1BF: ("EIO", "zone", "invalid zone state transition"),
-    0x080: ("EINVAL", "invalid", "LBA out of range"),
-    0x002: ("EINVAL", "invalid", "invalid field in command"),
-}
+
 class LinuxZonedDevice(DirectIO, ZoneUnits):
     """A host-managed (or host-aware) zoned block device through the kernel's zoned block layer."""
 
     kind = "linux-zoned"
     zoned = True
     interface = "zns"
+    appender: ZoneAppender | None = None      # the zone appends (made once the geometry is known)
 
     def __init__(self, path: str, exclusive: bool = True, use_passthrough: bool | None = None,
                  readonly: bool = False, io_engine: str | None = None, io_depth: int = DEFAULT_DEPTH) -> None:
@@ -75,9 +61,6 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
         self.readonly = readonly
         self._fd = -1
         self._fd = open_direct(path, exclusive, readonly)
-        self._ngfd = -1
-        self._append_engine: UringEngine | None = None    # appends' own ring (uring-cmd path)
-        self._append_lock = threading.Lock()
         ffi, lib = zoned_lib()
         lim = queue_zone_limits(q)
         lbs = lim.block_size or lib.zd_logical_block_size(self._fd)
@@ -110,10 +93,8 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
         if use_passthrough is not False and is_nvme_namespace(path):
             r = lib.zd_nvme_nsid(self._fd)
             self.nsid = int(r) if r > 0 else None
-        self._passthrough = self.nsid is not None and use_passthrough is not False
-        self._zone_locks = [threading.Lock() for _ in range(min(nr, 1 << 16))]
-        self._appends = 0
-        self._max_appends_zone = 0
+        self.appender = ZoneAppender(self)
+        self.appender.passthrough = self.nsid is not None and use_passthrough is not False
         try:
             self._init_engine(io_engine, io_depth)
         except Exception:
@@ -123,26 +104,27 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
     def _init_engine(self, io_engine: str | None, io_depth: int) -> None:
         """The I/O engine, and for an NVMe namespace on io_uring its generic char device (appends as
         ``IORING_OP_URING_CMD``); else the ioctl or write-at-wp append path, saying why."""
-        ng = generic_char_device(self.path) if self._passthrough and io_engine != "sync" else None
+        ap = self.appender
+        ng = generic_char_device(self.path) if ap.passthrough and io_engine != "sync" else None
         why = None
         if ng is not None:
             try:
-                self._ngfd = os.open(ng, (os.O_RDONLY if self.readonly else os.O_RDWR) | os.O_CLOEXEC)
+                ap.ngfd = os.open(ng, (os.O_RDONLY if self.readonly else os.O_RDWR) | os.O_CLOEXEC)
             except OSError as e:
                 why = f"cannot open {ng}: {e.strerror}"
-        elif self._passthrough and io_engine != "sync":
+        elif ap.passthrough and io_engine != "sync":
             why = "no NVMe generic char device (/dev/ngXnY; Linux >= 5.13)"
         self._init_io(io_engine, io_depth)
-        if self._ngfd >= 0 and self.io_engine == "uring":
+        if ap.ngfd >= 0 and self.io_engine == "uring":
             # appends get their own ring (big SQEs for the NVMe command) and lock: a read batch and
             # an append batch from two threads run at once (overlapped_io)
             try:
-                self._append_engine = UringEngine(io_depth, passthrough=True)
+                ap.engine = UringEngine(io_depth, passthrough=True)
             except OSError as e:
                 why = f"io_uring passthrough ring: {e.strerror}"
-        if self._ngfd >= 0 and self._append_engine is None:
-            os.close(self._ngfd)                 # no uring (said so): appends by ioctl
-            self._ngfd = -1
+        if ap.ngfd >= 0 and ap.engine is None:
+            os.close(ap.ngfd)                    # no uring (said so): appends by ioctl
+            ap.ngfd = -1
         if why and self.io_engine == "uring":
             print(f"zswap-host: {self.path}: zone append through the sync ioctl, one at a time: {why}",
                   file=sys.stderr)
@@ -150,9 +132,7 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
     @property
     def append_path(self) -> str:
         """``uring-cmd``, ``ioctl`` or ``write-at-wp``: how :meth:`append` / :meth:`append_batch` write."""
-        if self._ngfd >= 0 and self._passthrough:
-            return "uring-cmd"
-        return "ioctl" if self._passthrough else "write-at-wp"
+        return self.appender.append_path
 
     @property
     def overlapped_io(self) -> bool:
@@ -163,23 +143,21 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
         """The data ring's counters; with appends on their own ring, its batches and requests added
         in, and the most appends it had in flight to one zone."""
         st = dict(self._engine.stats())
-        if self._append_engine is not None:
-            ap = self._append_engine.stats()
+        appender = self.appender
+        if appender.engine is not None:
+            ap = appender.engine.stats()
             for k in ("batches", "requests", "submit_calls"):
                 st[k] += ap[k]
             st["max_in_flight"] = max(st["max_in_flight"], ap["max_in_flight"])
-        st.update(append_path=self.append_path, appends=self._appends,
-                  max_appends_per_zone=max(self._max_appends_zone, ap["max_appends_per_zone"]) if
-                  self._append_engine is not None else self._max_appends_zone,
-                  max_batches_at_once=self._max_batches_at_once)
+        st.update(append_path=self.append_path, appends=appender.count,
+                  max_appends_per_zone=max(appender.max_per_zone, ap["max_appends_per_zone"]) if
+                  appender.engine is not None else appender.max_per_zone,
+                  max_batches_at_once=self.tally.max_batches_at_once)
         return st
 
     def close(self) -> None:
-        if self._ngfd >= 0:
-            fd, self._ngfd = self._ngfd, -1
-            os.close(fd)
-        if self._append_engine is not None:
-            self._append_engine.close()
+        if self.appender is not None:
+            self.appender.close()
         super().close()
 
     # -- zones -------------------------------------------------------------------------------------
@@ -226,11 +204,12 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
         g = self.geometry
         r = lib.zd_zone_mgmt(self._fd, ZONE_OPS[action], g.zone_start(z) // SECTOR, g.zone_size // SECTOR)
         if r < 0:
-            raise self._zone_error(-r, z, f"{action} zone {z}")
+            raise self.zone_error(-r, z, f"{action} zone {z}")
 
-    def _zone_error(self, e: int, z: int, what: str, offset: int | None = None, length: int = 0):
+    def zone_error(self, e: int, z: int, what: str, offset: int | None = None, length: int = 0):
         """The typed error for errno ``e`` from an operation on zone ``z`` (for a write: ``offset``
-        and ``length``; an EIO that no zone rule explains is a media error, DeviceIOError)."""
+        and ``length``; an EIO that no zone rule explains is a media error, DeviceIOError); the
+        appends' too (``ZoneAppender``)."""
         name = errname(e)
         if e == errno.EINVAL:
             return InvalidIOError(f"{self.path}: {what} refused by the kernel (EINVAL)")
@@ -282,8 +261,8 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
                                  f"{g.zone_capacity}", zone=z)
         r = self._pwrite(offset, view)
         if r < 0:
-            raise self._zone_error(-r, z, f"write of {view.size} bytes at {offset}", offset=offset,
-                                   length=view.size)
+            raise self.zone_error(-r, z, f"write of {view.size} bytes at {offset}", offset=offset,
+                                  length=view.size)
 
     def append(self, z: int, data: Buffer) -> int:
         view = as_bytes_view(data)
@@ -296,319 +275,17 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
 
     def append_batch(self, zones, data: Buffer, lengths, qd: int = 32) -> tuple[np.ndarray, list]:
         """See ``ZonedDevice.append_batch``: through the append path (``append_path``)."""
-        if self._ngfd >= 0 and self._passthrough:
-            out = self._append_lean(zones, data, lengths, qd)
-            if out is not None:
-                return out
-        if self._ngfd >= 0 and self._passthrough and not isinstance(data, (list, tuple)):
-            # uring-cmd with one buffer (the store's batch of write units): no view per unit, the
-            # requests' addresses are the buffer's plus the lengths before them
-            zones, lengths, view = check_append_batch(self.geometry, zones, data, lengths, views=False)
-            if zones.size == 0:
-                return np.zeros(0, np.int64), []
-            return self._append_uring(zones, None, lengths, qd, view)
-        zones, lengths, units = check_append_batch(self.geometry, zones, data, lengths)
-        if zones.size == 0:
-            return np.zeros(0, np.int64), []
-        if self.append_path == "uring-cmd":
-            offsets, failures = self._append_uring(zones, units, lengths, qd)
-        elif self._passthrough:
-            offsets, failures = np.full(zones.size, -1, np.int64), []
-            for k, (z, unit) in enumerate(zip(zones.tolist(), units)):
-                try:
-                    offsets[k] = self._append_ioctl(z, unit)
-                except (DeviceIOError, ZoneStateError, InvalidIOError) as e:
-                    failures.append((k, e))
-        else:
-            offsets, failures = self._append_at_wp(zones, units, lengths, qd)
-        return offsets, failures
-
-    def _append_lean(self, zones, data, lengths, qd: int):
-        """The store's usual batch on the uring-cmd path in a few calls (each Python call costs tens
-        of microseconds in the TCG guest, more than the ring's own work per append): at most
-        ``UringEngine.SMALL`` appends from one buffer or a few (numpy, C-contiguous, dword aligned,
-        each holding whole requests back to back), checked on ints, sent through the engine's
-        ``append_small``. None, with nothing done, for any other batch (the general path checks
-        it and names what is wrong). A batch with a failed request goes to ``_append_results``."""
-        eng = self._append_engine
-        if type(zones) is not np.ndarray or type(lengths) is not np.ndarray:
-            return None
-        zl, ll = zones.tolist(), lengths.tolist()
-        n = len(ll)
-        small = getattr(eng, "append_small", None)
-        if not 0 < n <= 64 or len(zl) != n or small is None or zones.ndim != 1:
-            return None
-        g = self.geometry
-        limit, bs, nz = g.max_append or g.zone_size, g.block_size, g.nr_zones
-        addrs, k = [], 0
-        for seg in (data if type(data) is list or type(data) is tuple else (data,)):
-            if type(seg) is not np.ndarray or not seg.flags.c_contiguous:
-                return None
-            pos = eng.address(seg)
-            left = seg.nbytes
-            if pos % 4:
-                return None
-            while left > 0 and k < n:
-                ln, z = ll[k], zl[k]
-                if ln <= 0 or ln > limit or ln % bs or ln > left or z < 0 or z >= nz:
-                    return None
-                addrs.append(pos)
-                pos, left, k = pos + ln, left - ln, k + 1
-            if left:
-                return None
-        if k != n:
-            return None
-        with self._append_lock:
-            self._batch_begins()
-            try:
-                t = time.perf_counter()
-                res, alba = small(self._ngfd, self.nsid, bs, g.zone_size // bs, nz, qd, zl, ll, addrs)
-                dt = time.perf_counter() - t
-            finally:
-                self._batch_ends()
-        offsets = alba
-        offsets *= bs
-        if any(res):
-            return self._append_results(np.asarray(zones, np.int64), None, np.asarray(lengths, np.int64), qd, data,
-                                        np.array(res, np.int32), offsets, dt)
-        self._count_landed(ll, dt)
-        return offsets, []
+        return self.appender.append_batch(zones, data, lengths, qd)
 
     def append_run(self, zones: np.ndarray, segs: tuple, lengths: np.ndarray, qd: int, expect: int):
-        """``append_batch(zones, segs, lengths, qd)`` for the store's usual batch, which expects the
-        units to land back to back in order from byte ``expect``: True when they did (counted as
-        any batch), else ``append_batch``'s (offsets, failures). On the uring-cmd path one C call
-        (``UringEngine.append_run``) cuts, sends, reaps and checks them; any other path, or a batch
-        that call refuses with nothing sent, is ``append_batch`` (which checks it and names what is
-        wrong)."""
-        eng = self._append_engine
-        run = getattr(eng, "append_run", None)
-        g = self.geometry
-        bs = g.block_size
-        if self._ngfd >= 0 and self._passthrough and run is not None and type(zones) is np.ndarray \
-                and type(lengths) is np.ndarray and zones.dtype == lengths.dtype == np.int64 and expect % bs == 0:
-            with self._append_lock:
-                self._batch_begins()
-                try:
-                    t = time.perf_counter()
-                    r, res, alba = run(self._ngfd, self.nsid, bs, g.zone_size // bs, g.nr_zones, qd, segs, lengths,
-                                       zones, expect // bs, g.max_append or g.zone_size)
-                    dt = time.perf_counter() - t
-                finally:
-                    self._batch_ends()
-            if r == 1:
-                self._count_landed(lengths.tolist(), dt)
-                return True
-            if r == 0:
-                alba *= bs
-                if any(res):
-                    return self._append_results(zones, None, lengths, qd, segs, np.array(res, np.int32), alba, dt)
-                self._count_landed(lengths.tolist(), dt)
-                return alba, []
-        return append_run_batched(self, zones, segs, lengths, qd, expect)
+        """See ``ZonedDevice.append_run``: one C call on the uring-cmd path
+        (``ZoneAppender.append_run``)."""
+        return self.appender.append_run(zones, segs, lengths, qd, expect)
 
     def run_writer(self, run_addr: int):
-        """A writer of append runs (``native/append_run.h``: the caller's ``zs_run`` at ``run_addr``)
-        for a caller's own C call, on the uring-cmd path (``devices/uring_store.py``); None on any
-        other path."""
-        eng = self._append_engine
-        if self._ngfd < 0 or not self._passthrough or not hasattr(getattr(eng, "lib", None), "ur_run_append"):
-            return None
-        from .uring_store import RunPort, RunTarget, UringRunWriter
-        g = self.geometry
-        target = RunTarget(self._ngfd, self.nsid, g.block_size, g.zone_size // g.block_size, g.nr_zones,
-                           g.max_append or g.zone_size)
-        port = RunPort(usable=lambda: self._passthrough and self._append_engine is eng, held=self._run_held,
-                       count_landed=self._count_landed, results=self._append_results)
-        return UringRunWriter(eng, run_addr, target, port)
-
-    def _run_held(self, call):
-        """``call()`` inside one append batch of this device (its append lock held): (its result,
-        the wall seconds it took)."""
-        with self._append_lock:
-            self._batch_begins()
-            try:
-                t = time.perf_counter()
-                rc = call()
-                return rc, time.perf_counter() - t
-            finally:
-                self._batch_ends()
-
-    def _count_landed(self, ll: list, dt: float) -> None:
-        """Stats of a uring-cmd batch whose appends all landed (``ll``: their lengths as ints, counted
-        without numpy). The most appends in flight per zone is the engine's, read by engine_stats."""
-        with self._stat_lock:
-            self._busy += dt
-            io = self._io
-            io.write_bytes += sum(ll)
-            hist = io.write_hist
-            for ln in ll:
-                hist[ln] += 1
-            self._appends += len(ll)
-
-    def _count_appends(self, n: int, per_zone: int) -> None:
-        with self._stat_lock:
-            self._appends += n
-            self._max_appends_zone = max(self._max_appends_zone, per_zone)
-
-    def _append_uring(self, zones: np.ndarray, units: list[np.ndarray] | None, lengths: np.ndarray, qd: int,
-                      view: np.ndarray | None = None):
-        """NVMe Zone Appends through io_uring passthrough, each request straight from its unit's
-        memory (``units``, or ``view`` holding them back to back); a refused passthrough falls back
-        for good to the write-at-wp path (and the refused requests are redone there)."""
-        g = self.geometry
-        eng = self._append_engine
-        # NVMe DMA needs dword alignment; max_append leaves room for a buffer that is not page aligned
-        if view is not None:
-            base = eng.address(view)
-            if base % 4:                        # lengths are whole blocks: one aligned copy serves all
-                view = aligned_copy(view)
-                base = eng.address(view)
-            addrs, pos = [], base
-            for n in lengths.tolist():
-                addrs.append(pos)
-                pos += n
-        else:                                   # a unit per buffer (a write buffer's unit and the caller's)
-            addrs = []
-            for k, u in enumerate(units):
-                a = eng.address(u)
-                if a % 4:
-                    u = units[k] = aligned_copy(u)
-                    a = eng.address(u)
-                addrs.append(a)
-        with self._append_lock:
-            self._batch_begins()
-            try:
-                t = time.perf_counter()
-                res, alba, _ = eng.append(self._ngfd, self.nsid, g.block_size, g.zone_size // g.block_size, units,
-                                          lengths, zones, g.nr_zones, qd, addrs)
-                dt = time.perf_counter() - t
-            finally:
-                self._batch_ends()
-        offsets = alba.view(np.int64)
-        offsets *= g.block_size
-        return self._append_results(zones, units, lengths, qd, view, res, offsets, dt)
-
-    def _append_results(self, zones: np.ndarray, units: list | None, lengths: np.ndarray, qd: int, data,
-                        res: np.ndarray, offsets: np.ndarray, dt: float):
-        """Account for a uring-cmd batch (``res``: 0 or -errno or NVMe status per request, ``offsets``
-        where each landed) and type its failures; a refused passthrough redoes the refused requests
-        at the write pointer (``units``: a view per request, or None to cut them from ``data``)."""
-        g = self.geometry
-        if lengths.size <= 64 and not any(res.tolist()):   # the usual batch: every append landed
-            self._count_landed(lengths.tolist(), dt)
-            return offsets, []
-        if not res.any():
-            with self._stat_lock:
-                self._busy += dt
-                self._io.wrote_many(lengths)
-            self._count_appends(lengths.size, self._append_engine.max_appends_per_zone())
-            return offsets, []
-        if units is None:                               # per-unit views for the failure paths
-            units = check_append_batch(g, zones, data, lengths)[2]
-        ok = res == 0
-        offsets[~ok] = -1
-        with self._stat_lock:
-            self._busy += dt
-            self._io.wrote_many(lengths[ok])
-        self._count_appends(int(ok.sum()), self._append_engine.max_appends_per_zone())
-        failures = []
-        refused = (res < 0) & np.isin(-res, (errno.ENOTTY, errno.EPERM, errno.EACCES, errno.EOPNOTSUPP))
-        if refused.any():
-            self._passthrough = False
-            print(f"zswap-host: {self.path}: NVMe passthrough refused ({errname(int(-res[refused][0]))}): "
-                  f"zone append becomes a write at the write pointer", file=sys.stderr)
-            idx = np.flatnonzero(refused)
-            redo, redo_fail = self._append_at_wp(zones[idx], [units[k] for k in idx.tolist()], lengths[idx], qd)
-            offsets[idx] = redo
-            failures += [(int(idx[k]), e) for k, e in redo_fail]
-        for k in np.flatnonzero(~ok & ~refused).tolist():
-            r, z, n = int(res[k]), int(zones[k]), int(lengths[k])
-            failures.append((k, self._zone_error(-r, z, f"zone append of {n} bytes to zone {z}") if r < 0
-                             else self._nvme_error(r, z, n)))
-        failures.sort(key=lambda f: f[0])
-        return offsets, failures
-
-    def _append_ioctl(self, z: int, view: np.ndarray) -> int:
-        """One NVMe Zone Append through the blocking passthrough ioctl."""
-        g = self.geometry
-        ffi, lib = zoned_lib()
-        buf = aligned_copy(view)
-        alba = ffi.new("uint64_t *")
-        t = time.perf_counter()
-        r = lib.zd_nvme_zone_append(self._fd, self.nsid, g.zone_start(z) // g.block_size,
-                                    ffi.cast("void *", buf.ctypes.data), view.size, g.block_size, alba)
-        dt = time.perf_counter() - t
-        if r == 0:
-            with self._stat_lock:
-                self._busy += dt
-                self._io.wrote(view.size)
-            self._count_appends(1, 1)
-            return int(alba[0]) * g.block_size
-        if r < 0 and -r in (errno.ENOTTY, errno.EPERM, errno.EACCES, errno.EOPNOTSUPP):
-            self._passthrough = False          # passthrough refused: fall back for good
-            offsets, failures = self._append_at_wp(np.array([z]), [view], np.array([view.size]), 1)
-            if failures:
-                raise failures[0][1]
-            return int(offsets[0])
-        if r < 0:
-            raise self._zone_error(-r, z, f"zone append of {view.size} bytes to zone {z}")
-        raise self._nvme_error(int(r), z, view.size)
-
-    def _append_at_wp(self, zones: np.ndarray, units: list[np.ndarray], lengths: np.ndarray, qd: int):
-        """Appends as writes at each zone's write pointer (one report per zone, under the zone's
-        lock): in order and one in flight per zone, zones in parallel."""
-        g = self.geometry
-        uniq = np.unique(zones)
-        locks = sorted({int(z) % len(self._zone_locks) for z in uniq.tolist()})
-        offsets = np.full(zones.size, -1, np.int64)
-        failures = []
-        for i in locks:
-            self._zone_locks[i].acquire()
-        try:
-            go = np.ones(zones.size, bool)
-            for z in uniq.tolist():
-                rep = self.report_zone(z)
-                mine = np.flatnonzero(zones == z)
-                if rep.cond in (ZoneCond.FULL, ZoneCond.READ_ONLY, ZoneCond.OFFLINE):
-                    go[mine] = False
-                    failures += [(int(k), self._zone_error(errno.EIO, z, f"zone append to zone {z}")) for k in mine]
-                    continue
-                ln = lengths[mine]
-                offsets[mine] = rep.wp + np.concatenate([[0], np.cumsum(ln)[:-1]])
-                over = offsets[mine] + ln > g.zone_start(z) + g.zone_capacity
-                for k in mine[over].tolist():
-                    go[k] = False
-                    failures.append((k, ZoneStateError(f"zone {z}: append of {int(lengths[k])} bytes would pass the "
-                                                       f"zone capacity {g.zone_capacity}", zone=z)))
-                offsets[mine[over]] = -1
-            idx = np.flatnonzero(go)
-            if idx.size:
-                res, _ = self._batch(True, gathered([units[k] for k in idx.tolist()]), offsets[idx], lengths[idx],
-                                     qd, zones=zones[idx], nzones=g.nr_zones)
-                for j in np.flatnonzero(res != lengths[idx]).tolist():
-                    k, r = int(idx[j]), int(res[j])
-                    z = int(zones[k])
-                    failures.append((k, self._zone_error(-r if r < 0 else errno.EIO, z,
-                                                         f"write of {int(lengths[k])} bytes at {int(offsets[k])}",
-                                                         offset=int(offsets[k]), length=int(lengths[k]))))
-                    offsets[k] = -1
-                self._count_appends(int((res == lengths[idx]).sum()), 1)
-        finally:
-            for i in locks:
-                self._zone_locks[i].release()
-        failures.sort(key=lambda f: f[0])
-        return offsets, failures
-
-    def _nvme_error(self, status: int, z: int, n: int):
-        sc = status & 0x7FF
-        name, kind, text = _NVME_ZONE_STATUS.get(sc, ("EIO", "media", f"NVMe status {sc:#x}"))
-        what = f"{self.path}: zone append of {n} bytes to zone {z}: {text} (NVMe status {sc:#x}, {name})"
-        if kind == "invalid":
-            return InvalidIOError(what)
-        if kind == "media":
-            return DeviceIOError(what, offset=self.geometry.zone_start(z))
-        return ZoneStateError(what, zone=z, errno_name=name)
+        """A writer of append runs for a caller's own C call on the uring-cmd path, None on any other
+        (``ZoneAppender.run_writer``)."""
+        return self.appender.run_writer(run_addr)
 
     def read(self, offset: int, length: int) -> np.ndarray:
         g = self.geometry
@@ -634,5 +311,3 @@ class LinuxZonedDevice(DirectIO, ZoneUnits):
                 "active_zones": sum(z.cond.is_active for z in report), "nvme_nsid": self.nsid,
                 "zone_append": self.append_path, "io_engine": self.engine_stats(), "model": model,
                 "units": self.unit_traits().as_dict()}
-
-

@@ -24,9 +24,12 @@ import numpy as np
 from .._native import ffi, lib           # the chunk rules of a vectored write and read (native/ocssd_vector.c)
 from ..errors import DeviceIOError, DeviceSpecError, InvalidIOError, ZoneStateError
 from .backing import PersistedState, save_sidecar
-from .base import Buffer, DeviceStats, IoCounters, ModelClock, as_bytes_view
+from .base import DeviceStats
+from .buffers import Buffer, as_bytes_view
 from .chunk import CHUNK_TYPE_SEQUENTIAL, ChunkInfo, ChunkState, OcssdGeometry
+from .clocks import ModelClock
 from .fingerprint import make_backing
+from .io_counters import IoCounters
 
 _RESET = 2                            # the model's op code of a chunk reset
 _STATE, _WP, _WEAR = 0, 1, 2          # columns of the chunk table

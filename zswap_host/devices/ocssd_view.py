@@ -7,14 +7,14 @@ same ``SwapStore`` runs on the chunk interface.
   ``layout="stripe"``: one set, every PU; ``layout="isolate"``: one set per group (its PUs), and
   ``place_zone`` puts user streams and GC on different sets.
 - Chunks are bound to a zone when it is opened (its first write): per PU, the FREE chunk with the
-  lowest wear; a zone reset resets those chunks (one vectored reset) and unbinds them. The view
-  keeps the free chunks' wear between binds (only its own resets change it) and checks the chunks
-  it picks against the device's log, reading the whole log again when they differ.
+  lowest wear; a zone reset resets those chunks (one vectored reset) and unbinds them. Which chunks
+  are free, their wear and where a zone opens are the view's ``ChunkPool`` (``chunk_pool.py``).
 - The device takes a multiple of ``ws_min`` sectors per chunk per write and cannot read the last
   ``mw_cunits`` sectors of an open chunk: per open zone the view keeps each chunk's last
   ``ws_min + mw_cunits`` sectors in host memory, commits whole ``ws_min`` runs as they complete,
-  and serves the not-yet-readable sectors from that copy. Finishing (or resetting) a partly written
-  zone pads its chunks with zeros to their end so they close.
+  and serves the not-yet-readable sectors from that copy (the reads: ``StripeReader``,
+  ``ocssd_read.py``). Finishing (or resetting) a partly written zone pads its chunks with zeros to
+  their end so they close.
 - A chunk whose reset fails goes OFFLINE on the device and is never bound again; the zone goes
   OFFLINE (``DeviceIOError``) when the chunks left cannot back every zone, as it does when a write
   or read meets an OFFLINE chunk, or when a zone cannot find a free chunk on every PU at open.
@@ -24,46 +24,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._native import ffi, lib           # the commit (native/ocssd_stripe.c), the read plan (ocssd_read.c)
+from .._native import ffi, lib           # the commit (native/ocssd_stripe.c)
 from ..errors import DeviceIOError, DeviceSpecError
 from .base import DeviceStats
 from .chunk import SECTOR, ChunkState
+from .chunk_pool import ChunkPool, ranges
 from .emulated import EmulatedZonedDevice
 from .fingerprint import first_words
+from .ocssd_read import StripeReader
 from .units import UnitTraits
 from .zone import ZoneCond, ZoneGeometry
-
-LAYOUTS = ("stripe", "isolate")
-
-
-_NONE = np.iinfo(np.int64).max        # not a free chunk: never picked
-
-
-def pu_sets(groups: int, pus: int, layout: str) -> np.ndarray:
-    """The PU sets zones are striped over, as a (sets, width) array of linear PU indices."""
-    every = np.arange(groups * pus, dtype=np.int64)
-    if layout == "stripe":
-        return every.reshape(1, -1)
-    if layout == "isolate":
-        return every.reshape(groups, pus)
-    raise DeviceSpecError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
 
 
 def per_chunk(n: int, width: int, unit: int) -> np.ndarray:
     """Sectors each chunk slot holds once the zone holds its first ``n`` sectors."""
     full, rem = divmod(int(n), width * unit)
     return full * unit + np.clip(rem - np.arange(width, dtype=np.int64) * unit, 0, unit)
-
-
-def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``starts[i] .. starts[i] + counts[i] - 1`` for every i, concatenated."""
-    starts = np.asarray(starts, np.int64)
-    counts = np.asarray(counts, np.int64)
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    before = np.cumsum(counts) - counts
-    return np.repeat(starts - before, counts) + np.arange(total, dtype=np.int64)
 
 
 class OcssdZonedView(EmulatedZonedDevice):
@@ -94,10 +70,10 @@ class OcssdZonedView(EmulatedZonedDevice):
         g = ocssd.geometry
         self.ocssd = ocssd
         self.layout = layout
-        self._sets = pu_sets(g.groups, g.pus, layout)
-        self.width = width = self._sets.shape[1]
+        self._chunks = chunks = ChunkPool(ocssd, layout)        # the chunks zones are bound to
+        self.width = width = chunks.sets.shape[1]
         self.unit = g.ws_opt if g.sectors % g.ws_opt == 0 else g.ws_min   # stripe unit, in sectors
-        nr = g.nr_chunks // width
+        nr = chunks.nr_zones
         cap = width * g.chunk_bytes
         if zone_size is None:
             zone_size = cap
@@ -117,9 +93,6 @@ class OcssdZonedView(EmulatedZonedDevice):
         self._chunk = np.full((nr, width), -1, np.int64)     # zone -> chunk per slot (-1: unbound)
         self._dwp = np.zeros((nr, width), np.int64)          # sectors committed per slot
         self._hw = np.zeros(nr, np.int64)                    # zone sectors written (host view)
-        self._owner = np.full(g.nr_chunks, -1, np.int64)     # chunk -> zone
-        self._pref = np.arange(nr, dtype=np.int64) % self._sets.shape[0]   # PU set a zone opens on
-        self._writer: dict[int, str] = {}                    # zone -> who writes it (place_zone)
         self._tail: dict[int, np.ndarray] = {}               # zone -> (width, ring, *_row) host copy
         self._online: dict[int, int] = {}                    # zone -> device retirements when its chunks were all online
         # a payload-free device keeps a sector's first word only: the view then moves words, not
@@ -127,90 +100,25 @@ class OcssdZonedView(EmulatedZonedDevice):
         self._narrow = getattr(ocssd, "payload", True) is False and getattr(ocssd, "word_reads", False) \
             and hasattr(ocssd, "write_vectors")
         self._row, self._row_dtype = ((), np.uint64) if self._narrow else ((SECTOR,), np.uint8)
-        self.retired_chunks = 0
-        self._take_over()
-        self._free_wear = np.zeros(0, np.int64)              # per chunk: wear if FREE and unbound, else _NONE
-        self._rescore()
+        self._reader = StripeReader(ocssd, self._zs, width, self.unit, self._ring, self._narrow, self._chunk,
+                                    self._dwp, self._hw, self._tail, chunks.owner, self._lose_broken)
+        chunks.take_over()
+        chunks.rescore()
+
+    @property
+    def retired_chunks(self) -> int:
+        """Chunks the device took OFFLINE on a failed reset (never bound again)."""
+        return self._chunks.retired
 
     # -- chunks ------------------------------------------------------------------------------------
-    def _states(self, chunks=None) -> tuple[np.ndarray, np.ndarray]:
-        """(state, wear) of the chunks from the device's chunk log (as arrays when it offers them)."""
-        table = getattr(self.ocssd, "chunk_states", None)
-        if table is not None:
-            state, _, wear = table(chunks)
-            return state, wear
-        info = self.ocssd.chunk_info(chunks)
-        return (np.array([c.state for c in info], np.int64), np.array([c.wear_index for c in info], np.int64))
-
-    def _take_over(self) -> None:
-        """Leave every usable chunk FREE: pad OPEN chunks to their end, reset the written ones."""
-        if getattr(self.ocssd, "readonly", False):
-            return
-        g = self.ocssd.geometry
-        state, _ = self._states()
-        info = self.ocssd.chunk_info(np.flatnonzero(state == ChunkState.OPEN))
-        if info:
-            wp = np.array([c.wp for c in info], np.int64)
-            cs = np.array([c.chunk for c in info], np.int64)
-            self.ocssd.write(ranges(cs * g.sectors + wp, g.sectors - wp),
-                             np.zeros(int((g.sectors - wp).sum()) * SECTOR, np.uint8))
-        dirty = np.flatnonzero((state == ChunkState.OPEN) | (state == ChunkState.CLOSED))
-        if dirty.size:
-            try:
-                self.ocssd.reset(dirty)
-            except DeviceIOError:             # the failed chunks are OFFLINE now: never bound
-                self.retired_chunks += int((self._states(dirty)[0] == ChunkState.OFFLINE).sum())
-
-    def _rescore(self, chunks: np.ndarray | None = None) -> None:
-        """Read the free chunks' wear from the device's log: all of it, or only ``chunks``."""
-        state, wear = self._states(chunks)
-        free = np.where((state == ChunkState.FREE) & (self._owner[chunks if chunks is not None else slice(None)] < 0),
-                        wear, _NONE)
-        if chunks is None:
-            self._free_wear = free.reshape(-1, self.ocssd.geometry.chunks)      # (PU, chunk)
-        else:
-            self._free_wear.reshape(-1)[chunks] = free
-
-    def _pick(self, s: int) -> np.ndarray | None:
-        """Per PU of set ``s``, its unbound FREE chunk of lowest wear; None if a PU has none. From
-        the view's copy of the free chunks' wear, checked against the log for the chunks picked; the
-        whole log is read again when they differ (a chunk the device retired behind the view's
-        back) or when a PU seems to have none."""
-        g = self.ocssd.geometry
-        pus = self._sets[s]
-        for fresh in (False, True):
-            if fresh:
-                self._rescore()
-            score = self._free_wear[pus] if pus.size != self._free_wear.shape[0] else self._free_wear
-            best = score.argmin(axis=1)
-            low = score[np.arange(pus.size), best]
-            if (low == _NONE).any():
-                continue
-            chunks = pus * g.chunks + best
-            state, wear = self._states(chunks)
-            if (state == ChunkState.FREE).all() and (wear == low).all():
-                return chunks
-        return None
-
-    def _set_order(self, z: int) -> list[int]:
-        """The PU sets zone z may open on, best first: its own, then the next ones round, the GC set
-        (the last) last for a user zone (so GC's data and users' meet only when all else is full)."""
-        n, first = self._sets.shape[0], int(self._pref[z])
-        order = [(first + i) % n for i in range(n)]
-        if n > 1 and self._writer.get(z, "gc") != "gc":
-            order.remove(n - 1)
-            order.append(n - 1)
-        return order
-
     def _bind(self, z: int) -> None:
-        """Open zone z on chunks: its preferred PU set first (``_set_order``)."""
-        for s in self._set_order(z):
-            chunks = self._pick(s)
+        """Open zone z on chunks: its preferred PU set first (``ChunkPool.set_order``)."""
+        for s in self._chunks.set_order(z):
+            chunks = self._chunks.pick(s)
             if chunks is not None:
                 self._chunk[z] = chunks
                 self._online.pop(z, None)
-                self._owner[chunks] = z
-                self._free_wear.reshape(-1)[chunks] = _NONE
+                self._chunks.claim(z, chunks)
                 self._dwp[z] = 0
                 self._tail[z] = np.zeros((self.width, self._ring, *self._row), self._row_dtype)
                 return
@@ -220,7 +128,7 @@ class OcssdZonedView(EmulatedZonedDevice):
 
     def _unbind(self, z: int) -> None:
         chunks = self._chunk[z]
-        self._owner[chunks[chunks >= 0]] = -1
+        self._chunks.release(chunks)
         self._chunk[z] = -1
         self._online.pop(z, None)
         self._dwp[z] = 0
@@ -229,17 +137,8 @@ class OcssdZonedView(EmulatedZonedDevice):
 
     def _lose(self, z: int) -> None:
         """Zone z goes OFFLINE (its chunks stay bound: open ones cannot be reset)."""
-        self._set(z, ZoneCond.OFFLINE)
+        self._zones.set(z, ZoneCond.OFFLINE)
         self._tail.pop(z, None)
-
-    def _backable(self) -> bool:
-        """Whether the chunks not offline (free, or bound to a live zone) can back every live zone."""
-        state, _ = self._states()
-        live = self._cond != ZoneCond.OFFLINE
-        owner = self._owner
-        usable = (state != ChunkState.OFFLINE) & ((owner < 0) | live[np.maximum(owner, 0)])
-        per_pu = usable.reshape(-1, self.ocssd.geometry.chunks).sum(axis=1)
-        return int(per_pu[self._sets].min(axis=1).sum()) >= int(live.sum())
 
     def zone_chunks(self, z: int) -> list[int]:
         """The chunks (linear indices, one per slot) zone ``z`` is bound to; [] when unbound."""
@@ -258,11 +157,7 @@ class OcssdZonedView(EmulatedZonedDevice):
         relocations the last set, user stream ``s`` set ``s % (sets - 1)`` (another set when that
         one has no free chunk on every PU). With one set (``stripe``) only recorded."""
         with self._lock:
-            z = self._zone_index(z)
-            n = self._sets.shape[0]
-            self._writer[z] = "gc" if gc else f"stream {int(stream)}"
-            if n > 1:
-                self._pref[z] = n - 1 if gc else int(stream) % (n - 1)
+            self._chunks.place(self._zone_index(z), stream, gc)
 
     # -- the medium --------------------------------------------------------------------------------
     def _write_chunks(self, z: int, slots: np.ndarray, secs: np.ndarray, data: np.ndarray) -> None:
@@ -309,7 +204,7 @@ class OcssdZonedView(EmulatedZonedDevice):
         seen = getattr(self.ocssd, "retirements", None)
         if seen is not None and self._online.get(z) == seen:
             return True
-        if (self._states(c)[0] == ChunkState.OFFLINE).any():
+        if (self._chunks.states(c)[0] == ChunkState.OFFLINE).any():
             return False
         if seen is not None:
             self._online[z] = seen
@@ -406,108 +301,26 @@ class OcssdZonedView(EmulatedZonedDevice):
                 self.ocssd.reset(dirty)
         except DeviceIOError as e:
             # the failed chunks are OFFLINE on the device, so never bound again
-            self.retired_chunks += int((self._states(dirty)[0] == ChunkState.OFFLINE).sum())
-            if not self._backable():
+            self._chunks.retired += int((self._chunks.states(dirty)[0] == ChunkState.OFFLINE).sum())
+            if not self._chunks.backable(self._cond != ZoneCond.OFFLINE):
                 self._lose(z)
                 raise DeviceIOError(f"zone {z}: {e}; too few chunks left to back it, the zone is offline",
                                     offset=self.geometry.zone_start(z)) from None
         finally:
-            self._rescore(chunks)            # free again (wear + 1 where reset), or offline
+            self._chunks.rescore(chunks)     # free again (wear + 1 where reset), or offline
 
     def _media_read(self, offset: int, length: int) -> np.ndarray:
         return self._media_read_batch(np.array([offset], np.int64), np.array([length], np.int64), 1)[0]
 
     def _media_read_batch(self, offsets: np.ndarray, lengths: np.ndarray, qd: int,
                           words: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """The address arithmetic, the split into device and held sectors, the device-run depth
-        (``qd`` x runs per request: a request that crosses stripe units becomes one run per chunk
-        piece, all in flight together, as a ZNS device reads one request's dies in parallel; page
-        reads keep ``qd``) and the requests' completions are C's (``native/ocssd_read.c``; its
-        numpy oracle is ``tests/support/ocssd_oracle.py``). ``read_batch`` checked the ranges."""
-        c = self._read_c
-        if c is None:                           # the per-view constants of this path, once
-            c = self._read_c = self._read_consts()
-        plan, finish, fb, consts = c
-        offsets, lengths = offsets.reshape(-1), lengths.reshape(-1)
-        nreq = offsets.size
-        if nreq == 0:
-            return (np.zeros(0, np.uint64) if words else np.zeros(0, np.uint8)), np.zeros(0)
-        offsets_p = fb("int64_t[]", np.ascontiguousarray(offsets, np.int64))
-        lengths_p = fb("int64_t[]", np.ascontiguousarray(lengths, np.int64))
-        cap = 2 * nreq                          # room for two sectors per request first (pages: one)
-        for _ in range(2):
-            # one buffer: ppas, pos, req, hpos, hzone, hslot, hsec (cap each), the plan's 4 stats,
-            # and ocr_done's nreq of scratch
-            buf = np.empty(7 * cap + 4 + nreq, np.int64)
-            p = fb("int64_t[]", buf, require_writable=True)
-            d = plan(nreq, offsets_p, lengths_p, *consts, cap, p, p + cap, p + 2 * cap, p + 3 * cap, p + 4 * cap,
-                     p + 5 * cap, p + 6 * cap, p + 7 * cap)
-            if d != -1:
-                break
-            cap = int(buf[7 * cap + 3])         # longer requests: room for all their sectors
-        if d < 0:                               # never for ranges read_batch checked (ocssd_read.h)
-            raise RuntimeError(f"the read plan refused {nreq} checked ranges (ocr_plan returned {d})")
-        h, runs, reqs, n = buf[7 * cap:7 * cap + 4].tolist()
-        # the clock before the read: the time of a sector not read from the device (not needed
-        # when each request is one device sector)
-        now = 0.0 if d == n == nreq else self.ocssd.now()
-        out = done = None
-        if d < n:                               # not every sector from the device: zeros, then theirs
-            out = np.zeros(n, np.uint64) if words else np.zeros((n, SECTOR), np.uint8)
-        if d:
-            ppa = buf[:d]
-            try:
-                data, done = self.ocssd.read_timed(ppa, max(1, int(round(qd * runs / reqs))), words=words)
-            except DeviceIOError:
-                self._lose_broken(np.unique(self._owner[ppa // self.ocssd.geometry.sectors]))
-                raise
-            done = np.ascontiguousarray(done, np.float64)
-            if out is None and data.dtype == (np.uint64 if words else np.uint8):
-                out = data                      # a new array of the device's: no copy
-            else:
-                if out is None:
-                    out = np.zeros(n, np.uint64) if words else np.zeros((n, SECTOR), np.uint8)
-                out[buf[cap:cap + d]] = data if words else data.reshape(-1, SECTOR)
-        if h:
-            self._read_held(out, buf[3 * cap:7 * cap].reshape(4, cap)[:, :h], words)
-        if d == n == nreq:                      # a device sector per request: its time is the request's
-            return out.reshape(-1), done
-        t = np.empty(nreq, np.float64)
-        finish(nreq, lengths_p, d, p + 2 * cap, fb("double[]", done) if d else ffi.NULL, now,
-               fb("double[]", t, require_writable=True), p + 7 * cap + 4)
-        return out.reshape(-1), t
-
-    _read_c = None             # _media_read_batch's constants, made at first use
-
-    def _read_consts(self) -> tuple:
-        """``_media_read_batch``'s constants: (ocr_plan, ocr_done, from_buffer, ocr_plan's
-        arguments from zs to hw). The per-zone arrays are updated in place, never replaced."""
-        fb = ffi.from_buffer
-        g = self.ocssd.geometry
-        return (lib.ocr_plan, lib.ocr_done, fb, (self._zs, self.width, self.unit, g.sectors, g.mw_cunits,
-                                                 self._hw.size, fb("int64_t[]", self._chunk),
-                                                 fb("int64_t[]", self._dwp), fb("int64_t[]", self._hw)))
-
-    def _read_held(self, out: np.ndarray, held: np.ndarray, words: bool) -> None:
-        """Fill ``out``'s held sectors (rows of ``held``: position, zone, slot, sector) from the
-        open zones' host copies."""
-        pos, zone, slot, sec = held
-        one = not (zone != zone[0]).any()               # most often: one open zone
-        for zz in ([int(zone[0])] if one else np.unique(zone).tolist()):       # open zones only
-            m = slice(None) if one else zone == zz
-            tail = self._tail[zz][slot[m], sec[m] % self._ring]
-            at = pos[m]
-            if words:
-                out[at] = tail if self._narrow else first_words(tail)
-            elif self._narrow:                          # a word, zeros after: the device's read
-                out[at, :8] = tail.view(np.uint8).reshape(-1, 8)
-            else:
-                out[at] = tail
+        """``StripeReader.read_batch`` (``ocssd_read.py``); ``read_batch`` checked the ranges."""
+        return self._reader.read_batch(offsets, lengths, qd, words)
 
     def _lose_broken(self, zones: np.ndarray) -> None:
         """Zones with an OFFLINE chunk go OFFLINE."""
         for z in zones.tolist():
-            state, _ = self._states(self._chunk[z][self._chunk[z] >= 0])
+            state, _ = self._chunks.states(self._chunk[z][self._chunk[z] >= 0])
             if (state == ChunkState.OFFLINE).any():
                 self._lose(z)
 
@@ -534,7 +347,7 @@ class OcssdZonedView(EmulatedZonedDevice):
         d = super().describe()
         d.update(kind=self.kind, clock=self.ocssd.stats().clock, layout=self.layout, width=self.width,
                  stripe_unit_sectors=self.unit, bound_zones=int((self._chunk[:, 0] >= 0).sum()),
-                 retired_chunks=self.retired_chunks, zone_writers=dict(self._writer), ocssd=self.ocssd.describe())
+                 retired_chunks=self.retired_chunks, zone_writers=dict(self._chunks.writer), ocssd=self.ocssd.describe())
         return d
 
     def flush(self) -> None:

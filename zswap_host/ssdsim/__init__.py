@@ -5,8 +5,12 @@ with over-provisioning, TRIM and device-side GC (optionally with NVMe Flexible D
 
 Hot loops are C (native/ssd.c, conv_ftl.c, zns_ftl.c, ocssd.c); see docs/ssd-model.md."""
 
-from .model import APPEND, READ, RESET, TRIM, WRITE, ConvSSD, FdpSSD, OcssdSSD, ZNSSSD
+from .conv_model import ConvSSD
+from .fdp_model import FdpSSD
+from .model import APPEND, READ, TRIM, WRITE
+from .ocssd_model import RESET, OcssdSSD
 from .presets import PRESETS, ControllerModel, NandPreset, get_preset
+from .zns_model import ZNSSSD
 
 __all__ = ["READ", "WRITE", "TRIM", "APPEND", "RESET", "ControllerModel", "ConvSSD", "FdpSSD", "OcssdSSD", "ZNSSSD", "NandPreset", "PRESETS",
            "get_preset"]

@@ -109,9 +109,9 @@ class EmuConvScheme(DeviceScheme):
         if preset is not None:
             op = preset.conv_op if op is None else op
             if p.get("erase_block") is not None:
-                from ...ssdsim.model import _block_pages
+                from ...ssdsim.conv_model import block_pages
                 try:
-                    _block_pages(preset, p["erase_block"])
+                    block_pages(preset, p["erase_block"])
                 except ValueError as e:
                     raise DeviceSpecError(f"{url}: {e}") from None
             model = _model(lambda: self._build_model(preset, size, op, p), size, url)
