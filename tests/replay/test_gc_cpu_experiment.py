@@ -38,3 +38,12 @@ def test_gc_cpu_counts_the_collectors_work(tmp_path):
 def test_linux_runs_are_refused(tmp_path):
     p = _run(tmp_path, "--runs", "linux-swap-batched")
     assert p.returncode == 2 and "no store GC" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_replay_cpu_ab_refuses_a_missing_trace(tmp_path):
+    """``experiments/replay_cpu_ab.py`` (this commit against an older one, replay by replay): a trace
+    directory without a trace is one line, exit 2, before any worktree is made."""
+    ab = os.path.join(ROOT, "experiments", "replay_cpu_ab.py")
+    p = subprocess.run([sys.executable, ab, "--trace", str(tmp_path / "none"), "--base", "HEAD"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "no trace" in p.stderr and "Traceback" not in p.stderr
