@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from base_checkout import base_checkout
 from zswap_host.run_names import current_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -65,24 +66,17 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--json", help="write the results here")
     a = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        base = os.path.join(tmp, "base")
-        subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", "-q", base, a.base], check=True)
-        try:
-            subprocess.run([sys.executable, "native/build_native.py"], cwd=base, check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            rows = []
-            run(ROOT, os.path.join(tmp, "warm.json"))                 # warm-up: caches, page cache
-            for i in range(a.pairs):
-                wa, ca = run(ROOT, os.path.join(tmp, "a.json"))
-                wb, cb = run(base, os.path.join(tmp, "b.json"))
-                if i == 0 and not same(modeled(os.path.join(tmp, "a.json")), modeled(os.path.join(tmp, "b.json"))):
-                    raise SystemExit("the two commits' modeled results differ: not a speed comparison")
-                rows.append({"new_wall_s": wa, "new_cpu_s": ca, "base_wall_s": wb, "base_cpu_s": cb})
-                print(f"pair {i + 1}: wall {wa:.1f} s vs {wb:.1f} s ({wa / wb:.3f}), "
-                      f"cpu {ca:.1f} s vs {cb:.1f} s ({ca / cb:.3f})", flush=True)
-        finally:
-            subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", base], check=False)
+    with tempfile.TemporaryDirectory() as tmp, base_checkout(a.base) as base:
+        rows = []
+        run(ROOT, os.path.join(tmp, "warm.json"))                 # warm-up: caches, page cache
+        for i in range(a.pairs):
+            wa, ca = run(ROOT, os.path.join(tmp, "a.json"))
+            wb, cb = run(base, os.path.join(tmp, "b.json"))
+            if i == 0 and not same(modeled(os.path.join(tmp, "a.json")), modeled(os.path.join(tmp, "b.json"))):
+                raise SystemExit("the two commits' modeled results differ: not a speed comparison")
+            rows.append({"new_wall_s": wa, "new_cpu_s": ca, "base_wall_s": wb, "base_cpu_s": cb})
+            print(f"pair {i + 1}: wall {wa:.1f} s vs {wb:.1f} s ({wa / wb:.3f}), "
+                  f"cpu {ca:.1f} s vs {cb:.1f} s ({ca / cb:.3f})", flush=True)
     wall = np.array([r["new_wall_s"] / r["base_wall_s"] for r in rows])
     cpu = np.array([r["new_cpu_s"] / r["base_cpu_s"] for r in rows])
     res = {"base": a.base, "pairs": rows, "cpus": len(os.sched_getaffinity(0)),

@@ -24,9 +24,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
+
+from base_checkout import base_checkout
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "experiments", "gc_cpu.py")
@@ -60,27 +61,20 @@ def main() -> None:
         print("replay_cpu_ab: --pairs must be >= 1 and --runs name a run", file=sys.stderr)
         sys.exit(2)
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        base = os.path.join(tmp, "base")
-        subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", "-q", base, a.base], check=True)
-        try:
-            subprocess.run([sys.executable, "native/build_native.py"], cwd=base, check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for i in range(a.pairs):
-                for run in runs:
-                    new, old = replay(ROOT, a.trace, run, a.utilisation), replay(base, a.trace, run, a.utilisation)
-                    differ = [k for k in MODELED if new[k] != old[k]]
-                    if differ:
-                        raise SystemExit(f"replay_cpu_ab: {run}: the modeled {differ} differ: not a speed comparison")
-                    rows.append({"pair": i + 1, "run": run, "new_cpu_s": new["cpu_s"], "base_cpu_s": old["cpu_s"],
-                                 "new_pages_per_cpu_s": new["pages_per_cpu_s"],
-                                 "base_pages_per_cpu_s": old["pages_per_cpu_s"], "pages": new["pages"],
-                                 **{k: new[k] for k in MODELED if k != "pages"}})
-                    print(f"pair {i + 1} {run}: {new['cpu_s']} vs {old['cpu_s']} CPU s "
-                          f"({new['cpu_s'] / old['cpu_s']:.3f}); {new['pages_per_cpu_s']:,} vs "
-                          f"{old['pages_per_cpu_s']:,} pages per CPU s", flush=True)
-        finally:
-            subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", base], check=False)
+    with base_checkout(a.base) as base:
+        for i in range(a.pairs):
+            for run in runs:
+                new, old = replay(ROOT, a.trace, run, a.utilisation), replay(base, a.trace, run, a.utilisation)
+                differ = [k for k in MODELED if new[k] != old[k]]
+                if differ:
+                    raise SystemExit(f"replay_cpu_ab: {run}: the modeled {differ} differ: not a speed comparison")
+                rows.append({"pair": i + 1, "run": run, "new_cpu_s": new["cpu_s"], "base_cpu_s": old["cpu_s"],
+                             "new_pages_per_cpu_s": new["pages_per_cpu_s"],
+                             "base_pages_per_cpu_s": old["pages_per_cpu_s"], "pages": new["pages"],
+                             **{k: new[k] for k in MODELED if k != "pages"}})
+                print(f"pair {i + 1} {run}: {new['cpu_s']} vs {old['cpu_s']} CPU s "
+                      f"({new['cpu_s'] / old['cpu_s']:.3f}); {new['pages_per_cpu_s']:,} vs "
+                      f"{old['pages_per_cpu_s']:,} pages per CPU s", flush=True)
     summary = {}
     for run in runs:
         mine = [r for r in rows if r["run"] == run]
