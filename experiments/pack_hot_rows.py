@@ -33,7 +33,7 @@ from zswap_host.bench import BenchSpec, ComputeBasis
 from zswap_host.bench.plan import backend_factories, plan, run_lookahead
 from zswap_host.bench.runs import DISCARD_DIRTY
 from zswap_host.workloads.row_packing import RowPacking
-from zswap_host.workloads.train import train
+from zswap_host.torch.training import train
 
 RUN = "store-on-zns"
 CONFIGS = ("hashed", "hashed+pack", "sorted", "hashed+meta")
