@@ -120,3 +120,55 @@ int64_t st_drop_front(int64_t *buf_ids, uint8_t *buf_data, int64_t n, int64_t k,
     }
     return left;
 }
+
+int st_discard(const int64_t *ids, int64_t n, int64_t *direct, int64_t direct_size, uint32_t *loc, int64_t *rmap,
+               int64_t *valid, int64_t slots_per_zone, const uint8_t *buffer_of, int32_t *prefetch_pos,
+               int64_t *prefetch_ring, uint8_t *lost, uint16_t *swap_outs, int remove, int64_t *free_stack,
+               int64_t reusable, int64_t *buffered, int64_t *counts)
+{
+    for (int64_t i = 0; i < n; i++) {       /* checked first: a refused batch changes nothing */
+        if (ids[i] < 0)
+            return -1;
+        if (ids[i] >= direct_size)
+            return -2;
+    }
+    int64_t held = 0, stored = 0, dropped = 0, cleared = 0, nbuf = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t h = direct[ids[i]];
+        if (h < 0)
+            continue;
+        held++;
+        uint32_t old = loc[h];
+        if (buffer_of[h]) {
+            buffered[nbuf++] = h;
+            stored++;
+        } else if (old != ST_UNMAPPED) {
+            stored++;
+        }
+        if (old != ST_UNMAPPED) {
+            rmap[old] = 0;
+            valid[(int64_t)old / slots_per_zone]--;
+            loc[h] = ST_UNMAPPED;
+        }
+        if (prefetch_pos[h]) {
+            prefetch_ring[prefetch_pos[h] - 1] = -1;
+            prefetch_pos[h] = 0;
+            dropped++;
+        }
+        if (lost[h]) {
+            lost[h] = 0;
+            cleared++;
+        }
+        if (remove) {
+            swap_outs[h] = 0;
+            direct[ids[i]] = -1;
+            free_stack[reusable++] = h;
+        }
+    }
+    counts[0] = held;
+    counts[1] = stored;
+    counts[2] = dropped;
+    counts[3] = cleared;
+    counts[4] = nbuf;
+    return 0;
+}

@@ -59,6 +59,22 @@ int64_t st_drop_front(int64_t *buf_ids, uint8_t *buf_data, int64_t n, int64_t k,
 void st_commit_run(uint32_t *loc, int64_t *rmap, int64_t *valid, int64_t slots_per_zone, const int64_t *h1,
                    int64_t n1, const int64_t *h2, int64_t n2, int64_t first_slot, uint8_t *in_flight,
                    uint8_t *buffer_of, const int64_t *id_of, int64_t *ids_out);
+
+/* Discard page ids held in the id map's direct array (``SwapStore.discard``): for each held id its
+   device copy invalidated (reverse map entry 0, its zone's valid count down, loc[h] unmapped), its
+   read-ahead copy dropped (prefetch_ring[prefetch_pos[h] - 1] = -1, prefetch_pos[h] = 0), its lost
+   flag cleared; with `remove`, also swap_outs[h] = 0, direct[id] = -1 and h pushed on the free
+   stack at free_stack[reusable ..] (an id given twice then finds nothing held the second time;
+   without `remove` the caller passes distinct ids). Handles whose newest copy waits in a write
+   buffer (buffer_of[h] != 0) are listed in buffered[] for the caller to take out of the buffers.
+   counts: [0] ids held (handles freed with `remove`), [1] pages that were stored (on the device
+   or buffered), [2] read-ahead copies dropped, [3] lost flags cleared, [4] handles in buffered[].
+   Returns 0, or without changing anything: -1 a negative id, -2 an id the direct array does not
+   cover. The caller made sure free_stack has room for reusable + n. */
+int st_discard(const int64_t *ids, int64_t n, int64_t *direct, int64_t direct_size, uint32_t *loc, int64_t *rmap,
+               int64_t *valid, int64_t slots_per_zone, const uint8_t *buffer_of, int32_t *prefetch_pos,
+               int64_t *prefetch_ring, uint8_t *lost, uint16_t *swap_outs, int remove, int64_t *free_stack,
+               int64_t reusable, int64_t *buffered, int64_t *counts);
 /* cffi:end */
 
 #endif

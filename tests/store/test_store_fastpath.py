@@ -54,7 +54,8 @@ def test_the_fast_path_is_taken_and_agrees_on_fresh_batches_of_2mib(run, url, ex
 @pytest.mark.parametrize("run", [False, True])
 @pytest.mark.parametrize("placement", ["temporal", "stream", "hotness"])
 def test_a_mixed_run_with_failures_mid_batch_agrees_with_the_reference(placement, run, express):
-    """Random batch sizes (a page to several units), overwrites, repeated ids in a batch, discards,
+    """Random batch sizes (a page to several units), overwrites, repeated ids in a batch, discards
+    (the C ``st_discard`` against the oracle's; repeated ids, hashed ones through the id map),
     swap-ins, flushes, GC under pressure, ids too large for the direct array, and write failures
     injected at the 1st..4th append of a call (one, two, or many in a row)."""
     rng = np.random.default_rng(7)
@@ -81,8 +82,10 @@ def test_a_mixed_run_with_failures_mid_batch_agrees_with_the_reference(placement
             for d, f in zip(devs, fails):                   # an unused injection ends with the call
                 f.at = None
                 d.inject_write_failures(0)
-        elif op < 0.7:
-            ids = rng.choice(universe, int(rng.integers(1, 40)), replace=False)
+        elif op < 0.7:                                      # repeats, any order; now and then a hashed id
+            ids = rng.choice(universe, int(rng.integers(1, 40)), replace=bool(rng.random() < 0.3))
+            if rng.random() < 0.2:
+                ids = np.append(ids, (1 << 40) + int(rng.integers(0, step + 1)))
             both(stores, lambda st: st.discard(ids))
         elif op < 0.85:
             ids = rng.choice(universe, int(rng.integers(1, 50)))
@@ -96,6 +99,7 @@ def test_a_mixed_run_with_failures_mid_batch_agrees_with_the_reference(placement
     for st in stores:
         st.check()
     assert stores[0].fast_path["prepared"] > 100
+    assert stores[0].book.discards > 10                      # the C discard ran
     assert stores[0].fast_path["one_commit_batches"] > 10
     if stores[0]._express is None:                           # hotness, or express off: the general path alone
         assert stores[0].fast_path == stores[1].fast_path

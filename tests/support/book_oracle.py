@@ -81,6 +81,31 @@ class OracleBook:
         st = self._st
         {BUFFER_OF: st.buffer_of, IN_FLIGHT: st.in_flight}[which][h] = value
 
+    def discard(self, ids: np.ndarray, remove: bool) -> bool:
+        st = self._st
+        idm = st.idmap
+        if ((ids < 0) | (ids >= idm.direct.size)).any():
+            return False
+        self.calls += 1
+        _, first = np.unique(ids, return_index=True)
+        ids = ids[np.sort(first)]                  # each id once, where it first appears
+        h = idm.direct[ids]
+        ids, h = ids[h >= 0], h[h >= 0]
+        stored = st.slots.mapped(h) | (st.buffer_of[h] != 0)
+        st.unbuffer(h)
+        st.prefetch.drop(st.prefetch_pos, h)
+        st.slots.invalidate(h)
+        st.lost_count -= int(st.lost[h].sum())
+        st.lost[h] = False
+        st.live -= int(stored.sum())
+        if remove:
+            idm.direct[ids] = -1
+            idm.free_room(h.size)
+            idm.free_stack[idm.reusable:idm.reusable + h.size] = h
+            idm.released(h.size)
+            st.swap_outs[h] = 0
+        return True
+
     def commit(self, h: np.ndarray, first_slot: int, buffered: bool) -> None:
         self.calls += 1
         self._commit(h, first_slot, buffered)

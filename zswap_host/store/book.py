@@ -40,6 +40,15 @@ class Bookkeeper(Protocol):
         """``buffer_of[h] = value`` (which = ``BUFFER_OF``) or ``in_flight[h] = value`` (``IN_FLIGHT``)."""
         ...
 
+    def discard(self, ids: np.ndarray, remove: bool) -> bool:
+        """``SwapStore.discard`` of page ids held in the id map's direct array (others ignored):
+        each one's copies dropped (device slot, write buffer, read-ahead), its lost flag cleared,
+        the live count, lost count and read-ahead waste moved; ``remove``: the id forgotten and its
+        handle freed (pushed on the free stack in the order given; an id given twice is found the
+        first time only), else ``ids`` are distinct and stay held. False, nothing changed, when an
+        id lies beyond the direct array."""
+        ...
+
     def commit(self, h: np.ndarray, first_slot: int, buffered: bool) -> None:
         """Map ``h`` to consecutive slots from ``first_slot`` (the old copies invalidated),
         ``in_flight[h] = False`` and, ``buffered``, ``buffer_of[h] = 0``."""

@@ -112,6 +112,20 @@ class IdMap:
         self.handles += count
         self.n += count
 
+    def free_room(self, count: int) -> None:
+        """Make ``free_stack`` hold ``count`` more handles (C code that frees handles pushes them
+        there: ``st_discard``)."""
+        top = self.reusable + count
+        if top > self.free_stack.size:
+            self.free_stack = _grown(self.free_stack, max(top, 2 * self.free_stack.size))
+
+    def released(self, count: int) -> None:
+        """Count ``count`` handles C code freed (``st_discard``: their ids' ``direct`` entries
+        cleared, the handles pushed on ``free_stack`` from ``reusable``): ``n`` falls and
+        ``reusable`` grows by it."""
+        self.reusable += count
+        self.n -= count
+
     def _slot0(self, ids: np.ndarray) -> np.ndarray:
         bits = self._keys.size.bit_length() - 1
         return ((ids.astype(np.uint64) * _MUL) >> np.uint64(64 - bits)).astype(np.int64)
@@ -266,12 +280,9 @@ class IdMap:
             self._hashed -= found.size
             if self._used > 3 * self._keys.size // 8 and self._used > 2 * self._hashed:   # mostly tombstones
                 self._rehash(3 * self._hashed)
-        self.n -= ids.size
-        top = self.reusable + h.size
-        if top > self.free_stack.size:
-            self.free_stack = _grown(self.free_stack, max(top, 2 * self.free_stack.size))
-        self.free_stack[self.reusable:top] = h
-        self.reusable = top
+        self.free_room(h.size)
+        self.free_stack[self.reusable:self.reusable + h.size] = h
+        self.released(h.size)
         return h
 
     def _rehash(self, slots: int) -> None:

@@ -1,6 +1,6 @@
 """The swap store's per-page bookkeeping in C (``native/store.c``, in ``zswap_host._native``): the
-``Bookkeeper`` (store/book.py) of every store: lookup/classify, handle insert, flag fills and
-commit, each one pass over the batch. It is the package's only implementation; the pure-Python
+``Bookkeeper`` (store/book.py) of every store: lookup/classify, handle insert, flag fills,
+commit and discard, each one pass over the batch. It is the package's only implementation; the pure-Python
 oracle it is compared with lives in tests/support/book_oracle.py (tests/store/test_store_fastpath.py).
 
 The C functions take pointers into the store's arrays; those are cached and refreshed whenever
@@ -34,11 +34,14 @@ class NativeBook:
         if lib is None:
             ffi, lib = load()
         self.calls = 0                    # calls that did work (tests: the C path ran)
+        self.discards = 0                 # ... of them discards
         self._st = state
         self._idmap, self._slots = state.idmap, state.slots
         self._ffi, self._lib = ffi, lib
         self._counts = np.zeros(3, np.int64)
         self._counts_p = ffi.from_buffer("int64_t[]", self._counts)
+        self._dcounts = np.zeros(5, np.int64)
+        self._dcounts_p = ffi.from_buffer("int64_t[]", self._dcounts)
         self.arrays: tuple = ()           # the arrays ``pointers`` points at (see there)
         self._p: tuple = ()
         # the last prepared batch's ids and handles with their pointers: insert and fill get them
@@ -124,3 +127,34 @@ class NativeBook:
         h = np.ascontiguousarray(h, np.int64)
         self._lib.st_commit(p[2], p[3], p[4], self._slots.slots_per_zone, self._ffi.from_buffer("int64_t[]", h),
                             h.size, first_slot, p[6], p[5], int(buffered))
+
+    def discard(self, ids: np.ndarray, remove: bool) -> bool:
+        """Forget the ids (``st_discard``: one pass; the write buffers emptied of them after, the
+        counters moved); ``remove``: their handles freed (else ``ids`` are distinct). False, nothing
+        changed, for an id beyond the id map's direct array (the caller's id map path finds it)."""
+        st, idm = self._st, self._idmap
+        n = ids.size
+        if remove:
+            idm.free_room(n)
+        p = self.pointers()
+        fb = self._ffi.from_buffer
+        ids = np.ascontiguousarray(ids, np.int64)
+        buffered = np.empty(n, np.int64)
+        rc = self._lib.st_discard(fb("int64_t[]", ids), n, p[0], self.arrays[0].size, p[2], p[3], p[4],
+                                  self._slots.slots_per_zone, p[5], fb("int32_t[]", st.prefetch_pos),
+                                  fb("int64_t[]", st.prefetch.ids), fb("uint8_t[]", st.lost.view(np.uint8)),
+                                  fb("uint16_t[]", st.swap_outs), int(remove), p[7], idm.reusable,
+                                  fb("int64_t[]", buffered), self._dcounts_p)
+        if rc:
+            return False
+        self.calls += 1
+        self.discards += 1
+        held, stored, dropped, cleared, nbuf = self._dcounts.tolist()
+        if nbuf:
+            st.unbuffer(buffered[:nbuf])
+        st.prefetch.wasted_pages += dropped
+        st.lost_count -= cleared
+        st.live -= stored
+        if remove:
+            idm.released(held)
+        return True

@@ -229,9 +229,16 @@ class SwapStore:
     def discard(self, page_ids) -> None:
         """Forget pages (their space becomes garbage for GC). Unknown ids are ignored."""
         st = self.state
-        ids = distinct_ids(as_page_ids(page_ids))[0]
+        ids = as_page_ids(page_ids)
         with st.lock:
             self._check_open()
+            remove = not st.placement.counts_swap_outs    # else remember how often an id came back
+            if not remove:
+                ids = distinct_ids(ids)[0]
+            if ids.size == 0 or self.book.discard(ids, remove):
+                return
+            # ids beyond the direct array (the id map's hashed range): through the id map
+            ids = distinct_ids(ids)[0]
             h = st.idmap.lookup(ids)
             ids, h = ids[h >= 0], h[h >= 0]
             if ids.size == 0:
@@ -243,7 +250,7 @@ class SwapStore:
             st.lost_count -= int(st.lost[h].sum())
             st.lost[h] = False
             st.live -= int(stored.sum())
-            if not st.placement.counts_swap_outs:    # else remember how often an id came back
+            if remove:
                 st.idmap.remove(ids)
                 st.swap_outs[h] = 0
 
