@@ -23,7 +23,7 @@ import pytest
 
 from pager_harness import (BUDGET_PAGES, PS, RSS_SLACK_PAGES, SUPPORT_DIR, FlakyBackend, Ledger, _resident, backend, check_stats,  # noqa: F401 - backend: the fixture
                            current_thread_trace, random_reads_and_writes, read_all, stored_by_pager,
-                           train_side_by_side)
+                           train_side_by_side, open_fds, settled_tasks, tasks_reach)
 
 pager_mod = pytest.importorskip("zswap_host.pager")
 Pager, range_rss = pager_mod.Pager, pager_mod.range_rss
@@ -384,28 +384,21 @@ def test_bad_abort_timer_is_refused(monkeypatch, backend, value):
 
 
 # ---------------------------------------------------------------- lifetime
-def _fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
-def _tasks() -> int:
-    return len(os.listdir("/proc/self/task"))
-
 
 def test_close_leaves_nothing_registered(backend):
-    fds, tasks = _fds(), _tasks()
+    fds, tasks = open_fds(), settled_tasks()
     pager = Pager(backend, BUDGET_PAGES * PS)
     a = pager.alloc(4 * BUDGET_PAGES * PS, np.uint8)
     b = pager.alloc(BUDGET_PAGES * PS, np.uint8)
     pager.copy(a, np.full(a.size, 7, np.uint8))
     regions = pager.regions
-    assert _fds() > fds and _tasks() == tasks + 2  # the uffd and eventfd; handler and resolver
+    assert open_fds() > fds and tasks_reach(tasks + 2) == tasks + 2  # the uffd and eventfd; handler and resolver
     assert all(range_rss(r.addr, r.nbytes) is not None for r in regions)
     stored = pager.stats().pages_out
     assert stored > 0 and backend.stats().pages_stored > 0
     pager.close()
     del a, b
-    assert _fds() == fds and _tasks() == tasks
+    assert open_fds() == fds and tasks_reach(tasks) == tasks
     assert all(range_rss(r.addr, r.nbytes) is None for r in regions)
     assert backend.stats().pages_stored == 0  # the pager's pages were discarded
     pager.close()  # a no-op

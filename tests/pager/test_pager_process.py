@@ -25,7 +25,7 @@ import pytest
 
 from pager_harness import (current_thread_trace, BUDGET_PAGES, PS, SUPPORT_DIR, check_stats, flaky_backend, ledger_backend, stuck_backend,
                            ledger_state, make_backend, random_reads_and_writes, read_all, stored_by_pager,
-                           train_side_by_side)
+                           train_side_by_side, open_fds, settled_tasks, tasks_reach)
 
 pager_mod = pytest.importorskip("zswap_host.pager")
 Pager = pager_mod.Pager
@@ -33,13 +33,6 @@ Pager = pager_mod.Pager
 if not os.path.exists("/dev/userfaultfd") and os.geteuid() != 0:
     pytest.skip("userfaultfd needs root here", allow_module_level=True)
 
-
-def _fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
-def _tasks() -> int:
-    return len(os.listdir("/proc/self/task"))
 
 
 def run_child(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -303,7 +296,7 @@ def failing_factory():
 
 
 def test_a_factory_that_fails_leaves_nothing_behind():
-    fds, tasks = _fds(), _tasks()
+    fds, tasks = open_fds(), settled_tasks()
     with pytest.raises(RuntimeError, match="could not build the backend: OSError: .*on purpose") as info:
         Pager.process(failing_factory, BUDGET_PAGES * PS)
     assert isinstance(info.value.__cause__, OSError)
@@ -311,7 +304,7 @@ def test_a_factory_that_fails_leaves_nothing_behind():
         Pager.process(lambda: make_backend("store"), BUDGET_PAGES * PS)
     with pytest.raises(RuntimeError, match="backend page_size 8192 != pager page_size 4096"):
         Pager.process(big_pages, BUDGET_PAGES * PS)
-    assert _fds() == fds and _tasks() == tasks
+    assert open_fds() == fds and tasks_reach(tasks) == tasks
 
 
 class BigPages:
@@ -323,17 +316,17 @@ def big_pages():
 
 
 def test_close_leaves_no_process_thread_or_fd():
-    fds, tasks = _fds(), _tasks()
+    fds, tasks = open_fds(), settled_tasks()
     pager = Pager.process(functools.partial(ledger_backend, "conv"), BUDGET_PAGES * PS)
     a = pager.alloc((4 * BUDGET_PAGES, PS), np.uint8)
     pager.copy(a, np.full(a.shape, 7, np.uint8))
     assert pager.quiesce(timeout=120)
     assert pager.backend_call(ledger_state)[1] > 0
     pid = pager.backend_pid
-    assert _tasks() == tasks + 2                     # the fault handler and the bridge: no Python thread
+    assert tasks_reach(tasks + 2) == tasks + 2                     # the fault handler and the bridge: no Python thread
     pager.close()
     del a
-    assert _fds() == fds and _tasks() == tasks
+    assert open_fds() == fds and tasks_reach(tasks) == tasks
     assert not _running(pid)
     pager.close()                                    # a no-op
     with pytest.raises(ValueError):
@@ -343,7 +336,7 @@ def test_close_leaves_no_process_thread_or_fd():
 def test_close_kills_a_backend_process_stuck_in_its_final_discard():
     """A backend call that never returns does not hang close(timeout): the process is killed, the
     memory released, and a BackendGone saying the pages were not discarded is counted."""
-    fds, tasks = _fds(), _tasks()
+    fds, tasks = open_fds(), settled_tasks()
     pager = Pager.process(functools.partial(stuck_backend, "store", "discard"), BUDGET_PAGES * PS)
     a = pager.alloc((4 * BUDGET_PAGES, PS), np.uint8)
     pager.copy(a, np.full(a.shape, 3, np.uint8))     # most pages go to the backend
@@ -354,7 +347,7 @@ def test_close_kills_a_backend_process_stuck_in_its_final_discard():
     assert not pager.closed and int(a[0, 0]) == 3
     pager.close(timeout=2)
     del a
-    assert pager.closed and not _running(pid) and _fds() == fds and _tasks() == tasks
+    assert pager.closed and not _running(pid) and open_fds() == fds and tasks_reach(tasks) == tasks
     assert pager.stats().backend_errors == 1
     assert isinstance(pager.errors[-1], pager_mod.BackendGone)
     assert "did not finish the final discard" in str(pager.errors[-1]) and "not discarded" in str(pager.errors[-1])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -248,3 +249,34 @@ def train_side_by_side(plain, paged, steps: int = 20) -> None:
 def current_thread_trace(stderr: str) -> str:
     """The faulthandler dump's "Current thread" block of a child that died of a signal."""
     return stderr.split("Current thread", 1)[1].split("\n\n", 1)[0]
+
+
+# ---------------------------------------------------------------- what a process holds
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def live_tasks() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def settled_tasks(timeout: float = 30.0) -> int:
+    """The thread count once it stops changing: a thread joined by Python (its state lock released)
+    can still be in /proc for a moment, so a count taken right after another test is one too high."""
+    deadline = time.monotonic() + timeout
+    last, same = live_tasks(), 0
+    while same < 5 and time.monotonic() < deadline:
+        time.sleep(0.02)
+        now = live_tasks()
+        same = same + 1 if now == last else 0
+        last = now
+    return last
+
+
+def tasks_reach(expected: int, timeout: float = 30.0) -> int:
+    """The thread count, waited for until it equals ``expected`` (threads start and exit
+    asynchronously); returned as found at the deadline otherwise, for the assertion to show."""
+    deadline = time.monotonic() + timeout
+    while live_tasks() != expected and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return live_tasks()
