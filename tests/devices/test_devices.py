@@ -146,12 +146,25 @@ def test_read_only_and_offline_zones():
         dev.write(4096, np.zeros(4096, np.uint8))
     with pytest.raises(DeviceIOError):
         dev.read(1 << 20, 4096)
+    with pytest.raises(DeviceIOError, match="offline zone 1"):          # a batch touching it
+        dev.read_batch(np.array([0, (2 << 20) - 4096], np.int64), np.array([4096, 4096], np.int64))
+    assert dev.read_batch(np.array([0, 4096], np.int64), np.array([4096, 4096], np.int64))[0][0] == 3
     with pytest.raises(DeviceIOError):
         dev.reset_zone(1)
     # the two zones gave back their active resources: three more zones can be opened
     for z in (2, 3, 4):
         dev.write(z << 20, np.zeros(4096, np.uint8))
     assert dev.describe()["active_zones"] == 3
+
+
+def test_an_offline_zone_stays_offline_when_reopened(tmp_path):
+    url = f"emu://{tmp_path}/z.img?{SMALL}&preset=none"
+    with open_device(url) as dev:
+        dev.write(1 << 20, np.full(4096, 4, np.uint8))
+        dev.set_zone_condition(1, ZoneCond.OFFLINE)
+    with open_device(f"emu://{tmp_path}/z.img") as dev:
+        with pytest.raises(DeviceIOError, match="offline zone 1"):
+            dev.read_batch(np.array([1 << 20], np.int64), np.array([4096], np.int64))
 
 
 def test_zone_index_out_of_range():

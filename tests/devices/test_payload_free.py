@@ -145,3 +145,20 @@ def test_gc_relocates_what_the_device_keeps(payload):
         want[:, 8:] = 0
     assert np.array_equal(got, want)
     assert np.array_equal(store.swap_in(np.arange(n))[:, :8], pages[:, :8])
+
+
+@pytest.mark.parametrize("block", [4096, 520])
+def test_fingerprint_ranges_cover_their_blocks_in_order(block):
+    """Gathers and scatters of ranges of any number of blocks (shifts for a power-of-two block,
+    divisions otherwise) touch the blocks a per-range loop would."""
+    from zswap_host.devices.fingerprint import FingerprintBacking
+
+    medium = FingerprintBacking(64 * block, block)
+    medium.words[:] = np.arange(64, dtype=np.uint64) * 3
+    rng = np.random.default_rng(block)
+    for _ in range(20):
+        nb = rng.integers(1, 5, rng.integers(1, 9))
+        first = rng.integers(0, 60, nb.size)
+        offsets, lengths = first * block, nb * block
+        want = np.concatenate([np.arange(f, f + n) for f, n in zip(first, nb)])
+        np.testing.assert_array_equal(medium.gather_words(offsets, lengths, block), want * 3)

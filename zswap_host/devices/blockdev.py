@@ -47,6 +47,7 @@ class EmulatedBlockDevice(ModelClock):
         self._io = IoCounters()
         self._fail_writes = 0
         self.payload = bool(payload)
+        self.readonly = bool(readonly)
         # read-only: the file is never written
         new = path is not None and not os.path.exists(sidecar_path(path))      # no description yet
         self._backing = make_backing(size, path, readonly, payload, block_size, new=new)
@@ -76,16 +77,20 @@ class EmulatedBlockDevice(ModelClock):
         lengths = np.asarray(lengths, np.int64)
         group_sizes = check_groups(group_sizes, group_qds, offsets.size, "read")
         check_batch(offsets, lengths, self.block_size, self.size, "read")
-        return self._read_checked(offsets, lengths, group_sizes, group_qds, words)
+        return self.read_checked(offsets, lengths, 0, words, (group_sizes, group_qds))
 
-    def _read_checked(self, offsets: np.ndarray, lengths: np.ndarray, group_sizes: np.ndarray,
-                      group_qds: np.ndarray, words: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """``read_groups`` of int64 ranges and groups already checked (a zoned view over this
-        device checks its reads against its own smaller geometry first)."""
+    def read_checked(self, offsets: np.ndarray, lengths: np.ndarray, qd: int, words: bool = False,
+                     groups: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``read_batch`` of int64 ranges already checked (block-aligned, inside this device): what a
+        zoned view over this device sends, having checked its reads against its own geometry.
+        ``groups``: (sizes, depths) of serial groups as in ``read_groups``, checked, instead of one
+        queue of depth ``qd``."""
         with self._lock:
             out = (self._backing.gather_words if words else self._backing.gather)(offsets, lengths, self.block_size)
             self._io.read_many(lengths)
-            return out, self._charge_groups(_READ, offsets, lengths, group_sizes, group_qds)
+            if groups is None:
+                return out, self._charge_batch(_READ, offsets, lengths, qd)
+            return out, self._charge_groups(_READ, offsets, lengths, groups[0], groups[1])
 
     def write_batch(self, offsets: np.ndarray, data: np.ndarray, lengths: np.ndarray, qd: int = 32, *,
                     handle=None) -> np.ndarray:
@@ -124,6 +129,34 @@ class EmulatedBlockDevice(ModelClock):
             self._io.wrote(view.size)
             self._placed(handles, np.array([view.size], np.int64))
             self._charge(_WRITE, offset, view.size, handles)
+
+    def write_run(self, starts: list[int], views: list[np.ndarray], handles: np.ndarray | None = None) -> None:
+        """``write(starts[i], views[i], handle=handles[i])`` for each i in order, in one call (a
+        zoned view's run of appends): the same data, counts and modeled time as the writes one
+        after another (one queue of depth 1). The ranges are the caller's, checked (block-aligned
+        bytes, inside this device). With a write failure injected the writes go one by one, so
+        it lands on the write it would have."""
+        n = len(starts)
+        if n == 0:
+            return
+        if self._fail_writes:
+            for i in range(n):
+                self.write(starts[i], views[i], handle=None if handles is None else int(handles[i]))
+            return
+        offsets = np.array(starts, np.int64)
+        lengths = np.fromiter((v.size for v in views), np.int64, n)
+        placed = self._placement(handles, lengths)
+        write = self._backing.write
+        with self._lock:
+            for start, view in zip(starts, views):
+                write(start, view)
+            self._io.wrote_many(lengths)
+            self._placed(placed, lengths)
+            self._charge_batch(_WRITE, offsets, lengths, 1, placed)
+
+    def injected_failures(self) -> tuple[int, int]:
+        """(reads, writes) injected failures not raised yet (this device injects writes only)."""
+        return 0, self._fail_writes
 
     def _placement(self, handle, lengths: np.ndarray):
         """The write's placement handles for the model (None: the device's default). A

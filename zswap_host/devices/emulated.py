@@ -285,7 +285,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
         g = self.geometry
         check_batch(offsets, lengths, g.block_size, g.size, "read")
         with self._lock:
-            if (self._cond == ZoneCond.OFFLINE).any():       # only then find which zones the reads touch
+            if self._zones.nr_offline:       # only then find which zones the reads touch
                 zs = np.unique(np.concatenate([offsets // g.zone_size, (offsets + lengths - 1) // g.zone_size]))
                 bad = zs[self._cond[zs] == ZoneCond.OFFLINE]
                 if bad.size:
@@ -294,8 +294,7 @@ class EmulatedZonedDevice(PersistedState, ModelClock, SerialAppends, ZoneUnits):
                 raise DeviceIOError("injected read failure", offset=int(offsets[0]))
             n = int(lengths[0]) if lengths.size else 0
             if lengths.size > 8 and not (lengths != n).any():   # equal requests (a page each): one count
-                self._io.read_bytes += n * lengths.size
-                self._io.read_hist[n] += lengths.size
+                self._io.read_alike(n, lengths.size)
             else:
                 self._io.read_many(lengths)
             return self._media_read_batch(offsets, lengths, qd, words)

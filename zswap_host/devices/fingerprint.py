@@ -38,6 +38,7 @@ class FingerprintBacking:
         self.size = size
         self.block = block
         self.words = np.zeros(size // block, np.uint64)     # zeros cost nothing until written
+        self._shift = block.bit_length() - 1 if block & (block - 1) == 0 else None
 
     # -- bytes <-> words --------------------------------------------------------------------------
     def _words_of(self, view: np.ndarray) -> np.ndarray:
@@ -51,12 +52,16 @@ class FingerprintBacking:
         return out.reshape(-1)
 
     def _index(self, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        nb = np.asarray(lengths, np.int64) // self.block
-        first = np.asarray(offsets, np.int64) // self.block
+        """The block indices the ranges cover, in order (int64)."""
+        sh = self._shift
+        if sh is not None:                      # blocks of a power of two: shifts, not divisions
+            nb, first = np.asarray(lengths, np.int64) >> sh, np.asarray(offsets, np.int64) >> sh
+        else:
+            nb, first = np.asarray(lengths, np.int64) // self.block, np.asarray(offsets, np.int64) // self.block
         if not (nb != 1).any():                 # a block each: the usual page I/O
             return first
-        before = np.cumsum(nb) - nb
-        return np.arange(int(nb.sum())) + np.repeat(first - before, nb)
+        ends = np.cumsum(nb)
+        return np.repeat(first - ends + nb, nb) + np.arange(int(ends[-1]))
 
     # -- Backing's interface ------------------------------------------------------------------------
     def read(self, offset: int, length: int) -> np.ndarray:

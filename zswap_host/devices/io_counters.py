@@ -52,6 +52,11 @@ class IoCounters:
         self.read_bytes += n
         self._read_hist[n] += 1
 
+    def read_alike(self, n: int, count: int) -> None:
+        """``count`` reads of ``n`` bytes each (a batch of one size: no array kept)."""
+        self.read_bytes += n * count
+        self._read_hist[n] += count
+
     def wrote_many(self, lengths: np.ndarray) -> None:
         self.write_bytes += int(lengths.sum())
         self._later(0, lengths)
@@ -84,9 +89,14 @@ def _count(hist: Counter, lengths: np.ndarray) -> None:
     if lo == hi:                                   # the usual batch: one size (no sort)
         hist[lo] += int(lengths.size)
         return
+    if lo >= 0 and hi <= 1 << 26 and not (lengths & 511).any():     # sectors: a bincount, no sort
+        counts = np.bincount(lengths >> 9)
+        sizes = np.flatnonzero(counts)
+        for size, count in zip((sizes << 9).tolist(), counts[sizes].tolist()):
+            hist[size] += count
+        return
     for size, count in zip(*np.unique(lengths, return_counts=True)):
         hist[int(size)] += int(count)
-
 
 
 class IoTally:

@@ -52,7 +52,8 @@ def check_zone_file(zpath: str, g: ZoneGeometry) -> None:
 class ZoneStates:
     """The zones of an ``EmulatedZonedDevice`` with ``geometry``: ``table`` holds a row per zone,
     (write pointer relative to the zone's start, ``ZoneCond`` value), seen as ``wp`` and ``cond``
-    (views, written in place); ``nr_open`` and ``nr_active`` count the open and active zones. A
+    (views, written in place); ``nr_open``, ``nr_active`` and ``nr_offline`` count the open, active
+    and OFFLINE zones. A
     ``fresh`` table starts EMPTY, a reopened one goes through a power cycle. The device holds its
     lock around every call."""
 
@@ -78,12 +79,14 @@ class ZoneStates:
         c = self.cond
         self.nr_open = int(np.isin(c, (ZoneCond.IMPLICIT_OPEN, ZoneCond.EXPLICIT_OPEN)).sum())
         self.nr_active = self.nr_open + int((c == ZoneCond.CLOSED).sum())
+        self.nr_offline = int((c == ZoneCond.OFFLINE).sum())    # a read checks its zones only when > 0
 
     def set(self, z: int, cond: ZoneCond) -> None:
         """Zone ``z`` becomes ``cond``, the open and active counts with it."""
         old = ZoneCond(int(self.cond[z]))
         self.nr_open += int(cond.is_open) - int(old.is_open)
         self.nr_active += int(cond.is_active) - int(old.is_active)
+        self.nr_offline += int(cond == ZoneCond.OFFLINE) - int(old == ZoneCond.OFFLINE)
         if old == ZoneCond.IMPLICIT_OPEN:
             self._imp_open.pop(z, None)
         if cond == ZoneCond.IMPLICIT_OPEN:

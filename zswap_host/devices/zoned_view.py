@@ -38,6 +38,9 @@ class ZonedBlockView(EmulatedZonedDevice):
         self.interface = block.interface                     # "conventional" or "fdp"
         self.ruhs = int(getattr(block, "ruhs", 0))          # FDP placement handles (0: none)
         self._handle = np.zeros(nr, np.int64)
+        # appends go down in runs (``_deferrable``) on a block device that takes them
+        self._runs = hasattr(block, "write_run") and hasattr(block, "injected_failures") \
+            and not getattr(block, "readonly", False)
 
     @property
     def word_reads(self) -> bool:
@@ -64,13 +67,27 @@ class ZonedBlockView(EmulatedZonedDevice):
         else:
             self.block.write(start, view)
 
+    def _deferrable(self, z: int) -> bool:
+        """Whether an append may wait to go down with the ones after it (``_media_write_units``):
+        the block device takes runs of writes (``write_run``), is writable and has no write
+        failure injected, so the append cannot fail."""
+        return self._runs and not self.block.injected_failures()[1]
+
+    def _media_write_units(self, units: list) -> None:
+        """Appends (start, view) in order, as one ``write_run`` of the block device: the same
+        writes, counts and time as one ``_media_write`` each."""
+        starts = [start for start, _ in units]
+        handles = self._handle[np.array(starts, np.int64) // self.geometry.zone_size] if self.ruhs else None
+        self.block.write_run(starts, [view for _, view in units], handles)
+        units.clear()
+
     def _media_read(self, offset: int, length: int) -> np.ndarray:
         return self.block.read(offset, length)
 
     def _media_read_batch(self, offsets, lengths, qd, words=False):
-        checked = getattr(self.block, "_read_checked", None)     # the emulated block device's
+        checked = getattr(self.block, "read_checked", None)      # the emulated block device's
         if checked is not None:                                  # (read_batch checked the ranges)
-            return checked(offsets, lengths, np.array([offsets.size], np.int64), np.array([qd], np.int64), words)
+            return checked(offsets, lengths, qd, words)
         return self.block.read_batch(offsets, lengths, qd, words=True) if words else \
             self.block.read_batch(offsets, lengths, qd)
 
